@@ -1,0 +1,3 @@
+"""The Kimi Linear hybrid-attention model (not built yet)."""
+
+__all__: list[str] = []

@@ -1,0 +1,77 @@
+"""Kimmy Swarm runtime: plans as DAGs, an async scheduler for thousands of sub-agents,
+model clients, durable runs and progress. `import swarm` stays light (no torch).
+"""
+
+from swarm._journal import EventSink
+from swarm.context import SubtaskContext, Worker
+from swarm.dag import critical_path, critical_path_length, topological_generations, validate_plan
+from swarm.errors import (
+    ConfigError,
+    CycleError,
+    LimitError,
+    ModelError,
+    PlanValidationError,
+    SpawnError,
+    SwarmError,
+    UserError,
+)
+from swarm.events import Event, parse_event
+from swarm.limits import AdaptiveLimit, Backoff, Budget, RateLimit
+from swarm.planfile import load_plan, parse_plan
+from swarm.runtime import Swarm, new_run_id
+from swarm.scheduler import Scheduler, SchedulerConfig
+from swarm.schema import (
+    ErrorInfo,
+    Plan,
+    RunResult,
+    RunStatus,
+    Subtask,
+    SubtaskResult,
+    SubtaskStatus,
+    Timings,
+    Usage,
+)
+from swarm.steps import FailurePolicy
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AdaptiveLimit",
+    "Backoff",
+    "Budget",
+    "ConfigError",
+    "CycleError",
+    "ErrorInfo",
+    "Event",
+    "EventSink",
+    "FailurePolicy",
+    "LimitError",
+    "ModelError",
+    "Plan",
+    "PlanValidationError",
+    "RateLimit",
+    "RunResult",
+    "RunStatus",
+    "Scheduler",
+    "SchedulerConfig",
+    "SpawnError",
+    "Subtask",
+    "SubtaskContext",
+    "SubtaskResult",
+    "SubtaskStatus",
+    "Swarm",
+    "SwarmError",
+    "Timings",
+    "Usage",
+    "UserError",
+    "Worker",
+    "__version__",
+    "critical_path",
+    "critical_path_length",
+    "load_plan",
+    "new_run_id",
+    "parse_event",
+    "parse_plan",
+    "topological_generations",
+    "validate_plan",
+]

@@ -1,0 +1,193 @@
+"""Running one subtask: attempts, timeout, retries with backoff, output checks, the result."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ValidationError
+
+from swarm import events as ev
+from swarm.context import MeteredModel, SubtaskContext
+from swarm.errors import BudgetExceededError, OutputValidationError, SubtaskTimeoutError
+from swarm.schema import NO_USAGE, ErrorInfo, SubtaskResult, SubtaskStatus, Timings, Usage
+
+if TYPE_CHECKING:
+    from swarm._run import RunLoop
+    from swarm.schema import Subtask
+
+_new = object.__new__
+_set = object.__setattr__
+
+
+def _trusted(cls: type[BaseModel], values: dict[str, Any]) -> Any:
+    """A model from values this module produced and checked itself (no re-validation).
+
+    `model_construct` costs more than the whole rest of a sub-agent's bookkeeping; these
+    values are already of the right types, and `_is_json` has vetted the output.
+    """
+    obj = _new(cls)
+    _set(obj, "__dict__", values)
+    _set(obj, "__pydantic_fields_set__", set(values))
+    _set(obj, "__pydantic_extra__", None)
+    _set(obj, "__pydantic_private__", None)
+    return obj
+
+
+_SCALARS = (str, int, bool, type(None))
+
+
+def _is_json(value: Any) -> bool:
+    """Whether `value` is JSON data: dicts with str keys, lists, str, int, finite float…"""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, _SCALARS):
+            continue
+        if isinstance(v, float):
+            if not math.isfinite(v):
+                return False
+        elif isinstance(v, dict):
+            if not all(isinstance(k, str) for k in v):
+                return False
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+        else:
+            return False
+    return True
+
+
+def normalize(run: RunLoop, st: Subtask, output: Any) -> Any:
+    """The output as JSON data, validated against the subtask's schema if it names one."""
+    if isinstance(output, BaseModel):
+        output = output.model_dump(mode="json")
+    elif isinstance(output, tuple):
+        output = list(output)
+    if st.output_schema is not None:
+        schema = run.sched.schemas[st.output_schema]
+        try:
+            output = schema.model_validate(output).model_dump(mode="json")
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            loc = ".".join(str(p) for p in first["loc"]) or "(root)"
+            raise OutputValidationError(
+                f"output of subtask {st.id!r} does not match schema {st.output_schema!r}: "
+                f"{loc}: {first['msg']}"
+            ) from None
+    if not _is_json(output):
+        raise OutputValidationError(
+            f"output of subtask {st.id!r} is not JSON data (got {type(output).__name__}); "
+            "return dicts, lists, strings, numbers, booleans, None or a pydantic model"
+        )
+    return output
+
+
+def _result(
+    st: Subtask,
+    status: SubtaskStatus,
+    usage: Usage,
+    started: float,
+    attempts: int,
+    output: Any = None,
+    error: BaseException | None = None,
+) -> SubtaskResult:
+    return _trusted(
+        SubtaskResult,
+        {
+            "id": st.id,
+            "role": st.role,
+            "status": status,
+            "output": output,
+            "error": ErrorInfo.from_exception(error) if error is not None else None,
+            "usage": usage,
+            "timings": _trusted(Timings, {"started_at": started, "finished_at": time.time()}),
+            "attempts": attempts,
+        },
+    )
+
+
+async def _one_attempt(run: RunLoop, st: Subtask, ctx: SubtaskContext, timeout: float) -> Any:
+    """Run the worker once under the subtask's deadline; a timeout raises SubtaskTimeoutError."""
+    deadline = run.deadlines.arm(timeout)
+    try:
+        output = await run.sched.workers[st.role](ctx)
+    except asyncio.CancelledError:
+        if deadline.expired and run.cancel_reason is None:
+            asyncio.current_task().uncancel()  # type: ignore[union-attr]
+            raise SubtaskTimeoutError(st.id, timeout) from None
+        raise
+    finally:
+        run.deadlines.disarm(deadline)
+    if deadline.expired:  # the worker swallowed the cancellation: still a timeout
+        asyncio.current_task().uncancel()  # type: ignore[union-attr]
+        raise SubtaskTimeoutError(st.id, timeout)
+    return normalize(run, st, output)
+
+
+def _cancelled(run: RunLoop) -> BaseException:
+    reason = run.cancel_reason or "run cancelled"
+    return BudgetExceededError(reason) if "deadline" in reason else asyncio.CancelledError(reason)
+
+
+async def run_subtask(run: RunLoop, st: Subtask) -> None:
+    """All attempts of one subtask; ends by handing its result to the run.
+
+    Retryable errors (timeouts, 429, 5xx, connection errors) are retried with backoff while
+    attempts remain and the run is not stopping; anything else fails the subtask at once.
+    A cancelled subtask (run cancelled, deadline) still records a `cancelled` result.
+    """
+    timeout = st.timeout_s or run.cfg.timeout_s
+    retries = run.cfg.max_retries if st.max_retries is None else st.max_retries
+    upstream = {d: run.state.results[d] for d in st.depends_on}
+    model = run.sched.model
+    usage = NO_USAGE
+    started = time.time()
+    attempt = 0
+    ctx: SubtaskContext | None = None
+    try:
+        while True:
+            attempt += 1
+            run.emit(ev.SubtaskStarted, subtask_id=st.id, role=st.role, attempt=attempt)
+            metered = MeteredModel(model, run, st) if model is not None else None
+            ctx = SubtaskContext(
+                st,
+                run_id=run.run_id,
+                attempt=attempt,
+                upstream_results=upstream,
+                model=metered,
+                spawn=run.spawn,
+            )
+            try:
+                output = await _one_attempt(run, st, ctx, timeout)
+            except Exception as exc:  # noqa: BLE001  isolated on purpose, recorded
+                usage = usage + ctx.usage
+                ctx = None
+                retry = getattr(exc, "retryable", False) and attempt <= retries
+                if not retry or run.state.stop_reason is not None:
+                    result = _result(st, SubtaskStatus.FAILED, usage, started, attempt, error=exc)
+                    break
+                delay = run.cfg.backoff.delay(attempt, run.rng, getattr(exc, "retry_after", None))
+                run.emit(
+                    ev.SubtaskRetrying,
+                    subtask_id=st.id,
+                    attempt=attempt,
+                    error=ErrorInfo.from_exception(exc),
+                    delay_s=delay,
+                )
+                await asyncio.sleep(delay)
+                continue
+            usage = usage + ctx.usage
+            result = _result(st, SubtaskStatus.DONE, usage, started, attempt, output=output)
+            break
+    except asyncio.CancelledError:
+        if ctx is not None:
+            usage = usage + ctx.usage
+        err = _cancelled(run)
+        result = _result(st, SubtaskStatus.CANCELLED, usage, started, attempt, error=err)
+    run.finished(result)
+
+
+__all__ = ["normalize", "run_subtask"]

@@ -1,0 +1,317 @@
+"""One execution of a plan: the async loop around the pure step logic of `swarm.steps`.
+
+Per-sub-agent overhead is kept small on purpose (no per-event work when nobody listens,
+one task per running subtask, shared deadline timers, results built without re-validating
+what this module itself produced), since a run may have 10,000 sub-agents.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from asyncio_throttle import Throttler
+
+from swarm import events as ev
+from swarm._attempt import run_subtask
+from swarm._deadlines import Deadlines
+from swarm._journal import Journal
+from swarm.context import overload_status
+from swarm.errors import ModelError, SpawnError
+from swarm.limits import AdaptiveLimit
+from swarm.schema import (
+    NO_USAGE,
+    ErrorInfo,
+    Plan,
+    RunResult,
+    RunStatus,
+    Subtask,
+    SubtaskResult,
+    SubtaskStatus,
+    Usage,
+)
+from swarm.steps import add_subtasks, apply_result, new_state, stop_pending, take_ready
+
+if TYPE_CHECKING:
+    from swarm.llm.types import ChatResponse
+    from swarm.scheduler import Scheduler
+
+
+class RunLoop:
+    """The state of one execution of a plan, and the callbacks its sub-agents use."""
+
+    def __init__(
+        self,
+        sched: Scheduler,
+        plan: Plan,
+        run_id: str,
+        done: Mapping[str, SubtaskResult],
+        seq_start: int,
+    ) -> None:
+        cfg = sched.config
+        self.sched = sched
+        self.cfg = cfg
+        self.plan = plan
+        self.run_id = run_id
+        self.state = new_state(plan, policy=cfg.failure_policy, done=done)
+        self.journal = Journal(
+            run_id, store=sched.store, sinks=sched.sinks, seq_start=seq_start, on_fatal=self.fail
+        )
+        self.emit = self.journal.emit
+        self.tokens = 0
+        self.limiter = AdaptiveLimit(cfg.max_concurrency) if cfg.adaptive else None
+        rl = cfg.rate_limit
+        self.throttler = Throttler(rl.calls, rl.period_s) if rl is not None else None
+        self.rng = random.Random(cfg.seed)
+        self.deadlines = Deadlines()
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.done_event = asyncio.Event()
+        self.final_status: RunStatus | None = None
+        self.cancel_reason: str | None = None
+        self.fatal: BaseException | None = None
+        self.started_at = time.time()
+
+    def fail(self, exc: BaseException) -> None:
+        if self.fatal is None:
+            self.fatal = exc
+        self.done_event.set()
+
+    # --- the main loop ----------------------------------------------------------------
+
+    async def execute(self, *, resumed: bool, settings: dict[str, Any]) -> RunResult:
+        self.emit(
+            ev.RunStarted,
+            goal=self.plan.goal,
+            n_subtasks=len(self.state.subtasks),
+            resumed=resumed,
+            settings=settings,
+        )
+        loop = asyncio.get_running_loop()
+        deadline = self.cfg.budget.deadline_s
+        handle = loop.call_later(deadline, self.on_deadline) if deadline else None
+        try:
+            self.dispatch()
+            self.check_done()
+            await self.done_event.wait()
+        except asyncio.CancelledError:
+            await self.stop_in_flight("run cancelled", RunStatus.CANCELLED)
+            self.finish()
+            raise
+        finally:
+            if handle is not None:
+                handle.cancel()
+        if self.fatal is not None:
+            await self.stop_in_flight(f"run aborted: {self.fatal}", RunStatus.CANCELLED)
+            self.finish()
+            raise self.fatal
+        return self.finish()
+
+    async def stop_in_flight(self, reason: str, status: RunStatus) -> None:
+        """Cancel every running sub-agent and wait until each has recorded its result."""
+        self.final_status = status
+        self.cancel_reason = reason
+        if self.state.stop_reason is None:
+            self.state.stop_reason = reason
+        tasks = list(self.tasks)
+        for t in tasks:
+            t.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    def finish(self) -> RunResult:
+        self.journal.flush()
+        results = dict(self.state.results)
+        for key, st in self.state.subtasks.items():
+            if key not in results:
+                results[key] = SubtaskResult(id=key, role=st.role, status=self.state.status[key])
+        usage = Usage()
+        counts: dict[str, int] = {}
+        for r in results.values():
+            usage = usage + r.usage
+            counts[r.status.value] = counts.get(r.status.value, 0) + 1
+        status = self.final_status or (
+            RunStatus.COMPLETED if counts.get("done", 0) == len(results) else RunStatus.PARTIAL
+        )
+        self.emit(
+            ev.RunFinished,
+            status=status,
+            stop_reason=self.state.stop_reason,
+            usage=usage,
+            counts=counts,
+        )
+        self.journal.flush()
+        return RunResult.model_construct(
+            run_id=self.run_id,
+            goal=self.plan.goal,
+            status=status,
+            stop_reason=self.state.stop_reason,
+            results=results,
+            usage=usage,
+            started_at=self.started_at,
+            finished_at=time.time(),
+        )
+
+    def check_done(self) -> None:
+        if self.state.finished:
+            self.done_event.set()
+
+    def limit(self) -> int:
+        if self.limiter is None:
+            return self.cfg.max_concurrency
+        return min(self.cfg.max_concurrency, self.limiter.limit)
+
+    def dispatch(self) -> None:
+        """Start as many ready subtasks as the limits allow."""
+        state = self.state
+        if state.stop_reason is not None or not state.ready:
+            return
+        room = self.limit() - state.running
+        cap = self.cfg.budget.max_subagents
+        if cap is not None:
+            room = min(room, cap - state.started)
+            waiting = len(state.subtasks) - state.n_finished - state.running
+            if cap - state.started <= 0 and waiting > 0:
+                self.exhaust(f"sub-agent budget of {cap} spent")
+                return
+        if room <= 0:
+            return
+        loop = asyncio.get_running_loop()
+        for st in take_ready(state, room):
+            task = loop.create_task(run_subtask(self, st))
+            self.tasks.add(task)
+            task.add_done_callback(self.on_task_done)
+        if state.running == 0 and not state.finished and state.stop_reason is None:
+            self.fail(RuntimeError("scheduler stalled: nothing running and nothing ready"))
+
+    def on_task_done(self, task: asyncio.Task[None]) -> None:
+        self.tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            self.fail(task.exception())  # type: ignore[arg-type]
+
+    def exhaust(self, reason: str) -> None:
+        """A budget is spent: start nothing more; what has not started is skipped."""
+        if self.state.stop_reason is not None:
+            return
+        self.final_status = RunStatus.BUDGET_EXHAUSTED
+        self.emit(ev.BudgetExhausted, reason=reason)
+        for res in stop_pending(self.state, SubtaskStatus.SKIPPED_BUDGET, reason):
+            self.emit(ev.SubtaskFinished, result=res)
+        self.check_done()
+
+    def on_deadline(self) -> None:
+        reason = f"deadline of {self.cfg.budget.deadline_s:g}s reached"
+        self.exhaust(reason)
+        self.cancel_reason = reason
+        for t in list(self.tasks):
+            t.cancel()
+
+    def finished(self, result: SubtaskResult) -> None:
+        """Record a sub-agent's result; its dependents are released once it is durable."""
+        self.emit(ev.SubtaskFinished, result=result)
+        self.journal.after_commit(lambda: self.apply(result))
+
+    def apply(self, result: SubtaskResult) -> None:
+        applied = apply_result(self.state, result)
+        for res in applied.skipped:
+            self.emit(ev.SubtaskFinished, result=res)
+        if self.state.stop_reason is not None and self.final_status is None:
+            self.final_status = RunStatus.FAILED
+        self.dispatch()
+        self.check_done()
+
+    # --- callbacks from sub-agents ----------------------------------------------------
+
+    def _check_spawn_names(self, parent: Subtask, subtasks: Sequence[Subtask]) -> None:
+        if self.state.stop_reason is not None:
+            raise SpawnError(
+                f"spawn from {parent.id!r} refused: the run is stopping ({self.state.stop_reason})"
+            )
+        workers, schemas = self.sched.workers, self.sched.schemas
+        unknown = sorted({s.role for s in subtasks if s.role not in workers})
+        if unknown:
+            raise SpawnError(
+                f"spawn from {parent.id!r} names unknown roles {unknown}; "
+                f"known roles: {', '.join(sorted(workers))}"
+            )
+        names = {s.output_schema for s in subtasks if s.output_schema is not None} - set(schemas)
+        if names:
+            raise SpawnError(
+                f"spawn from {parent.id!r} names unknown output schemas {sorted(names)}; "
+                f"known: {', '.join(sorted(schemas)) or '(none)'}"
+            )
+
+    def spawn(
+        self, parent: Subtask, subtasks: Sequence[Subtask], feeds: Sequence[str]
+    ) -> list[Subtask]:
+        try:
+            self._check_spawn_names(parent, subtasks)
+            fresh, edges = add_subtasks(
+                self.state,
+                parent.id,
+                subtasks,
+                feeds=feeds,
+                max_subagents=self.cfg.budget.max_subagents,
+                max_depth=self.cfg.max_depth,
+            )
+        except SpawnError as exc:
+            self.emit(ev.SpawnRefused, parent_id=parent.id, error=ErrorInfo.from_exception(exc))
+            raise
+        if fresh or edges:
+            self.emit(ev.SubtasksSpawned, parent_id=parent.id, subtasks=fresh, edges=edges)
+            self.dispatch()
+        return fresh
+
+    async def before_call(self) -> None:
+        if self.throttler is not None:
+            await self.throttler.acquire()
+
+    def after_call(
+        self,
+        st: Subtask,
+        latency_s: float,
+        response: ChatResponse | None,
+        error: ModelError | None,
+    ) -> None:
+        previous = self.limit()
+        changed: int | None = None
+        usage = response.usage if response is not None else NO_USAGE
+        if response is not None:
+            self.tokens += usage.total_tokens
+            if self.limiter is not None:
+                changed = self.limiter.on_success(latency_s, usage.completion_tokens)
+        elif error is not None and self.limiter is not None and overload_status(error):
+            changed = self.limiter.on_overload()
+        if self.journal.listened:
+            logprobs = None
+            if response is not None and response.logprobs:
+                logprobs = [lp.model_dump() for lp in response.logprobs]
+            self.emit(
+                ev.ModelCalled,
+                subtask_id=st.id,
+                latency_s=latency_s,
+                usage=usage,
+                error=ErrorInfo.from_exception(error) if error is not None else None,
+                logprobs=logprobs,
+            )
+        if changed is not None and self.limit() != previous:
+            self._limit_changed(previous, overloaded=response is None)
+        cap = self.cfg.budget.max_total_tokens
+        if cap is not None and self.tokens >= cap:
+            self.exhaust(f"token budget of {cap} spent ({self.tokens} tokens used)")
+
+    def _limit_changed(self, previous: int, *, overloaded: bool) -> None:
+        now = self.limit()
+        if overloaded:
+            reason = "model server overloaded (429/503)"
+        elif now < previous:
+            reason = "model latency climbing"
+        else:
+            reason = "model server healthy: recovering"
+        self.emit(ev.ConcurrencyChanged, limit=now, previous=previous, reason=reason)
+        self.dispatch()
+
+
+__all__ = ["RunLoop"]

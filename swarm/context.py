@@ -1,0 +1,169 @@
+"""What a worker sees while it runs one subtask: its inputs, upstream outputs, a model, spawn.
+
+The model handed to workers is the swarm's `ChatModel` seen through `MeteredModel`: every
+call passes the run's rate limit, is timed for adaptive admission, and is counted (usage,
+tokens budget, a `ModelCalled` event), so workers cannot bypass the run's limits by accident.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from swarm.errors import ConfigError, ModelError, ModelRateLimitedError
+from swarm.llm.types import ChatResponse, MessageLike
+from swarm.schema import NO_USAGE, Subtask, SubtaskResult, Usage
+
+if TYPE_CHECKING:
+    from swarm.llm.protocol import ChatModel
+
+
+class CallObserver(Protocol):
+    """The scheduler side of a model call (rate limit, admission, accounting)."""
+
+    async def before_call(self) -> None: ...
+
+    def after_call(
+        self,
+        subtask: Subtask,
+        latency_s: float,
+        response: ChatResponse | None,
+        error: ModelError | None,
+    ) -> None: ...
+
+
+class MeteredModel:
+    """A `ChatModel` that reports each call of one subtask to the scheduler."""
+
+    __slots__ = ("_inner", "_observer", "_subtask", "name", "usage")
+
+    def __init__(self, inner: ChatModel, observer: CallObserver, subtask: Subtask) -> None:
+        self._inner = inner
+        self._observer = observer
+        self._subtask = subtask
+        self.name = inner.name
+        #: Usage of this subtask's calls so far (this attempt).
+        self.usage = NO_USAGE
+
+    async def chat(self, messages: Sequence[MessageLike], **options: Any) -> ChatResponse:
+        await self._observer.before_call()
+        t0 = time.perf_counter()
+        try:
+            response = await self._inner.chat(messages, **options)
+        except ModelError as exc:
+            self._observer.after_call(self._subtask, time.perf_counter() - t0, None, exc)
+            raise
+        self.usage = self.usage + response.usage
+        self._observer.after_call(self._subtask, time.perf_counter() - t0, response, None)
+        return response
+
+    async def aclose(self) -> None:  # the swarm owns the inner model's lifetime
+        return None
+
+
+SpawnFn = Callable[[Subtask, Sequence[Subtask], Sequence[str]], list[Subtask]]
+
+
+class SubtaskContext:
+    """Everything a worker gets for one attempt of one subtask.
+
+    Attributes:
+        subtask: the subtask to run.
+        run_id: the run it belongs to.
+        attempt: 1 for the first try, 2 for the first retry, …
+        upstream: the outputs of the subtasks it depends on, by id (None for a failed
+            dependency under the `continue` policy; see `upstream_results`).
+        upstream_results: the full results of those dependencies.
+    """
+
+    __slots__ = ("_model", "_spawn", "attempt", "run_id", "subtask", "upstream_results")
+
+    def __init__(
+        self,
+        subtask: Subtask,
+        *,
+        run_id: str,
+        attempt: int,
+        upstream_results: Mapping[str, SubtaskResult],
+        model: MeteredModel | None,
+        spawn: SpawnFn,
+    ) -> None:
+        self.subtask = subtask
+        self.run_id = run_id
+        self.attempt = attempt
+        self.upstream_results = upstream_results
+        self._model = model
+        self._spawn = spawn
+
+    @property
+    def id(self) -> str:
+        return self.subtask.id
+
+    @property
+    def role(self) -> str:
+        return self.subtask.role
+
+    @property
+    def instructions(self) -> str:
+        return self.subtask.instructions
+
+    @property
+    def inputs(self) -> dict[str, Any]:
+        return self.subtask.inputs
+
+    @property
+    def upstream(self) -> dict[str, Any]:
+        return {k: r.output for k, r in self.upstream_results.items()}
+
+    @property
+    def has_model(self) -> bool:
+        return self._model is not None
+
+    @property
+    def model(self) -> MeteredModel:
+        """The run's model, metered. Raises `ConfigError` when the swarm has none."""
+        if self._model is None:
+            raise ConfigError(
+                f"subtask {self.subtask.id!r} (role {self.subtask.role!r}) needs a model, "
+                "but none is configured: pass --base-url or set KIMMY_BASE_URL "
+                "(Python: Swarm(model=OpenAIChat(...)))"
+            )
+        return self._model
+
+    @property
+    def usage(self) -> Usage:
+        return self._model.usage if self._model is not None else NO_USAGE
+
+    def spawn(
+        self, subtasks: Sequence[Subtask | Mapping[str, Any]], *, feeds: Sequence[str] = ()
+    ) -> list[Subtask]:
+        """Add subtasks to the live DAG; they run when their dependencies are done.
+
+        Args:
+            subtasks: new subtasks (models or dicts); their `depends_on` may name existing
+                subtasks (this one included: they then wait for it to finish) or each other.
+            feeds: pending subtasks that must also wait for the new ones (e.g. the writer
+                that synthesizes what the new researchers find).
+
+        Returns:
+            The subtasks added (with `parent` and `depth` set).
+
+        Raises:
+            SpawnError: the spawn would create a cycle, reuses an id, names an unknown
+                dependency, or passes `max_depth` / `max_subagents`. Nothing is added then.
+        """
+        parsed = [s if isinstance(s, Subtask) else Subtask.model_validate(s) for s in subtasks]
+        return self._spawn(self.subtask, parsed, feeds)
+
+
+#: A worker runs one subtask and returns its output (JSON-compatible, or a pydantic model).
+Worker = Callable[[SubtaskContext], Awaitable[Any]]
+
+
+def overload_status(error: ModelError) -> bool:
+    """Whether a model error is the server saying it is overloaded (429 / 503)."""
+    return isinstance(error, ModelRateLimitedError) or error.status in (429, 503)
+
+
+__all__ = ["CallObserver", "MeteredModel", "SubtaskContext", "Worker", "overload_status"]

@@ -1,0 +1,222 @@
+"""Plan ⇄ DAG: validation with typed errors that name the offending ids, and DAG metrics.
+
+Edges point from a dependency to its dependent (`dep -> subtask`), so topological order is
+execution order.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Collection, Iterable
+
+import networkx as nx
+
+from swarm.errors import (
+    CycleError,
+    DuplicateIdError,
+    EmptyPlanError,
+    PlanLimitError,
+    UnknownDependencyError,
+    UnknownRoleError,
+    UnknownSchemaError,
+)
+from swarm.schema import Plan, Subtask
+
+#: The most subtasks one plan may hold unless the caller allows more.
+DEFAULT_MAX_SUBTASKS = 100_000
+#: The most dependencies one subtask may list.
+DEFAULT_MAX_DEPENDENCIES = 10_000
+
+
+def _ids_text(ids: Iterable[str], limit: int = 8) -> str:
+    ids = list(ids)
+    shown = ", ".join(repr(i) for i in ids[:limit])
+    return shown + (f" (and {len(ids) - limit} more)" if len(ids) > limit else "")
+
+
+def build_graph(subtasks: Iterable[Subtask]) -> nx.DiGraph:
+    """The dependency graph, without validation (unknown dependencies become bare nodes)."""
+    graph = nx.DiGraph()
+    for st in subtasks:
+        graph.add_node(st.id, role=st.role)
+        graph.add_edges_from((dep, st.id) for dep in st.depends_on)
+    return graph
+
+
+def _check_size(plan: Plan, max_subtasks: int, max_dependencies: int) -> None:
+    if not plan.subtasks:
+        raise EmptyPlanError("plan has no subtasks: give at least one in `subtasks`")
+    if len(plan.subtasks) > max_subtasks:
+        raise PlanLimitError(
+            f"plan has {len(plan.subtasks)} subtasks; at most {max_subtasks} are allowed"
+        )
+    wide = [s.id for s in plan.subtasks if len(s.depends_on) > max_dependencies]
+    if wide:
+        raise PlanLimitError(
+            f"subtasks {_ids_text(wide)} list more than {max_dependencies} dependencies",
+            ids=wide,
+        )
+
+
+def _check_ids(plan: Plan) -> set[str]:
+    counts = Counter(s.id for s in plan.subtasks)
+    dups = sorted(i for i, n in counts.items() if n > 1)
+    if dups:
+        raise DuplicateIdError(f"duplicate subtask ids: {_ids_text(dups)}", ids=dups)
+    known = set(counts)
+    missing = [(s.id, d) for s in plan.subtasks for d in s.depends_on if d not in known]
+    if missing:
+        pairs = ", ".join(f"{a!r} depends on {b!r}" for a, b in missing[:8])
+        raise UnknownDependencyError(
+            f"unknown dependencies: {pairs}; every id in depends_on must be a subtask of the plan",
+            ids=sorted({a for a, _ in missing}),
+        )
+    return known
+
+
+def _check_names(
+    plan: Plan, roles: Collection[str] | None, schemas: Collection[str] | None
+) -> None:
+    if roles is not None:
+        bad = [s for s in plan.subtasks if s.role not in roles]
+        if bad:
+            names = sorted({s.role for s in bad})
+            raise UnknownRoleError(
+                f"unknown role(s) {_ids_text(names)} in subtasks {_ids_text(s.id for s in bad)}; "
+                f"known roles: {', '.join(sorted(roles)) or '(none registered)'}",
+                ids=[s.id for s in bad],
+            )
+    if schemas is not None:
+        bad = [s for s in plan.subtasks if s.output_schema and s.output_schema not in schemas]
+        if bad:
+            names = sorted({s.output_schema or "" for s in bad})
+            raise UnknownSchemaError(
+                f"unknown output schema(s) {_ids_text(names)} in subtasks "
+                f"{_ids_text(s.id for s in bad)}; "
+                f"known schemas: {', '.join(sorted(schemas)) or '(none registered)'}",
+                ids=[s.id for s in bad],
+            )
+
+
+def find_cycle(graph: nx.DiGraph) -> list[str] | None:
+    """One dependency cycle as a list of ids in order, or None if the graph is acyclic."""
+    try:
+        edges = nx.find_cycle(graph)
+    except nx.NetworkXNoCycle:
+        return None
+    return [u for u, _v, *_ in edges]
+
+
+def _cycle_nodes(plan: Plan) -> list[str] | None:
+    """Kahn's algorithm over plain dicts: None when acyclic, else the subtasks left over."""
+    indegree = {s.id: len(s.depends_on) for s in plan.subtasks}
+    dependents: dict[str, list[str]] = {s.id: [] for s in plan.subtasks}
+    for s in plan.subtasks:
+        for dep in s.depends_on:
+            dependents[dep].append(s.id)
+    stack = [k for k, n in indegree.items() if n == 0]
+    seen = 0
+    while stack:
+        key = stack.pop()
+        seen += 1
+        for nxt in dependents[key]:
+            indegree[nxt] -= 1
+            if indegree[nxt] == 0:
+                stack.append(nxt)
+    if seen == len(indegree):
+        return None
+    return [k for k, n in indegree.items() if n > 0]
+
+
+def check_plan(
+    plan: Plan,
+    *,
+    roles: Collection[str] | None = None,
+    schemas: Collection[str] | None = None,
+    max_subtasks: int = DEFAULT_MAX_SUBTASKS,
+    max_dependencies: int = DEFAULT_MAX_DEPENDENCIES,
+) -> None:
+    """Check that `plan` is a runnable DAG (linear time, no graph built).
+
+    Args:
+        plan: the plan to check.
+        roles: the role names that have a worker; None skips the check.
+        schemas: the registered output-schema names; None skips the check.
+        max_subtasks: size limit of the plan.
+        max_dependencies: limit on `depends_on` of one subtask.
+
+    Raises:
+        EmptyPlanError, PlanLimitError, DuplicateIdError, UnknownDependencyError,
+        UnknownRoleError, UnknownSchemaError, CycleError: each names the offending ids.
+    """
+    _check_size(plan, max_subtasks, max_dependencies)
+    _check_ids(plan)
+    _check_names(plan, roles, schemas)
+    stuck = _cycle_nodes(plan)
+    if stuck is not None:
+        by_id = plan.by_id()
+        cycle = find_cycle(build_graph(by_id[k] for k in stuck))
+        raise CycleError(cycle or stuck)
+
+
+def validate_plan(
+    plan: Plan,
+    *,
+    roles: Collection[str] | None = None,
+    schemas: Collection[str] | None = None,
+    max_subtasks: int = DEFAULT_MAX_SUBTASKS,
+    max_dependencies: int = DEFAULT_MAX_DEPENDENCIES,
+) -> nx.DiGraph:
+    """`check_plan`, then the plan's dependency graph (edges dependency → dependent)."""
+    check_plan(
+        plan,
+        roles=roles,
+        schemas=schemas,
+        max_subtasks=max_subtasks,
+        max_dependencies=max_dependencies,
+    )
+    return build_graph(plan.subtasks)
+
+
+def topological_generations(graph: nx.DiGraph) -> list[list[str]]:
+    """Stages of the DAG: each stage's subtasks depend only on earlier stages."""
+    return [sorted(gen) for gen in nx.topological_generations(graph)]
+
+
+def critical_path(graph: nx.DiGraph, weights: dict[str, float] | None = None) -> list[str]:
+    """The longest dependency chain (by node weight, default 1 per subtask)."""
+    if graph.number_of_nodes() == 0:
+        return []
+    best: dict[str, tuple[float, str | None]] = {}
+    for node in nx.topological_sort(graph):
+        w = 1.0 if weights is None else weights.get(node, 0.0)
+        preds = [(best[p][0], p) for p in graph.predecessors(node)]
+        top = max(preds, default=(0.0, None))
+        best[node] = (top[0] + w, top[1])
+    node: str | None = max(best, key=lambda n: best[n][0])
+    path: list[str] = []
+    while node is not None:
+        path.append(node)
+        node = best[node][1]
+    return path[::-1]
+
+
+def critical_path_length(graph: nx.DiGraph, weights: dict[str, float] | None = None) -> float:
+    """Length of the critical path: subtasks on it, or the sum of their weights."""
+    path = critical_path(graph, weights)
+    if weights is None:
+        return float(len(path))
+    return sum(weights.get(n, 0.0) for n in path)
+
+
+__all__ = [
+    "DEFAULT_MAX_DEPENDENCIES",
+    "DEFAULT_MAX_SUBTASKS",
+    "build_graph",
+    "check_plan",
+    "critical_path",
+    "critical_path_length",
+    "find_cycle",
+    "topological_generations",
+    "validate_plan",
+]

@@ -1,0 +1,191 @@
+"""The exception tree of Kimmy Swarm: one root, three families.
+
+- `UserError`: bad input (plan, flag, path, configuration). The CLI prints its message as
+  one line and exits non-zero; the message names the bad value and what is allowed.
+- `ModelError`: the model server or the model misbehaved. `retryable` says whether the
+  scheduler may try the sub-agent again (timeouts, 429, 5xx, connection errors).
+- `LimitError`: a budget, a timeout or a spawn limit was hit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class SwarmError(Exception):
+    """Root of every error Kimmy Swarm raises on purpose."""
+
+    retryable: bool = False
+
+
+# --- user errors -----------------------------------------------------------------------
+
+
+class UserError(SwarmError):
+    """Bad input from the user: the message says what was wrong and what is allowed."""
+
+
+class ConfigError(UserError):
+    """A bad option value, environment variable or runs directory."""
+
+
+class RunNotFoundError(UserError):
+    """No stored run has the requested id."""
+
+    def __init__(self, run_id: str, known: Sequence[str] = ()) -> None:
+        hint = f"; known runs: {', '.join(known[:5])}" if known else "; `kimmy runs` lists them"
+        super().__init__(f"no run with id {run_id!r}{hint}")
+        self.run_id = run_id
+
+
+class PlanValidationError(UserError):
+    """A plan is not a valid DAG. `ids` names the offending subtasks."""
+
+    def __init__(self, message: str, ids: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.ids: tuple[str, ...] = tuple(ids)
+
+
+class EmptyPlanError(PlanValidationError):
+    """The plan has no subtasks."""
+
+
+class DuplicateIdError(PlanValidationError):
+    """Two subtasks share an id."""
+
+
+class UnknownDependencyError(PlanValidationError):
+    """A subtask depends on an id that is not in the plan."""
+
+
+class UnknownRoleError(PlanValidationError):
+    """A subtask names a role that no worker is registered for."""
+
+
+class UnknownSchemaError(PlanValidationError):
+    """A subtask names an output schema that is not registered."""
+
+
+class CycleError(PlanValidationError):
+    """The dependencies form a cycle; `cycle` lists one, in order."""
+
+    def __init__(self, cycle: Sequence[str]) -> None:
+        path = " -> ".join([*cycle, cycle[0]]) if cycle else "?"
+        super().__init__(f"plan has a dependency cycle: {path}", ids=cycle)
+        self.cycle: tuple[str, ...] = tuple(cycle)
+
+
+class PlanLimitError(PlanValidationError):
+    """The plan is larger than an allowed limit."""
+
+
+# --- model errors ----------------------------------------------------------------------
+
+
+class ModelError(SwarmError):
+    """A model call failed. `status` is the HTTP status when there was one."""
+
+    def __init__(
+        self, message: str, *, status: int | None = None, retry_after: float | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
+
+
+class RetryableModelError(ModelError):
+    """A transient failure: timeout, 429, 5xx or a connection error."""
+
+    retryable = True
+
+
+class ModelRateLimitedError(RetryableModelError):
+    """The server answered 429 (or 503): it is overloaded; back off."""
+
+
+class ModelTimeoutError(RetryableModelError):
+    """The server did not answer within the client's timeout."""
+
+
+class ModelConnectionError(RetryableModelError):
+    """The server could not be reached (refused, reset, DNS)."""
+
+
+class ModelServerError(RetryableModelError):
+    """The server answered 5xx."""
+
+
+class ModelRequestError(ModelError):
+    """The server rejected the request (4xx other than 429): retrying will not help."""
+
+
+class ModelResponseError(ModelError):
+    """The server answered 2xx with a body that is not a chat completion."""
+
+
+class ModelBehaviourError(ModelError):
+    """The model's answer stayed invalid after the repair turn."""
+
+
+# --- limits ----------------------------------------------------------------------------
+
+
+class LimitError(SwarmError):
+    """A budget, timeout or spawn limit was reached."""
+
+
+class SubtaskTimeoutError(LimitError):
+    """One attempt of a subtask ran past its timeout."""
+
+    retryable = True
+
+    def __init__(self, subtask_id: str, timeout_s: float) -> None:
+        super().__init__(f"subtask {subtask_id!r} ran past its timeout of {timeout_s:g}s")
+        self.subtask_id = subtask_id
+        self.timeout_s = timeout_s
+
+
+class BudgetExceededError(LimitError):
+    """A run budget (sub-agents, tokens, deadline) is spent."""
+
+
+class SpawnError(LimitError):
+    """A dynamic spawn was refused (cycle, unknown dependency, depth or count limit)."""
+
+    def __init__(self, message: str, ids: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.ids: tuple[str, ...] = tuple(ids)
+
+
+class OutputValidationError(SwarmError):
+    """A sub-agent's output does not match its subtask's output schema."""
+
+
+__all__ = [
+    "BudgetExceededError",
+    "ConfigError",
+    "CycleError",
+    "DuplicateIdError",
+    "EmptyPlanError",
+    "LimitError",
+    "ModelBehaviourError",
+    "ModelConnectionError",
+    "ModelError",
+    "ModelRateLimitedError",
+    "ModelRequestError",
+    "ModelResponseError",
+    "ModelServerError",
+    "ModelTimeoutError",
+    "OutputValidationError",
+    "PlanLimitError",
+    "PlanValidationError",
+    "RetryableModelError",
+    "RunNotFoundError",
+    "SpawnError",
+    "SubtaskTimeoutError",
+    "SwarmError",
+    "UnknownDependencyError",
+    "UnknownRoleError",
+    "UnknownSchemaError",
+    "UserError",
+]

@@ -1,0 +1,140 @@
+"""The typed event stream of a run.
+
+Every step of a run emits one of these. The store writes them (so any past run can be
+replayed, shown or scored), the progress view renders them, and Python users iterate them.
+`Event` is a union discriminated by `type`; `parse_event` reads one back from JSON.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
+
+from swarm.schema import ErrorInfo, RunStatus, Subtask, SubtaskResult, Usage
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run_id: str
+    #: Position in the run's stream, from 0; assigned by the emitter.
+    seq: int = 0
+    #: Seconds since the epoch.
+    ts: float
+
+
+class RunStarted(_Event):
+    type: Literal["run_started"] = "run_started"
+    goal: str
+    n_subtasks: int
+    resumed: bool = False
+    settings: dict[str, JsonValue] = Field(default_factory=dict)
+
+
+class SubtaskStarted(_Event):
+    type: Literal["subtask_started"] = "subtask_started"
+    subtask_id: str
+    role: str
+    attempt: int
+
+
+class ModelCalled(_Event):
+    """One model call made by a sub-agent (also recorded when it failed)."""
+
+    type: Literal["model_called"] = "model_called"
+    subtask_id: str
+    latency_s: float
+    usage: Usage = Field(default_factory=Usage)
+    error: ErrorInfo | None = None
+    #: Token ids and logprobs of the completion, when the server offers them.
+    logprobs: list[JsonValue] | None = None
+
+
+class SubtaskRetrying(_Event):
+    type: Literal["subtask_retrying"] = "subtask_retrying"
+    subtask_id: str
+    attempt: int
+    error: ErrorInfo
+    delay_s: float
+
+
+class SubtaskFinished(_Event):
+    type: Literal["subtask_finished"] = "subtask_finished"
+    result: SubtaskResult
+
+
+class SubtasksSpawned(_Event):
+    """A running sub-agent added subtasks (and edges into pending ones) to the live DAG."""
+
+    type: Literal["subtasks_spawned"] = "subtasks_spawned"
+    parent_id: str
+    subtasks: list[Subtask]
+    #: Extra edges (dependency, dependent) into subtasks that already existed.
+    edges: list[tuple[str, str]] = Field(default_factory=list)
+
+
+class SpawnRefused(_Event):
+    type: Literal["spawn_refused"] = "spawn_refused"
+    parent_id: str
+    error: ErrorInfo
+
+
+class ConcurrencyChanged(_Event):
+    """The adaptive admission limit moved (backing off or recovering)."""
+
+    type: Literal["concurrency_changed"] = "concurrency_changed"
+    limit: int
+    previous: int
+    reason: str
+
+
+class BudgetExhausted(_Event):
+    type: Literal["budget_exhausted"] = "budget_exhausted"
+    reason: str
+
+
+class RunFinished(_Event):
+    type: Literal["run_finished"] = "run_finished"
+    status: RunStatus
+    stop_reason: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+    counts: dict[str, int] = Field(default_factory=dict)
+
+
+Event = Annotated[
+    RunStarted
+    | SubtaskStarted
+    | ModelCalled
+    | SubtaskRetrying
+    | SubtaskFinished
+    | SubtasksSpawned
+    | SpawnRefused
+    | ConcurrencyChanged
+    | BudgetExhausted
+    | RunFinished,
+    Field(discriminator="type"),
+]
+
+_EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+
+
+def parse_event(data: str | bytes) -> Event:
+    """Read one event back from its JSON form."""
+    return _EVENT_ADAPTER.validate_json(data)
+
+
+__all__ = [
+    "BudgetExhausted",
+    "ConcurrencyChanged",
+    "Event",
+    "ModelCalled",
+    "RunFinished",
+    "RunStarted",
+    "SpawnRefused",
+    "SubtaskFinished",
+    "SubtaskRetrying",
+    "SubtaskStarted",
+    "SubtasksSpawned",
+    "parse_event",
+]

@@ -1,0 +1,176 @@
+"""Run limits: budgets, the retry backoff, and adaptive admission (AIMD).
+
+Everything here is plain computation with an injectable clock and RNG, so the scheduler's
+behaviour under overload can be tested deterministically.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from swarm.errors import ConfigError
+
+
+def _positive(name: str, value: float | None, *, allow_none: bool = True) -> None:
+    if value is None and allow_none:
+        return
+    if value is None or value <= 0:
+        raise ConfigError(f"{name} must be a positive number, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """What one run may spend. None means unlimited.
+
+    `max_subagents` caps the sub-agents started (planned and spawned; retries are not new
+    sub-agents), `max_total_tokens` the model tokens, `deadline_s` the wall time.
+    """
+
+    max_subagents: int | None = None
+    max_total_tokens: int | None = None
+    deadline_s: float | None = None
+
+    def __post_init__(self) -> None:
+        _positive("max_subagents", self.max_subagents)
+        _positive("max_total_tokens", self.max_total_tokens)
+        _positive("deadline_s", self.deadline_s)
+
+
+@dataclass(frozen=True, slots=True)
+class RateLimit:
+    """At most `calls` model calls per `period_s` seconds, across the whole swarm."""
+
+    calls: int
+    period_s: float = 1.0
+
+    def __post_init__(self) -> None:
+        _positive("rate limit calls", self.calls, allow_none=False)
+        _positive("rate limit period", self.period_s, allow_none=False)
+
+    @classmethod
+    def parse(cls, text: str) -> RateLimit:
+        """Read `N/s`, `N/m`, `N/h` or `N/SECONDS` (e.g. `600/m`, `20/2.5`)."""
+        units = {"s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+        calls, _, per = text.partition("/")
+        try:
+            n = int(calls)
+            period = units[per] if per in units else float(per or 1.0)
+            return cls(n, period)
+        except (ValueError, ConfigError):
+            raise ConfigError(
+                f"bad rate limit {text!r}: write CALLS/PERIOD, e.g. 600/m, 10/s or 20/2.5"
+            ) from None
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    """Exponential backoff with full jitter: delay ∈ [0, min(cap, base·2^(attempt-1))]."""
+
+    base_s: float = 0.5
+    cap_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        _positive("backoff base", self.base_s, allow_none=False)
+        _positive("backoff cap", self.cap_s, allow_none=False)
+
+    def delay(
+        self, attempt: int, rng: random.Random, retry_after: float | None = None
+    ) -> float:
+        """Seconds to wait before retry number `attempt` (1 = first retry).
+
+        A server's `Retry-After` is honoured as a floor (plus up to 10% jitter), so a
+        thousand sub-agents told "retry in 2 s" do not all return in the same millisecond.
+        """
+        ceiling = min(self.cap_s, self.base_s * 2 ** max(0, attempt - 1))
+        jittered = rng.uniform(0.0, ceiling)
+        if retry_after is not None and retry_after > 0:
+            return min(self.cap_s, retry_after) * (1.0 + 0.1 * rng.random()) + jittered * 0.1
+        return jittered
+
+
+class AdaptiveLimit:
+    """Additive-increase / multiplicative-decrease limit on in-flight sub-agents.
+
+    Overload signals (HTTP 429/503, or model latency per completion token climbing past
+    `latency_factor` × its running baseline) cut the limit by `decrease_factor`, at most
+    once per cooldown (one observed round-trip), so a burst of simultaneous 429s counts as
+    one signal. Healthy calls add 1 to the limit per `limit` successes, up to `max_limit`.
+    """
+
+    def __init__(
+        self,
+        max_limit: int,
+        *,
+        min_limit: int = 1,
+        decrease_factor: float = 0.5,
+        latency_factor: float = 3.0,
+        min_samples: int = 20,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if max_limit < 1:
+            raise ConfigError(f"max_concurrency must be at least 1, got {max_limit}")
+        if not 0 < decrease_factor < 1:
+            raise ConfigError(f"decrease_factor must be in (0, 1), got {decrease_factor}")
+        self.max_limit = max_limit
+        self.min_limit = max(1, min(min_limit, max_limit))
+        self.limit = max_limit
+        self.decrease_factor = decrease_factor
+        self.latency_factor = latency_factor
+        self.min_samples = min_samples
+        self._clock = clock
+        self._credit = 0.0
+        self._samples = 0
+        self._ewma: float | None = None
+        self._baseline: float | None = None
+        self._rtt = 0.0
+        self._last_decrease = float("-inf")
+
+    @property
+    def congested(self) -> bool:
+        """Whether recent latency is past `latency_factor` × the baseline."""
+        if self._samples < self.min_samples or self._ewma is None or self._baseline is None:
+            return False
+        return self._ewma > self.latency_factor * self._baseline
+
+    def on_success(self, latency_s: float, completion_tokens: int = 0) -> int | None:
+        """Record a healthy call; returns the new limit if it changed."""
+        self._rtt = latency_s if self._rtt == 0 else 0.8 * self._rtt + 0.2 * latency_s
+        cost = latency_s / completion_tokens if completion_tokens > 0 else latency_s
+        self._samples += 1
+        self._ewma = cost if self._ewma is None else 0.8 * self._ewma + 0.2 * cost
+        if self._baseline is None or cost < self._baseline:
+            self._baseline = cost
+        else:  # drift up slowly, so a lasting change of workload becomes the new normal
+            self._baseline += (cost - self._baseline) * 0.005
+        if self.congested:
+            return self._decrease()
+        if self.limit >= self.max_limit:
+            return None
+        self._credit += 1.0 / self.limit
+        if self._credit >= 1.0:
+            self._credit = 0.0
+            self.limit += 1
+            return self.limit
+        return None
+
+    def on_overload(self) -> int | None:
+        """Record a 429/503 answer; returns the new limit if it changed."""
+        return self._decrease()
+
+    def _decrease(self) -> int | None:
+        now = self._clock()
+        if now - self._last_decrease < max(self._rtt, 0.05):
+            return None
+        self._last_decrease = now
+        self._credit = 0.0
+        new = max(self.min_limit, int(self.limit * self.decrease_factor))
+        if new == self.limit:
+            return None
+        self.limit = new
+        return new
+
+
+__all__ = ["AdaptiveLimit", "Backoff", "Budget", "RateLimit"]

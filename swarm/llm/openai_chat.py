@@ -1,0 +1,310 @@
+"""`OpenAIChat`: a `ChatModel` for any OpenAI-compatible server (vLLM, SGLang, llama.cpp, …).
+
+It speaks the chat-completions API over one pooled `httpx.AsyncClient` (not the `openai`
+package: fewer layers, and precise control of timeouts and pool size). It never retries:
+every failure is raised as a typed `swarm.errors.ModelError` whose `retryable` flag the
+scheduler obeys, so there is one retry policy in the system, not two.
+
+Example:
+    async with OpenAIChat("http://127.0.0.1:8000/v1", "Qwen/Qwen3-8B") as model:
+        answer = await model.chat([{"role": "user", "content": "Hi"}], max_tokens=16)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Any, Self
+from urllib.parse import urlsplit
+
+import httpx
+
+from swarm.errors import ConfigError, ModelConnectionError, ModelResponseError, ModelTimeoutError
+from swarm.llm._openai_wire import (
+    parse_completion,
+    require_positive,
+    snippet,
+    status_error,
+    validate_base_url,
+    wire_message,
+)
+from swarm.llm.types import ChatResponse, MessageLike
+
+ENV_BASE_URL = "KIMMY_BASE_URL"
+ENV_MODEL = "KIMMY_MODEL"
+ENV_API_KEY = "KIMMY_API_KEY"
+
+
+class OpenAIChat:
+    """A pooled client for the `/chat/completions` endpoint of an OpenAI-compatible server.
+
+    Args:
+        base_url: The API root, e.g. `http://127.0.0.1:8000/v1` (a trailing slash is ignored).
+        model: The model id to request. `None` means: the first id the server lists at
+            `GET {base_url}/models`, looked up once, on the first call.
+        api_key: Sent as `Authorization: Bearer <api_key>` when given.
+        timeout_s: Limit for one call: reading, writing and waiting for a pooled connection.
+        connect_timeout_s: Limit for opening a TCP connection.
+        max_connections: Size of the connection pool; pass the swarm's `max_concurrency` so
+            every in-flight sub-agent can hold a connection without queueing in the client.
+        headers: Extra headers sent with every request.
+
+    Raises:
+        ConfigError: A bad URL, model, timeout or pool size.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str | None = None,
+        *,
+        api_key: str | None = None,
+        timeout_s: float = 120.0,
+        connect_timeout_s: float = 10.0,
+        max_connections: int = 256,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        self.base_url = validate_base_url(base_url)
+        if model is not None and not (isinstance(model, str) and model.strip()):
+            raise ConfigError(f"model {model!r} is not a model id; expected a non-empty string")
+        require_positive("timeout_s", timeout_s)
+        require_positive("connect_timeout_s", connect_timeout_s)
+        if isinstance(max_connections, bool) or not isinstance(max_connections, int):
+            raise ConfigError(f"max_connections {max_connections!r} is not an integer >= 1")
+        if max_connections < 1:
+            raise ConfigError(f"max_connections {max_connections!r} is not an integer >= 1")
+        self._model = model
+        #: The model id, or `auto@<base_url>` until the first call has asked the server.
+        self.name: str = model or f"auto@{self.base_url}"
+        self.timeout_s = float(timeout_s)
+        self.max_connections = max_connections
+        self._timeout = httpx.Timeout(self.timeout_s, connect=float(connect_timeout_s))
+        self._limits = httpx.Limits(
+            max_connections=max_connections, max_keepalive_connections=max_connections
+        )
+        # Plain-http servers never use TLS (redirects are not followed), so skip building a
+        # verifying SSL context: it loads the CA bundle, ~0.1 s per client.
+        self._verify = urlsplit(self.base_url).scheme == "https"
+        self._headers = {"Accept": "application/json", **(headers or {})}
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._client: httpx.AsyncClient | None = None
+        self._resolve_lock: asyncio.Lock | None = None
+        self._closed = False
+
+    @classmethod
+    def from_env(
+        cls,
+        *,
+        base_url: str | None = None,
+        model: str | None = None,
+        api_key: str | None = None,
+        **kwargs: Any,
+    ) -> OpenAIChat:
+        """Build a client from flags, falling back to environment variables.
+
+        `KIMMY_BASE_URL`, `KIMMY_MODEL` and `KIMMY_API_KEY` fill in what the flags leave
+        out: flags win, and empty values count as unset. Without a model
+        id the first model the server lists is used (see the class docstring).
+
+        Raises:
+            ConfigError: Neither the flag nor the variable gives a base URL.
+        """
+        base_url = base_url or os.environ.get(ENV_BASE_URL) or None
+        if base_url is None:
+            raise ConfigError(
+                f"no model server configured: pass --base-url or set {ENV_BASE_URL} "
+                "(e.g. http://127.0.0.1:8000/v1)"
+            )
+        model = model or os.environ.get(ENV_MODEL) or None
+        api_key = api_key or os.environ.get(ENV_API_KEY) or None
+        return cls(base_url, model, api_key=api_key, **kwargs)
+
+    @property
+    def model(self) -> str | None:
+        """The model id requested, or `None` while it is still to be asked of the server."""
+        return self._model
+
+    async def chat(
+        self,
+        messages: Sequence[MessageLike],
+        *,
+        tools: Sequence[dict[str, Any]] | None = None,
+        tool_choice: str | dict[str, Any] | None = None,
+        response_format: dict[str, Any] | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        stop: Sequence[str] | None = None,
+        seed: int | None = None,
+        logprobs: bool = False,
+        top_logprobs: int | None = None,
+    ) -> ChatResponse:
+        """POST one chat completion; options left as `None` are not sent.
+
+        Raises:
+            ModelRateLimitedError: 429 or 503 (`retry_after` from the `Retry-After` header).
+            ModelServerError: Another 5xx.
+            ModelTimeoutError: No answer within `timeout_s` (or a 408).
+            ModelConnectionError: Refused, reset or broken connection.
+            ModelRequestError: Another 4xx; carries the server's error message.
+            ModelResponseError: A 2xx whose body is not a chat completion.
+            ConfigError: No model given and the server lists none.
+        """
+        body: dict[str, Any] = {
+            "model": await self._model_id(),
+            "messages": [wire_message(m) for m in messages],
+        }
+        options: dict[str, Any] = {
+            "tools": list(tools) if tools is not None else None,
+            "tool_choice": tool_choice,
+            "response_format": response_format,
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+            "stop": list(stop) if stop is not None else None,
+            "seed": seed,
+            "logprobs": True if logprobs else None,
+            "top_logprobs": top_logprobs,
+        }
+        body.update({key: value for key, value in options.items() if value is not None})
+        url = f"{self.base_url}/chat/completions"
+        response, data = await self._send(self._http(), "POST", url, body)
+        return parse_completion(data, url, response.status_code)
+
+    async def list_models(self) -> list[str]:
+        """The model ids the server lists at `GET {base_url}/models`."""
+        return await self._list_models(self._http())
+
+    async def check(self) -> None:
+        """Preflight: the server answers `GET /models` and, without a model id, lists one.
+
+        It uses a one-off connection closed before it returns, so it may run in its own
+        `asyncio.run` before the run that makes the calls.
+
+        Raises:
+            ModelConnectionError: "cannot reach model server at URL: <reason>".
+            ModelError: The server answered with an error status (e.g. 401 for a bad key).
+            ConfigError: No model id was given and the server lists none.
+        """
+        self._ensure_open()
+        limits = httpx.Limits(max_connections=1)
+        async with httpx.AsyncClient(
+            headers=self._headers, timeout=self._timeout, limits=limits, verify=self._verify
+        ) as client:
+            models = await self._list_models(client)
+        if self._model is None:
+            self._adopt_first(models)
+
+    async def aclose(self) -> None:
+        """Close the pooled connections; later calls raise `RuntimeError`."""
+        self._closed = True
+        client, loop = self._client, self._loop
+        self._client = self._loop = None
+        # Connections opened under another (usually finished) loop cannot be closed from
+        # this one; dropping them lets the garbage collector close their sockets.
+        if client is not None and loop is asyncio.get_running_loop():
+            await client.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"OpenAIChat(base_url={self.base_url!r}, model={self._model!r})"
+
+    # --- internals ---------------------------------------------------------------------
+
+    def _http(self) -> httpx.AsyncClient:
+        """The pooled client of the running event loop.
+
+        Pooled connections belong to the loop that opened them, so the pool of an earlier
+        (finished) loop is replaced rather than reused, which would fail with "Event loop is
+        closed". Its sockets are left to the garbage collector; keep a client to one loop.
+        """
+        self._ensure_open()
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:
+            self._loop = loop
+            self._resolve_lock = asyncio.Lock()
+            self._client = httpx.AsyncClient(
+                headers=self._headers,
+                timeout=self._timeout,
+                limits=self._limits,
+                verify=self._verify,
+            )
+        return self._client
+
+    async def _model_id(self) -> str:
+        if self._model is not None:
+            return self._model
+        self._http()  # binds the lock to this loop
+        assert self._resolve_lock is not None
+        async with self._resolve_lock:
+            if self._model is None:
+                self._adopt_first(await self.list_models())
+        assert self._model is not None
+        return self._model
+
+    def _adopt_first(self, models: list[str]) -> None:
+        if not models:
+            raise ConfigError(
+                f"model server at {self.base_url} lists no models at /models; "
+                f"pass --model or set {ENV_MODEL}"
+            )
+        self._model = self.name = models[0]
+
+    def _ensure_open(self) -> None:
+        if self._closed:
+            raise RuntimeError(f"{self!r} is closed")
+
+    async def _list_models(self, client: httpx.AsyncClient) -> list[str]:
+        url = f"{self.base_url}/models"
+        response, data = await self._send(client, "GET", url, None)
+        try:
+            return [str(item["id"]) for item in data["data"]]
+        except (KeyError, TypeError) as exc:
+            raise ModelResponseError(
+                f"model server at {url} answered HTTP {response.status_code} without a model "
+                f"list (data[].id): {snippet(data)}",
+                status=response.status_code,
+            ) from exc
+
+    async def _send(
+        self, client: httpx.AsyncClient, method: str, url: str, body: dict[str, Any] | None
+    ) -> tuple[httpx.Response, Any]:
+        """One request; every failure becomes a `ModelError`. Returns the response and its JSON."""
+        try:
+            response = await client.request(method, url, json=body)
+        except httpx.TimeoutException as exc:
+            raise ModelTimeoutError(
+                f"no answer from model server at {url} within {self.timeout_s:g}s "
+                f"({type(exc).__name__}; no HTTP status)",
+                status=None,
+            ) from exc
+        except httpx.TransportError as exc:
+            raise ModelConnectionError(
+                f"cannot reach model server at {url}: {type(exc).__name__}: {exc}",
+                status=None,
+            ) from exc
+        if not response.is_success:
+            raise status_error(response, url)
+        try:
+            return response, response.json()
+        except ValueError as exc:
+            raise ModelResponseError(
+                f"model server at {url} answered HTTP {response.status_code} with a body that "
+                f"is not JSON: {snippet(response.text)}",
+                status=response.status_code,
+            ) from exc
+
+
+__all__ = ["ENV_API_KEY", "ENV_BASE_URL", "ENV_MODEL", "OpenAIChat"]

@@ -1,0 +1,291 @@
+"""`Swarm`: the Python entry point — register roles, then execute, stream or resume plans.
+
+    swarm = Swarm(max_concurrency=256, runs_dir="runs")
+
+    @swarm.role("summarizer", output=Summary)
+    async def summarize(ctx: SubtaskContext) -> Summary:
+        ...
+
+    result = swarm.run_sync(plan)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from swarm._journal import EventSink
+from swarm.context import Worker
+from swarm.dag import DEFAULT_MAX_SUBTASKS, check_plan, validate_plan
+from swarm.errors import ConfigError, UnknownRoleError
+from swarm.events import Event
+from swarm.limits import Budget, RateLimit
+from swarm.planfile import load_plan, parse_plan
+from swarm.scheduler import Scheduler, SchedulerConfig
+from swarm.schema import ROLE_PATTERN, Plan, RunResult
+from swarm.steps import FailurePolicy
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+    from swarm.llm.protocol import ChatModel
+    from swarm.store import RunStore
+
+
+def new_run_id() -> str:
+    """A sortable, unique run id: `YYYYmmdd-HHMMSS-xxxxxx`."""
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
+
+
+PlanLike = Plan | Mapping[str, Any] | str | Path
+
+
+class Swarm:
+    """A configured swarm: roles (workers), a model, limits, and where runs are stored.
+
+    Args:
+        model: the `ChatModel` sub-agents call (None: workers must not need one).
+        roles: workers by role name; more can be added with `role` / `add_role`.
+        max_concurrency: most sub-agents in flight at once.
+        timeout_s, max_retries: per-subtask defaults (a subtask may override them).
+        failure_policy: `skip_dependents` (default), `fail_fast` or `continue`.
+        rate_limit: model calls per period, e.g. `RateLimit(600, 60)` or `"600/m"`.
+        max_subagents, max_total_tokens, deadline_s: the run budget.
+        max_depth: how deep dynamic spawning may nest.
+        adaptive: back off when the model server is overloaded (429/503, latency).
+        runs_dir: where runs are stored durably (SQLite); None keeps nothing on disk.
+        sinks: receivers of every event (progress views, streams).
+        seed: seeds the retry jitter.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: ChatModel | None = None,
+        roles: Mapping[str, Worker] | None = None,
+        schemas: Mapping[str, type[BaseModel]] | None = None,
+        max_concurrency: int = 64,
+        timeout_s: float = 600.0,
+        max_retries: int = 2,
+        failure_policy: FailurePolicy | str = FailurePolicy.SKIP_DEPENDENTS,
+        rate_limit: RateLimit | str | None = None,
+        max_subagents: int | None = None,
+        max_total_tokens: int | None = None,
+        deadline_s: float | None = None,
+        max_depth: int = 3,
+        adaptive: bool = True,
+        runs_dir: str | Path | None = None,
+        sinks: Sequence[EventSink] = (),
+        seed: int | None = None,
+        max_subtasks: int = DEFAULT_MAX_SUBTASKS,
+    ) -> None:
+        if isinstance(rate_limit, str):
+            rate_limit = RateLimit.parse(rate_limit)
+        self.config = SchedulerConfig(
+            max_concurrency=max_concurrency,
+            timeout_s=timeout_s,
+            max_retries=max_retries,
+            failure_policy=FailurePolicy(failure_policy)
+            if failure_policy in set(FailurePolicy)
+            else failure_policy,  # type: ignore[arg-type]  (SchedulerConfig names the bad value)
+            rate_limit=rate_limit,
+            budget=Budget(max_subagents, max_total_tokens, deadline_s),
+            max_depth=max_depth,
+            adaptive=adaptive,
+            seed=seed,
+        )
+        self.model = model
+        self.workers: dict[str, Worker] = {}
+        self.role_outputs: dict[str, str] = {}
+        self.schemas: dict[str, type[BaseModel]] = dict(schemas or {})
+        for name, worker in (roles or {}).items():
+            self.add_role(name, worker)
+        self.runs_dir = Path(runs_dir) if runs_dir is not None else None
+        self.sinks = list(sinks)
+        self.max_subtasks = max_subtasks
+        #: Extra settings recorded with each run (the CLI records how to reach the model).
+        self.settings: dict[str, Any] = {}
+
+    # --- roles ------------------------------------------------------------------------
+
+    def add_role(
+        self, name: str, worker: Worker, *, output: type[BaseModel] | None = None
+    ) -> None:
+        """Register `worker` for role `name`; `output` becomes the role's default schema."""
+        import re
+
+        if not re.fullmatch(ROLE_PATTERN, name):
+            raise ConfigError(
+                f"bad role name {name!r}: start with a letter; letters, digits, _ . - only"
+            )
+        if not callable(worker):
+            raise ConfigError(f"worker for role {name!r} is not callable: {worker!r}")
+        self.workers[name] = worker
+        if output is not None:
+            self.schemas[output.__name__] = output
+            self.role_outputs[name] = output.__name__
+
+    def role(
+        self, name: str | None = None, *, output: type[BaseModel] | None = None
+    ) -> Callable[[Worker], Worker]:
+        """Decorator: register an async function as the worker of a role (default: its name)."""
+
+        def register(fn: Worker) -> Worker:
+            self.add_role(name or fn.__name__, fn, output=output)
+            return fn
+
+        return register
+
+    # --- plans ------------------------------------------------------------------------
+
+    def _coerce(self, plan: PlanLike) -> Plan:
+        if isinstance(plan, Plan):
+            return plan
+        if isinstance(plan, str | Path):
+            return load_plan(plan)
+        return parse_plan(dict(plan))
+
+    def _with_role_outputs(self, plan: Plan) -> Plan:
+        if not self.role_outputs:
+            return plan
+        subtasks = [
+            s.model_copy(update={"output_schema": self.role_outputs[s.role]})
+            if s.output_schema is None and s.role in self.role_outputs
+            else s
+            for s in plan.subtasks
+        ]
+        return plan.model_copy(update={"subtasks": subtasks})
+
+    def check(self, plan: Plan) -> None:
+        """Check a plan against this swarm's roles and schemas (raises on the first defect)."""
+        check_plan(plan, roles=self.workers, schemas=self.schemas, max_subtasks=self.max_subtasks)
+
+    def validate(self, plan: PlanLike) -> nx.DiGraph:
+        """Check a plan against this swarm's roles and schemas; returns its DAG."""
+        return validate_plan(
+            self._coerce(plan),
+            roles=self.workers,
+            schemas=self.schemas,
+            max_subtasks=self.max_subtasks,
+        )
+
+    def _scheduler(self, store: RunStore | None, sinks: Sequence[EventSink]) -> Scheduler:
+        return Scheduler(
+            self.config,
+            workers=self.workers,
+            model=self.model,
+            schemas=self.schemas,
+            store=store,
+            sinks=[*self.sinks, *sinks],
+        )
+
+    def _open_store(self) -> RunStore | None:
+        if self.runs_dir is None:
+            return None
+        from swarm.store import RunStore
+
+        return RunStore(self.runs_dir)
+
+    # --- running ----------------------------------------------------------------------
+
+    async def execute(
+        self, plan: PlanLike, *, run_id: str | None = None, sinks: Sequence[EventSink] = ()
+    ) -> RunResult:
+        """Validate and run a plan to the end.
+
+        Raises:
+            PlanValidationError: the plan is not a valid DAG for this swarm.
+            asyncio.CancelledError: the run was cancelled; what finished is stored.
+        """
+        plan = self._with_role_outputs(self._coerce(plan))
+        self.check(plan)
+        run_id = run_id or new_run_id()
+        settings = {**self.config.settings(), **self.settings}
+        store = self._open_store()
+        try:
+            if store is not None:
+                store.create_run(run_id, plan, settings)
+                store.begin_session(run_id)
+            return await self._scheduler(store, sinks).run(
+                plan, run_id=run_id, settings=settings
+            )
+        finally:
+            if store is not None:
+                store.close()
+
+    async def resume(self, run_id: str, *, sinks: Sequence[EventSink] = ()) -> RunResult:
+        """Continue a stored run: finished (`done`) results are reused, the rest runs.
+
+        Raises:
+            ConfigError: this swarm has no `runs_dir`.
+            RunNotFoundError: no such run.
+            UnknownRoleError: the run needs roles this swarm does not have.
+        """
+        store = self._open_store()
+        if store is None:
+            raise ConfigError("resume needs a runs directory: Swarm(runs_dir=...)")
+        try:
+            stored = store.load_run(run_id)
+            missing = sorted({s.role for s in stored.plan.subtasks} - set(self.workers))
+            if missing:
+                raise UnknownRoleError(
+                    f"run {stored.run_id!r} needs roles {missing} that this swarm does not "
+                    f"have; known roles: {', '.join(sorted(self.workers)) or '(none)'}",
+                    ids=[s.id for s in stored.plan.subtasks if s.role in missing],
+                )
+            store.begin_session(stored.run_id)
+            return await self._scheduler(store, sinks).run(
+                stored.plan,
+                run_id=stored.run_id,
+                done=stored.results,
+                resumed=True,
+                seq_start=stored.next_seq,
+                settings={**stored.settings, **self.settings},
+            )
+        finally:
+            store.close()
+
+    def run_sync(self, plan: PlanLike, **kwargs: Any) -> RunResult:
+        """`execute` for synchronous callers (starts and closes an event loop)."""
+        box: list[RunResult] = []
+
+        async def main() -> None:
+            # Not returned from the main task: Python 3.11's asyncio.run formats the main
+            # task (result included) when it restores the SIGINT handler, and formatting a
+            # 10,000-subtask result takes longer than running it.
+            box.append(await self.execute(plan, **kwargs))
+
+        asyncio.run(main())
+        return box[0]
+
+    async def stream(self, plan: PlanLike, *, run_id: str | None = None) -> AsyncIterator[Event]:
+        """Run a plan and yield its events as they happen (the last is `run_finished`).
+
+        Errors of the run (a bad plan, a store failure) are raised from the iteration.
+        Leaving the loop early cancels the run.
+        """
+        from swarm.progress import EventStream
+
+        events = EventStream()
+        task = asyncio.create_task(self.execute(plan, run_id=run_id, sinks=[events]))
+        # A run that raised never emits run_finished: end the iteration so the error shows.
+        task.add_done_callback(
+            lambda t: events.close() if t.cancelled() or t.exception() is not None else None
+        )
+        try:
+            async for event in events:
+                yield event
+            await task
+        finally:
+            if not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+
+
+__all__ = ["PlanLike", "Swarm", "new_run_id"]

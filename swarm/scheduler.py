@@ -1,0 +1,116 @@
+"""The scheduler: runs a validated plan's sub-agents under the run's limits.
+
+It runs ready subtasks concurrently as their dependencies finish, passing upstream outputs
+to dependents, within `max_concurrency` (adapted down under overload), a model-call rate
+limit, per-subtask timeouts, retries with backoff for retryable errors only, the failure
+policy, and the budgets. The decisions are the pure functions of `swarm.steps`; the loop
+around them is `swarm._run.RunLoop`; events go through `swarm._journal.Journal`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from swarm._journal import EventSink
+from swarm._run import RunLoop
+from swarm.context import Worker
+from swarm.errors import ConfigError
+from swarm.limits import Backoff, Budget, RateLimit
+from swarm.schema import Plan, RunResult, SubtaskResult
+from swarm.steps import FailurePolicy
+
+if TYPE_CHECKING:
+    from swarm.llm.protocol import ChatModel
+    from swarm.store import RunStore
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerConfig:
+    """How a run is executed. Validated on construction; errors name the bad value."""
+
+    max_concurrency: int = 64
+    timeout_s: float = 600.0
+    max_retries: int = 2
+    failure_policy: FailurePolicy = FailurePolicy.SKIP_DEPENDENTS
+    rate_limit: RateLimit | None = None
+    budget: Budget = field(default_factory=Budget)
+    max_depth: int = 3
+    adaptive: bool = True
+    backoff: Backoff = field(default_factory=Backoff)
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.max_concurrency, int) or self.max_concurrency < 1:
+            raise ConfigError(
+                f"max_concurrency must be an integer ≥ 1, got {self.max_concurrency!r}"
+            )
+        if not self.timeout_s > 0:
+            raise ConfigError(
+                f"timeout must be a positive number of seconds, got {self.timeout_s!r}"
+            )
+        if not isinstance(self.max_retries, int) or self.max_retries < 0:
+            raise ConfigError(f"max_retries must be an integer ≥ 0, got {self.max_retries!r}")
+        if not isinstance(self.max_depth, int) or self.max_depth < 0:
+            raise ConfigError(f"max_depth must be an integer ≥ 0, got {self.max_depth!r}")
+        try:
+            object.__setattr__(self, "failure_policy", FailurePolicy(self.failure_policy))
+        except ValueError:
+            allowed = ", ".join(p.value for p in FailurePolicy)
+            raise ConfigError(
+                f"unknown failure policy {self.failure_policy!r}; allowed: {allowed}"
+            ) from None
+
+    def settings(self) -> dict[str, Any]:
+        """The settings as plain JSON, recorded with every run."""
+        out = asdict(self)
+        out["failure_policy"] = self.failure_policy.value
+        return json.loads(json.dumps(out))
+
+
+class Scheduler:
+    """Runs plans with a fixed set of workers, model, schemas, store and sinks."""
+
+    def __init__(
+        self,
+        config: SchedulerConfig,
+        *,
+        workers: Mapping[str, Worker],
+        model: ChatModel | None = None,
+        schemas: Mapping[str, type[BaseModel]] | None = None,
+        store: RunStore | None = None,
+        sinks: Sequence[EventSink] = (),
+    ) -> None:
+        self.config = config
+        self.workers = dict(workers)
+        self.model = model
+        self.schemas = dict(schemas or {})
+        self.store = store
+        self.sinks = list(sinks)
+
+    async def run(
+        self,
+        plan: Plan,
+        *,
+        run_id: str,
+        done: Mapping[str, SubtaskResult] | None = None,
+        resumed: bool = False,
+        seq_start: int = 0,
+        settings: Mapping[str, Any] | None = None,
+    ) -> RunResult:
+        """Run `plan` (already validated) to the end; `done` results are reused, not re-run.
+
+        Raises:
+            asyncio.CancelledError: the run was cancelled; everything finished so far is
+                recorded (and stored), so it can be resumed.
+        """
+        run = RunLoop(self, plan, run_id, done or {}, seq_start)
+        settings = {**self.config.settings(), **(settings or {})}
+        return await run.execute(resumed=resumed, settings=settings)
+
+
+__all__ = ["EventSink", "Scheduler", "SchedulerConfig"]

@@ -1,0 +1,358 @@
+"""The durable run store: SQLite in WAL mode under a runs directory.
+
+Tables: `runs`, `subtasks` (planned and spawned), `attempts`, `events`, `results`. The
+scheduler hands over each loop iteration's events in one call to `append`, which writes them
+in one transaction; only after it returns is a result allowed to release its dependents.
+A process killed at any instant leaves either the whole batch or none of it.
+
+A `done` result is never overwritten (the upsert refuses), so a subtask can end done only once.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from swarm import events as ev
+from swarm.errors import ConfigError, RunNotFoundError
+from swarm.schema import Plan, RunStatus, Subtask, SubtaskResult, SubtaskStatus, Usage
+
+DB_NAME = "kimmy.db"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    goal TEXT NOT NULL,
+    status TEXT NOT NULL,
+    stop_reason TEXT,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    settings TEXT NOT NULL,
+    usage TEXT,
+    sessions INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS subtasks (
+    run_id TEXT NOT NULL,
+    id TEXT NOT NULL,
+    pos INTEGER NOT NULL,
+    parent TEXT,
+    body TEXT NOT NULL,
+    PRIMARY KEY (run_id, id)
+);
+CREATE TABLE IF NOT EXISTS attempts (
+    run_id TEXT NOT NULL,
+    subtask_id TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    session INTEGER NOT NULL,
+    started_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS attempts_by_subtask ON attempts (run_id, subtask_id);
+CREATE TABLE IF NOT EXISTS results (
+    run_id TEXT NOT NULL,
+    id TEXT NOT NULL,
+    status TEXT NOT NULL,
+    body TEXT NOT NULL,
+    committed_at REAL NOT NULL,
+    PRIMARY KEY (run_id, id)
+);
+CREATE TABLE IF NOT EXISTS events (
+    run_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+);
+"""
+
+# A done result is final: a later upsert for the same subtask is ignored.
+_UPSERT_RESULT = """
+INSERT INTO results (run_id, id, status, body, committed_at) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (run_id, id) DO UPDATE SET
+    status = excluded.status, body = excluded.body, committed_at = excluded.committed_at
+WHERE results.status != 'done'
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    """One line of `kimmy runs`."""
+
+    run_id: str
+    goal: str
+    status: RunStatus
+    created_at: float
+    updated_at: float
+    n_subtasks: int
+    n_done: int
+    stop_reason: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRun:
+    """Everything needed to show or resume a run."""
+
+    run_id: str
+    plan: Plan
+    settings: dict[str, Any]
+    status: RunStatus
+    stop_reason: str | None
+    results: dict[str, SubtaskResult]
+    next_seq: int
+    sessions: int
+    created_at: float
+
+
+class RunStore:
+    """Durable runs under `runs_dir` (created if missing)."""
+
+    def __init__(self, runs_dir: str | Path) -> None:
+        self.runs_dir = Path(runs_dir)
+        try:
+            self.runs_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot use runs directory {str(self.runs_dir)!r}: {exc.strerror}; "
+                "give a writable directory with --runs-dir or KIMMY_RUNS_DIR"
+            ) from None
+        if not self.runs_dir.is_dir():
+            raise ConfigError(f"runs directory {str(self.runs_dir)!r} is not a directory")
+        self.path = self.runs_dir / DB_NAME
+        try:
+            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            # WAL + NORMAL: a commit survives a killed process; only an OS crash may lose
+            # the last transactions, never corrupt the file.
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA busy_timeout=5000")
+            self._db.executescript(_SCHEMA)
+        except sqlite3.Error as exc:
+            raise ConfigError(
+                f"runs directory {str(self.runs_dir)!r} has an unusable store {DB_NAME}: {exc}"
+            ) from None
+        self._session: dict[str, int] = {}
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- writing ----------------------------------------------------------------------
+
+    def create_run(self, run_id: str, plan: Plan, settings: dict[str, Any]) -> None:
+        """Record a new run and its planned subtasks (one transaction)."""
+        now = time.time()
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO runs (run_id, goal, status, created_at, updated_at, settings)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (run_id, plan.goal, RunStatus.RUNNING.value, now, now, json.dumps(settings)),
+            )
+            db.executemany(
+                "INSERT INTO subtasks (run_id, id, pos, parent, body) VALUES (?, ?, ?, ?, ?)",
+                (
+                    (run_id, s.id, i, s.parent, s.model_dump_json())
+                    for i, s in enumerate(plan.subtasks)
+                ),
+            )
+
+    def begin_session(self, run_id: str, settings: dict[str, Any] | None = None) -> int:
+        """Mark a (re)start of a run; returns the session number (1 for the first)."""
+        with self._tx() as db:
+            db.execute(
+                "UPDATE runs SET sessions = sessions + 1, status = ?, updated_at = ?"
+                + (", settings = ?" if settings is not None else "")
+                + " WHERE run_id = ?",
+                (RunStatus.RUNNING.value, time.time())
+                + ((json.dumps(settings),) if settings is not None else ())
+                + (run_id,),
+            )
+            row = db.execute("SELECT sessions FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise RunNotFoundError(run_id)
+        self._session[run_id] = row[0]
+        return row[0]
+
+    def append(self, run_id: str, events: Sequence[Any]) -> None:
+        """Write a batch of events, and what they imply, in one transaction."""
+        session = self._session.get(run_id, 1)
+        now = time.time()
+        rows, results, attempts = [], [], []
+        with self._tx() as db:
+            for e in events:
+                rows.append((run_id, e.seq, e.type, e.model_dump_json()))
+                if e.type == "subtask_finished":
+                    r = e.result
+                    results.append((run_id, r.id, r.status.value, r.model_dump_json(), now))
+                elif e.type == "subtask_started":
+                    attempts.append((run_id, e.subtask_id, e.attempt, session, e.ts))
+                elif e.type == "subtasks_spawned":
+                    self._write_spawn(db, run_id, e)
+                elif e.type == "run_finished":
+                    db.execute(
+                        "UPDATE runs SET status = ?, stop_reason = ?, usage = ?, updated_at = ?"
+                        " WHERE run_id = ?",
+                        (e.status.value, e.stop_reason, e.usage.model_dump_json(), now, run_id),
+                    )
+            db.executemany("INSERT INTO events VALUES (?, ?, ?, ?)", rows)
+            if results:
+                db.executemany(_UPSERT_RESULT, results)
+            if attempts:
+                db.executemany("INSERT INTO attempts VALUES (?, ?, ?, ?, ?)", attempts)
+
+    def _write_spawn(self, db: sqlite3.Connection, run_id: str, e: ev.SubtasksSpawned) -> None:
+        (pos,) = db.execute(
+            "SELECT COALESCE(MAX(pos), -1) + 1 FROM subtasks WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        db.executemany(
+            "INSERT INTO subtasks (run_id, id, pos, parent, body) VALUES (?, ?, ?, ?, ?)",
+            (
+                (run_id, s.id, pos + i, s.parent, s.model_dump_json())
+                for i, s in enumerate(e.subtasks)
+            ),
+        )
+        for dep, target in e.edges:
+            (body,) = db.execute(
+                "SELECT body FROM subtasks WHERE run_id = ? AND id = ?", (run_id, target)
+            ).fetchone()
+            st = Subtask.model_validate_json(body)
+            if dep not in st.depends_on:
+                st = st.model_copy(update={"depends_on": [*st.depends_on, dep]})
+            db.execute(
+                "UPDATE subtasks SET body = ? WHERE run_id = ? AND id = ?",
+                (st.model_dump_json(), run_id, target),
+            )
+
+    class _Tx:
+        def __init__(self, db: sqlite3.Connection) -> None:
+            self.db = db
+
+        def __enter__(self) -> sqlite3.Connection:
+            self.db.execute("BEGIN IMMEDIATE")
+            return self.db
+
+        def __exit__(self, exc_type: object, *rest: object) -> None:
+            self.db.execute("COMMIT" if exc_type is None else "ROLLBACK")
+
+    def _tx(self) -> RunStore._Tx:
+        return RunStore._Tx(self._db)
+
+    # --- reading ----------------------------------------------------------------------
+
+    def run_ids(self) -> list[str]:
+        rows = self._db.execute("SELECT run_id FROM runs ORDER BY created_at DESC").fetchall()
+        return [r[0] for r in rows]
+
+    def list_runs(self, limit: int | None = None) -> list[RunSummary]:
+        """Runs, newest first, with their subtask counts."""
+        rows = self._db.execute(
+            "SELECT r.run_id, r.goal, r.status, r.created_at, r.updated_at, r.stop_reason,"
+            " (SELECT COUNT(*) FROM subtasks s WHERE s.run_id = r.run_id),"
+            " (SELECT COUNT(*) FROM results x WHERE x.run_id = r.run_id AND x.status = 'done')"
+            " FROM runs r ORDER BY r.created_at DESC LIMIT ?",
+            (-1 if limit is None else limit,),
+        ).fetchall()
+        return [
+            RunSummary(
+                run_id=r[0],
+                goal=r[1],
+                status=RunStatus(r[2]),
+                created_at=r[3],
+                updated_at=r[4],
+                stop_reason=r[5],
+                n_subtasks=r[6],
+                n_done=r[7],
+            )
+            for r in rows
+        ]
+
+    def resolve(self, run_id: str) -> str:
+        """The full id of a run given its id or a unique prefix (`latest` = newest)."""
+        ids = self.run_ids()
+        if run_id == "latest" and ids:
+            return ids[0]
+        if run_id in ids:
+            return run_id
+        matches = [i for i in ids if i.startswith(run_id)] if run_id else []
+        if len(matches) == 1:
+            return matches[0]
+        raise RunNotFoundError(run_id, matches or ids)
+
+    def load_run(self, run_id: str) -> StoredRun:
+        """The stored plan (spawned subtasks included), settings and committed results."""
+        run_id = self.resolve(run_id)
+        row = self._db.execute(
+            "SELECT goal, status, stop_reason, settings, sessions, created_at FROM runs"
+            " WHERE run_id = ?",
+            (run_id,),
+        ).fetchone()
+        subtasks = [
+            Subtask.model_validate_json(b)
+            for (b,) in self._db.execute(
+                "SELECT body FROM subtasks WHERE run_id = ? ORDER BY pos", (run_id,)
+            )
+        ]
+        results = {
+            k: SubtaskResult.model_validate_json(b)
+            for k, b in self._db.execute(
+                "SELECT id, body FROM results WHERE run_id = ?", (run_id,)
+            )
+        }
+        (next_seq,) = self._db.execute(
+            "SELECT COALESCE(MAX(seq), -1) + 1 FROM events WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        return StoredRun(
+            run_id=run_id,
+            plan=Plan(goal=row[0], subtasks=subtasks),
+            settings=json.loads(row[3]),
+            status=RunStatus(row[1]),
+            stop_reason=row[2],
+            results=results,
+            next_seq=next_seq,
+            sessions=row[4],
+            created_at=row[5],
+        )
+
+    def events(self, run_id: str, *, types: Sequence[str] | None = None) -> Iterator[ev.Event]:
+        """The run's events in order (optionally only some types)."""
+        run_id = self.resolve(run_id)
+        sql = "SELECT body FROM events WHERE run_id = ?"
+        args: list[Any] = [run_id]
+        if types:
+            sql += f" AND type IN ({', '.join('?' for _ in types)})"
+            args += list(types)
+        for (body,) in self._db.execute(sql + " ORDER BY seq", args):
+            yield ev.parse_event(body)
+
+    def attempt_counts(self, run_id: str) -> dict[str, int]:
+        """How many attempts each subtask has started, over all sessions."""
+        rows = self._db.execute(
+            "SELECT subtask_id, COUNT(*) FROM attempts WHERE run_id = ? GROUP BY subtask_id",
+            (self.resolve(run_id),),
+        )
+        return dict(rows.fetchall())
+
+    def usage(self, run_id: str) -> Usage:
+        results = self.load_run(run_id).results.values()
+        total = Usage()
+        for r in results:
+            total = total + r.usage
+        return total
+
+    def done_ids(self, run_id: str) -> set[str]:
+        rows = self._db.execute(
+            "SELECT id FROM results WHERE run_id = ? AND status = ?",
+            (self.resolve(run_id), SubtaskStatus.DONE.value),
+        )
+        return {r[0] for r in rows}
+
+
+__all__ = ["DB_NAME", "RunStore", "RunSummary", "StoredRun"]

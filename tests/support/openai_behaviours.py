@@ -1,0 +1,224 @@
+"""Behaviours of the test server: how it answers one chat-completions request.
+
+A behaviour is any function `ServerRequest -> Reply`. The constructors here build the common
+ones; `tests.support.openai_server` re-exports them all. They run in server threads, so a
+hand-written behaviour must be thread-safe.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeAlias
+
+
+@dataclass(frozen=True)
+class ServerRequest:
+    """One request as the server received it."""
+
+    method: str
+    path: str
+    #: Header names lower-cased.
+    headers: dict[str, str]
+    #: The parsed JSON body, or `None` (no body, or not JSON).
+    body: Any
+    #: Requests in flight when this one arrived, itself included.
+    in_flight: int
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What the server sends back for one request."""
+
+    status: int = 200
+    body: bytes = b""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    #: Wait this long before answering (cut short when the server stops).
+    delay_s: float = 0.0
+    #: Close the connection without answering at all.
+    disconnect: bool = False
+
+
+Behaviour: TypeAlias = Callable[[ServerRequest], Reply]
+ToolCallSpec: TypeAlias = tuple[str, Mapping[str, Any]]
+LogprobSpec: TypeAlias = tuple[str, float] | Mapping[str, Any]
+
+
+# --- behaviours ------------------------------------------------------------------------
+
+
+def completion(
+    request: ServerRequest,
+    content: str | None,
+    *,
+    usage: tuple[int, int] | None = None,
+    tool_calls: Sequence[ToolCallSpec] | None = None,
+    logprobs: Sequence[LogprobSpec] | None = None,
+    finish_reason: str | None = None,
+) -> dict[str, Any]:
+    """A chat-completion body. `usage=None` counts whitespace-separated words."""
+    calls = [
+        {
+            "id": f"call_{index}",
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(dict(arguments))},
+        }
+        for index, (name, arguments) in enumerate(tool_calls or ())
+    ]
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if calls:
+        message["tool_calls"] = calls
+    prompt, completion_tokens = usage if usage is not None else _word_usage(request, content)
+    choice: dict[str, Any] = {
+        "index": 0,
+        "message": message,
+        "finish_reason": finish_reason or ("tool_calls" if calls else "stop"),
+        "logprobs": {"content": [_logprob(x) for x in logprobs]} if logprobs else None,
+    }
+    body = request.body if isinstance(request.body, dict) else {}
+    return {
+        "id": f"chatcmpl-{time.monotonic_ns()}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model") or "test-model",
+        "choices": [choice],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt + completion_tokens,
+        },
+    }
+
+
+def reply(
+    content: str | None = "ok",
+    *,
+    usage: tuple[int, int] | None = None,
+    tool_calls: Sequence[ToolCallSpec] | None = None,
+    logprobs: Sequence[LogprobSpec] | None = None,
+    finish_reason: str | None = None,
+) -> Behaviour:
+    """Answer 200 with a chat completion.
+
+    Args:
+        content: The assistant message content.
+        usage: `(prompt_tokens, completion_tokens)`; `None` counts words.
+        tool_calls: `(name, arguments)` pairs, sent as OpenAI tool calls `call_0`, `call_1`…
+        logprobs: `(token, logprob)` pairs or full OpenAI logprob dicts.
+        finish_reason: Defaults to "tool_calls" when there are tool calls, else "stop".
+    """
+
+    def behaviour(request: ServerRequest) -> Reply:
+        body = completion(
+            request,
+            content,
+            usage=usage,
+            tool_calls=tool_calls,
+            logprobs=logprobs,
+            finish_reason=finish_reason,
+        )
+        return json_reply(200, body)
+
+    return behaviour
+
+
+def tool_call(
+    name: str, arguments: Mapping[str, Any], *, usage: tuple[int, int] | None = None
+) -> Behaviour:
+    """Answer with one tool call (`id="call_0"`) and no content."""
+    return reply(None, usage=usage, tool_calls=[(name, arguments)])
+
+
+def status(code: int, body: Any = None, headers: Mapping[str, str] | None = None) -> Behaviour:
+    """Answer with HTTP `code`. `body` may be bytes, str or JSON; `None` is an OpenAI error."""
+    if body is None:
+        body = {"error": {"message": f"test server says {code}", "type": "test", "code": code}}
+    payload = body if isinstance(body, bytes) else _encode(body)
+    reply_ = Reply(status=code, body=payload, headers=dict(headers or {}))
+    return lambda request: reply_
+
+
+def malformed(body: bytes = b"{not json", *, code: int = 200) -> Behaviour:
+    """Answer `code` with `body` as is, labelled `application/json`."""
+    return lambda request: Reply(status=code, body=body)
+
+
+def delay(seconds: float, then: Behaviour | None = None) -> Behaviour:
+    """Wait `seconds` (in the server thread), then answer as `then` does (default: echo)."""
+    then = then or echo()
+    return lambda request: replace(then(request), delay_s=seconds)
+
+
+def disconnect() -> Behaviour:
+    """Close the connection without sending any response."""
+    return lambda request: Reply(disconnect=True)
+
+
+def computed(fn: Callable[[dict[str, Any]], str | Reply]) -> Behaviour:
+    """Answer from the request JSON: `fn(body)` returns the content, or a full `Reply`."""
+
+    def behaviour(request: ServerRequest) -> Reply:
+        result = fn(request.body if isinstance(request.body, dict) else {})
+        return result if isinstance(result, Reply) else reply(result)(request)
+
+    return behaviour
+
+
+def echo(prefix: str = "") -> Behaviour:
+    """Answer with `prefix` + the content of the last user message."""
+
+    def last_user(body: dict[str, Any]) -> str:
+        users = [m for m in body.get("messages") or [] if m.get("role") == "user"]
+        return prefix + (str(users[-1].get("content") or "") if users else "")
+
+    return computed(last_user)
+
+
+def busy_above(
+    limit: int, *, busy: Behaviour | None = None, then: Behaviour | None = None
+) -> Behaviour:
+    """An overloaded server: `busy` (default 503) when more than `limit` requests are in flight."""
+    busy = busy or status(503, headers={"Retry-After": "0"})
+    then = then or echo()
+    return lambda request: busy(request) if request.in_flight > limit else then(request)
+
+
+def json_reply(code: int, body: Any) -> Reply:
+    return Reply(status=code, body=_encode(body))
+
+
+def _encode(body: Any) -> bytes:
+    return body.encode() if isinstance(body, str) else json.dumps(body).encode()
+
+
+def _logprob(spec: LogprobSpec) -> dict[str, Any]:
+    if isinstance(spec, Mapping):
+        return dict(spec)
+    token, logprob = spec
+    return {"token": token, "logprob": logprob, "bytes": list(token.encode()), "top_logprobs": []}
+
+
+def _word_usage(request: ServerRequest, content: str | None) -> tuple[int, int]:
+    body = request.body if isinstance(request.body, dict) else {}
+    words = sum(len(str(m.get("content") or "").split()) for m in body.get("messages") or [])
+    return words, len((content or "").split())
+
+
+__all__ = [
+    "Behaviour",
+    "Reply",
+    "ServerRequest",
+    "busy_above",
+    "completion",
+    "computed",
+    "delay",
+    "disconnect",
+    "echo",
+    "json_reply",
+    "malformed",
+    "reply",
+    "status",
+    "tool_call",
+]

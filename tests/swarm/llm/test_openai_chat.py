@@ -1,0 +1,399 @@
+"""`OpenAIChat` against a real loopback HTTP server (tests/support/openai_server.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from email.utils import formatdate
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from swarm.errors import (
+    ConfigError,
+    ModelConnectionError,
+    ModelError,
+    ModelRateLimitedError,
+    ModelRequestError,
+    ModelResponseError,
+    ModelServerError,
+    ModelTimeoutError,
+)
+from swarm.llm import ChatModel, Message, OpenAIChat
+from tests.support.openai_server import (
+    OpenAIServer,
+    delay,
+    disconnect,
+    echo,
+    malformed,
+    reply,
+    status,
+    tool_call,
+)
+
+USER = [{"role": "user", "content": "hello there"}]
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture
+def closed_port() -> Iterator[int]:
+    """A port bound but not listening: connecting to it is refused, with no race."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield sock.getsockname()[1]
+
+
+async def call(srv: OpenAIServer, *, model: str | None = "test-model", **kw: Any) -> Any:
+    async with OpenAIChat(srv.base_url, model, timeout_s=5.0) as client:
+        return await client.chat(USER, **kw)
+
+
+# --- success paths ---------------------------------------------------------------------
+
+
+async def test_plain_reply_parses_content_usage_and_model() -> None:
+    with OpenAIServer([reply("hi!", usage=(7, 3))]) as srv:
+        answer = await call(srv)
+    assert answer.content == "hi!"
+    assert answer.finish_reason == "stop"
+    assert answer.model == "test-model"
+    assert answer.tool_calls == []
+    assert answer.logprobs is None
+    usage = answer.usage
+    assert (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens) == (7, 3, 10)
+    assert usage.model_calls == 1
+    [request] = srv.chat_requests
+    assert request.method == "POST"
+    assert request.body == {"model": "test-model", "messages": USER}  # no None options sent
+
+
+async def test_options_and_messages_forwarded_in_request_body() -> None:
+    tools = [{"type": "function", "function": {"name": "search", "parameters": {}}}]
+    schema = {"type": "json_schema", "json_schema": {"name": "A", "schema": {"type": "object"}}}
+    messages = [Message(role="system", content="be brief"), {"role": "user", "content": "q"}]
+    with OpenAIServer() as srv:
+        async with OpenAIChat(srv.base_url + "/", "test-model") as client:
+            await client.chat(
+                messages,
+                tools=tools,
+                tool_choice="auto",
+                response_format=schema,
+                temperature=0.0,
+                max_tokens=32,
+                stop=("END",),
+                seed=7,
+            )
+    body = srv.chat_requests[0].body
+    assert body["messages"] == [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "q"},
+    ]
+    assert body["tools"] == tools
+    assert body["tool_choice"] == "auto"
+    assert body["response_format"] == schema
+    assert body["temperature"] == 0.0  # falsy but set: must be sent
+    assert (body["max_tokens"], body["stop"], body["seed"]) == (32, ["END"], 7)
+    assert "logprobs" not in body and "top_logprobs" not in body
+    assert srv.chat_requests[0].path == "/v1/chat/completions"  # trailing slash stripped
+
+
+async def test_tool_call_parsed_with_arguments() -> None:
+    with OpenAIServer([tool_call("search", {"query": "delta attention", "k": 3})]) as srv:
+        answer = await call(srv, tools=[{"type": "function", "function": {"name": "search"}}])
+    assert answer.content is None
+    assert answer.finish_reason == "tool_calls"
+    [tc] = answer.tool_calls
+    assert (tc.id, tc.type, tc.function.name) == ("call_0", "function", "search")
+    assert tc.function.parsed_arguments() == {"query": "delta attention", "k": 3}
+    assert answer.message.tool_calls == [tc]
+
+
+async def test_logprobs_requested_and_parsed() -> None:
+    first = {
+        "token": "yes",
+        "logprob": -0.1,
+        "bytes": [121, 101, 115],
+        "top_logprobs": [{"token": "yes", "logprob": -0.1}, {"token": "no", "logprob": -2.5}],
+    }
+    with OpenAIServer([reply("yes sir", logprobs=[first, (" sir", -0.75)])]) as srv:
+        answer = await call(srv, logprobs=True, top_logprobs=2)
+    body = srv.chat_requests[0].body
+    assert (body["logprobs"], body["top_logprobs"]) == (True, 2)
+    assert answer.logprobs is not None
+    assert [t.token for t in answer.logprobs] == ["yes", " sir"]
+    assert [t.logprob for t in answer.logprobs] == [-0.1, -0.75]
+    assert answer.logprobs[0].bytes == [121, 101, 115]
+    assert [(t.token, t.logprob) for t in answer.logprobs[0].top_logprobs] == [
+        ("yes", -0.1),
+        ("no", -2.5),
+    ]
+
+
+async def test_api_key_sent_as_bearer_token() -> None:
+    with OpenAIServer(api_key="sekret") as srv:
+        async with OpenAIChat(srv.base_url, "test-model", api_key="sekret") as client:
+            answer = await client.chat(USER)
+        with pytest.raises(ModelRequestError) as info:
+            await call(srv)  # no key
+    assert answer.content == "hello there"
+    assert srv.chat_requests[0].headers["authorization"] == "Bearer sekret"
+    assert info.value.status == 401
+
+
+async def test_model_looked_up_once_from_server_when_not_given() -> None:
+    with OpenAIServer(models=["first-model", "second-model"]) as srv:
+        async with OpenAIChat(srv.base_url) as client:
+            assert client.model is None
+            answers = await asyncio.gather(*(client.chat(USER) for _ in range(5)))
+            assert client.name == client.model == "first-model"
+    assert {a.model for a in answers} == {"first-model"}
+    assert [r.body["model"] for r in srv.chat_requests] == ["first-model"] * 5
+    assert sum(r.path == "/v1/models" for r in srv.requests) == 1
+
+
+async def test_server_listing_no_models_is_a_config_error() -> None:
+    with OpenAIServer(models=[]) as srv:
+        async with OpenAIChat(srv.base_url) as client:
+            with pytest.raises(ConfigError, match="lists no models"):
+                await client.chat(USER)
+    assert srv.chat_requests == []
+
+
+async def test_many_concurrent_calls_all_answered_with_their_own_reply() -> None:
+    with OpenAIServer(default=delay(0.05, echo("re: "))) as srv:
+        async with OpenAIChat(srv.base_url, "test-model", max_connections=100) as client:
+            answers = await asyncio.gather(
+                *(client.chat([{"role": "user", "content": f"q{i}"}]) for i in range(100))
+            )
+    assert [a.content for a in answers] == [f"re: q{i}" for i in range(100)]
+    assert len(srv.chat_requests) == 100
+    assert srv.max_in_flight > 1
+
+
+async def test_pool_size_caps_connections_in_flight() -> None:
+    with OpenAIServer(default=delay(0.02, echo())) as srv:
+        async with OpenAIChat(srv.base_url, "test-model", max_connections=3) as client:
+            await asyncio.gather(*(client.chat(USER) for _ in range(12)))
+    assert 1 <= srv.max_in_flight <= 3
+
+
+# --- failures: each maps to one typed, correctly retryable error -----------------------
+
+
+async def test_429_raises_rate_limited_then_next_call_succeeds_without_client_retry() -> None:
+    with OpenAIServer([status(429, headers={"Retry-After": "3"}), reply("fine")]) as srv:
+        async with OpenAIChat(srv.base_url, "test-model") as client:
+            with pytest.raises(ModelRateLimitedError) as info:
+                await client.chat(USER)
+            assert len(srv.chat_requests) == 1  # the client itself does not retry
+            answer = await client.chat(USER)
+    err = info.value
+    assert (err.status, err.retry_after, err.retryable) == (429, 3.0, True)
+    assert srv.base_url in str(err) and "429" in str(err)
+    assert answer.content == "fine"
+
+
+async def test_retry_after_http_date_becomes_seconds() -> None:
+    when = formatdate(time.time() + 30, usegmt=True)
+    server = OpenAIServer([status(429, headers={"Retry-After": when})])
+    with server as srv, pytest.raises(ModelRateLimitedError) as info:
+        await call(srv)
+    assert info.value.retry_after is not None
+    assert 0 < info.value.retry_after <= 31
+
+
+@pytest.mark.parametrize(
+    ("code", "error_type"),
+    [
+        (500, ModelServerError),
+        (502, ModelServerError),
+        (503, ModelRateLimitedError),
+        (408, ModelTimeoutError),
+    ],
+)
+async def test_retryable_statuses(code: int, error_type: type[ModelError]) -> None:
+    with OpenAIServer([status(code)]) as srv, pytest.raises(error_type) as info:
+        await call(srv)
+    assert info.value.status == code
+    assert info.value.retryable is True
+    assert info.value.retry_after is None
+    assert f"HTTP {code}" in str(info.value) and srv.base_url in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"error": {"message": "max_tokens must be positive", "type": "BadRequestError"}},
+        {"object": "error", "message": "max_tokens must be positive", "code": 400},  # vLLM
+        {"detail": "max_tokens must be positive"},  # FastAPI
+        "max_tokens must be positive",  # plain text
+    ],
+)
+async def test_4xx_is_not_retryable_and_carries_server_message(body: Any) -> None:
+    server = OpenAIServer([status(400, body=body)])
+    with server as srv, pytest.raises(ModelRequestError) as info:
+        await call(srv, max_tokens=-1)
+    assert info.value.status == 400
+    assert info.value.retryable is False
+    assert "max_tokens must be positive" in str(info.value)
+    assert "HTTP 400" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"<html>not json</html>",
+        b'{"id": "x", "choices": []}',
+        b'{"choices": [{"message": "text instead of an object"}]}',
+        b'{"choices": [{"message": {"content": 5, "tool_calls": [{"function": {}}]}}]}',
+        b"[]",
+    ],
+)
+async def test_2xx_that_is_not_a_completion_raises_response_error(body: bytes) -> None:
+    with OpenAIServer([malformed(body)]) as srv, pytest.raises(ModelResponseError) as info:
+        await call(srv)
+    assert info.value.status == 200
+    assert info.value.retryable is False
+    assert srv.base_url in str(info.value)
+
+
+async def test_slow_server_raises_timeout() -> None:
+    with OpenAIServer([delay(1.0, reply("too late"))]) as srv:
+        async with OpenAIChat(srv.base_url, "test-model", timeout_s=0.2) as client:
+            with pytest.raises(ModelTimeoutError) as info:
+                await client.chat(USER)
+    assert info.value.retryable is True
+    assert info.value.status is None
+    assert "0.2s" in str(info.value)
+
+
+async def test_refused_connection_raises_connection_error(closed_port: int) -> None:
+    async with OpenAIChat(f"http://127.0.0.1:{closed_port}/v1", "m") as client:
+        with pytest.raises(ModelConnectionError) as info:
+            await client.chat(USER)
+        with pytest.raises(ModelConnectionError, match=r"^cannot reach model server at http"):
+            await client.check()
+    assert info.value.retryable is True
+    assert info.value.status is None
+    assert f"127.0.0.1:{closed_port}" in str(info.value)
+
+
+async def test_server_dropping_connection_raises_connection_error() -> None:
+    with OpenAIServer([disconnect(), reply("after")]) as srv:
+        async with OpenAIChat(srv.base_url, "test-model") as client:
+            with pytest.raises(ModelConnectionError):
+                await client.chat(USER)
+            assert (await client.chat(USER)).content == "after"
+
+
+# --- preflight, configuration, lifecycle -----------------------------------------------
+
+
+async def test_list_models_and_check() -> None:
+    with OpenAIServer(models=["a", "b"]) as srv:
+        async with OpenAIChat(srv.base_url) as client:
+            assert await client.list_models() == ["a", "b"]
+            await client.check()
+            assert client.model == "a"
+
+
+async def test_check_reports_auth_failure_as_request_error() -> None:
+    with OpenAIServer(api_key="right") as srv:
+        async with OpenAIChat(srv.base_url, "m", api_key="wrong") as client:
+            with pytest.raises(ModelRequestError) as info:
+                await client.check()
+    assert info.value.status == 401
+
+
+def test_from_env_reads_variables_and_flags_win(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KIMMY_BASE_URL", "http://10.0.0.5:8000/v1/")
+    monkeypatch.setenv("KIMMY_MODEL", "env-model")
+    monkeypatch.setenv("KIMMY_API_KEY", "env-key")
+    from_env = OpenAIChat.from_env(timeout_s=3.0)
+    assert (from_env.base_url, from_env.model, from_env.name) == (
+        "http://10.0.0.5:8000/v1",
+        "env-model",
+        "env-model",
+    )
+    assert from_env._headers["Authorization"] == "Bearer env-key"
+    assert from_env.timeout_s == 3.0
+    flags = OpenAIChat.from_env(base_url="https://flag.example/v1", model="flag-model")
+    assert (flags.base_url, flags.model) == ("https://flag.example/v1", "flag-model")
+
+
+def test_from_env_without_base_url_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KIMMY_BASE_URL", raising=False)
+    with pytest.raises(ConfigError, match="--base-url or set KIMMY_BASE_URL"):
+        OpenAIChat.from_env(model="m")
+    monkeypatch.setenv("KIMMY_BASE_URL", "")  # empty counts as unset
+    with pytest.raises(ConfigError, match="no model server configured"):
+        OpenAIChat.from_env()
+
+
+@pytest.mark.parametrize("url", ["localhost:8000/v1", "ftp://host/v1", "", "http://", "/v1"])
+def test_bad_base_url_is_a_config_error(url: str) -> None:
+    with pytest.raises(ConfigError, match="not an http\\(s\\) URL") as info:
+        OpenAIChat(url, "m")
+    assert repr(url) in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"timeout_s": 0},
+        {"timeout_s": -1.0},
+        {"timeout_s": float("nan")},
+        {"connect_timeout_s": 0},
+        {"max_connections": 0},
+        {"max_connections": 2.5},
+    ],
+)
+def test_bad_limits_are_config_errors(kwargs: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError) as info:
+        OpenAIChat("http://127.0.0.1:1/v1", "m", **kwargs)
+    [(name, value)] = kwargs.items()
+    assert name in str(info.value) and repr(value) in str(info.value)
+
+
+def test_empty_model_id_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="model ''"):
+        OpenAIChat("http://127.0.0.1:1/v1", "")
+
+
+def test_preflight_in_its_own_event_loop_leaves_client_usable() -> None:
+    """The CLI may run `check()` and the run itself in separate `asyncio.run`s."""
+
+    async def run(client: OpenAIChat) -> str | None:
+        async with client:
+            return (await client.chat(USER)).content
+
+    with OpenAIServer(models=["served"]) as srv:
+        client = OpenAIChat(srv.base_url)
+        asyncio.run(client.check())
+        assert client.model == "served"
+        assert asyncio.run(run(client)) == "hello there"
+    assert [r.path for r in srv.requests] == ["/v1/models", "/v1/chat/completions"]
+
+
+async def test_closed_client_refuses_calls() -> None:
+    client = OpenAIChat("http://127.0.0.1:1/v1", "m")
+    await client.aclose()
+    with pytest.raises(RuntimeError, match="closed"):
+        await client.chat(USER)
+
+
+def test_satisfies_chat_model_protocol() -> None:
+    assert isinstance(OpenAIChat("http://127.0.0.1:1/v1", "m"), ChatModel)
+
+
+def test_import_stays_light() -> None:
+    code = "import sys, swarm.llm; print(sorted({'openai', 'torch'} & set(sys.modules)))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert out.stdout.strip() == "[]"
