@@ -246,6 +246,14 @@ class RunLoop:
     def spawn(
         self, parent: Subtask, subtasks: Sequence[Subtask], feeds: Sequence[str]
     ) -> list[Subtask]:
+        outputs = self.sched.role_outputs
+        if outputs:  # a role's default output schema holds for spawned subtasks too
+            subtasks = [
+                s.model_copy(update={"output_schema": outputs[s.role]})
+                if s.output_schema is None and s.role in outputs
+                else s
+                for s in subtasks
+            ]
         try:
             self._check_spawn_names(parent, subtasks)
             fresh, edges = add_subtasks(

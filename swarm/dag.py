@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Collection, Iterable
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from swarm.errors import (
     CycleError,
@@ -21,6 +20,9 @@ from swarm.errors import (
     UnknownSchemaError,
 )
 from swarm.schema import Plan, Subtask
+
+if TYPE_CHECKING:  # networkx is imported when a graph is asked for: it is slow to import
+    import networkx as nx
 
 #: The most subtasks one plan may hold unless the caller allows more.
 DEFAULT_MAX_SUBTASKS = 100_000
@@ -36,6 +38,8 @@ def _ids_text(ids: Iterable[str], limit: int = 8) -> str:
 
 def build_graph(subtasks: Iterable[Subtask]) -> nx.DiGraph:
     """The dependency graph, without validation (unknown dependencies become bare nodes)."""
+    import networkx as nx
+
     graph = nx.DiGraph()
     for st in subtasks:
         graph.add_node(st.id, role=st.role)
@@ -100,6 +104,8 @@ def _check_names(
 
 def find_cycle(graph: nx.DiGraph) -> list[str] | None:
     """One dependency cycle as a list of ids in order, or None if the graph is acyclic."""
+    import networkx as nx
+
     try:
         edges = nx.find_cycle(graph)
     except nx.NetworkXNoCycle:
@@ -180,11 +186,15 @@ def validate_plan(
 
 def topological_generations(graph: nx.DiGraph) -> list[list[str]]:
     """Stages of the DAG: each stage's subtasks depend only on earlier stages."""
+    import networkx as nx
+
     return [sorted(gen) for gen in nx.topological_generations(graph)]
 
 
 def critical_path(graph: nx.DiGraph, weights: dict[str, float] | None = None) -> list[str]:
     """The longest dependency chain (by node weight, default 1 per subtask)."""
+    import networkx as nx
+
     if graph.number_of_nodes() == 0:
         return []
     best: dict[str, tuple[float, str | None]] = {}

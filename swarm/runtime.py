@@ -25,7 +25,7 @@ from swarm.context import Worker
 from swarm.dag import DEFAULT_MAX_SUBTASKS, check_plan, validate_plan
 from swarm.errors import ConfigError, UnknownRoleError
 from swarm.events import Event
-from swarm.limits import Budget, RateLimit
+from swarm.limits import Backoff, Budget, RateLimit
 from swarm.planfile import load_plan, parse_plan
 from swarm.scheduler import Scheduler, SchedulerConfig
 from swarm.schema import ROLE_PATTERN, Plan, RunResult
@@ -61,6 +61,7 @@ class Swarm:
         adaptive: back off when the model server is overloaded (429/503, latency).
         runs_dir: where runs are stored durably (SQLite); None keeps nothing on disk.
         sinks: receivers of every event (progress views, streams).
+        backoff: retry delays (exponential with jitter); default `Backoff()`.
         seed: seeds the retry jitter.
     """
 
@@ -82,6 +83,7 @@ class Swarm:
         adaptive: bool = True,
         runs_dir: str | Path | None = None,
         sinks: Sequence[EventSink] = (),
+        backoff: Backoff | None = None,
         seed: int | None = None,
         max_subtasks: int = DEFAULT_MAX_SUBTASKS,
     ) -> None:
@@ -98,6 +100,7 @@ class Swarm:
             budget=Budget(max_subagents, max_total_tokens, deadline_s),
             max_depth=max_depth,
             adaptive=adaptive,
+            backoff=backoff if backoff is not None else Backoff(),
             seed=seed,
         )
         self.model = model
@@ -183,6 +186,7 @@ class Swarm:
             schemas=self.schemas,
             store=store,
             sinks=[*self.sinks, *sinks],
+            role_outputs=self.role_outputs,
         )
 
     def _open_store(self) -> RunStore | None:

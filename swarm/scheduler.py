@@ -73,7 +73,11 @@ class SchedulerConfig:
 
 
 class Scheduler:
-    """Runs plans with a fixed set of workers, model, schemas, store and sinks."""
+    """Runs plans with a fixed set of workers, model, schemas, store and sinks.
+
+    `role_outputs` names the default output schema of a role; subtasks spawned at run time
+    without an `output_schema` get their role's, as planned subtasks do in `Swarm`.
+    """
 
     def __init__(
         self,
@@ -84,6 +88,7 @@ class Scheduler:
         schemas: Mapping[str, type[BaseModel]] | None = None,
         store: RunStore | None = None,
         sinks: Sequence[EventSink] = (),
+        role_outputs: Mapping[str, str] | None = None,
     ) -> None:
         self.config = config
         self.workers = dict(workers)
@@ -91,6 +96,7 @@ class Scheduler:
         self.schemas = dict(schemas or {})
         self.store = store
         self.sinks = list(sinks)
+        self.role_outputs = dict(role_outputs or {})
 
     async def run(
         self,

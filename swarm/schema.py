@@ -37,7 +37,7 @@ class Subtask(_Frozen):
     inputs: dict[str, JsonValue] = Field(default_factory=dict)
     depends_on: list[SubtaskId] = Field(default_factory=list)
     output_schema: str | None = None
-    timeout_s: Annotated[float, Field(gt=0)] | None = None
+    timeout_s: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
     max_retries: Annotated[int, Field(ge=0, le=100)] | None = None
     #: The subtask that spawned this one at run time (None for planned subtasks).
     parent: SubtaskId | None = None
@@ -94,10 +94,16 @@ class Usage(_Frozen):
     total_tokens: int = 0
     model_calls: int = 0
 
+    def _empty(self) -> bool:
+        # Every field, not only total_tokens: servers may omit the total or the call count.
+        return not (
+            self.model_calls or self.total_tokens or self.prompt_tokens or self.completion_tokens
+        )
+
     def __add__(self, other: Usage) -> Usage:
-        if other.model_calls == 0 and other.total_tokens == 0:
+        if other._empty():
             return self
-        if self.model_calls == 0 and self.total_tokens == 0:
+        if self._empty():
             return other
         return Usage(
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-import networkx as nx
-
-from swarm.dag import find_cycle
+from swarm.dag import build_graph, find_cycle
 from swarm.errors import SpawnError
 from swarm.schema import ErrorInfo, Plan, Subtask, SubtaskResult, SubtaskStatus, Timings, Usage
 
@@ -217,16 +215,32 @@ def _unusable(state: RunState, key: str) -> bool:
     return state.status[key].finished and not _satisfied(state, key)
 
 
-def _spawn_ancestors(state: RunState, roots: Iterable[str]) -> set[str]:
-    seen: set[str] = set()
-    stack = list(roots)
+def _spawn_ancestors(state: RunState, new: Sequence[Subtask]) -> dict[str, str]:
+    """The existing ancestors of `new`, each mapped to the next id on a path down to one.
+
+    Following the map from an ancestor ends at a new subtask, so a feed edge into an
+    ancestor can be reported as the whole cycle it closes, in order.
+    """
+    down: dict[str, str] = {}
+    stack: list[str] = []
+    for st in new:
+        for dep in st.depends_on:
+            if dep in state.subtasks and dep not in down:
+                down[dep] = st.id
+                stack.append(dep)
     while stack:
-        k = stack.pop()
-        if k in seen or k not in state.subtasks:
-            continue
-        seen.add(k)
-        stack.extend(state.subtasks[k].depends_on)
-    return seen
+        key = stack.pop()
+        for dep in state.subtasks[key].depends_on:
+            if dep not in down:
+                down[dep] = key
+                stack.append(dep)
+    return down
+
+
+def _fed(state: RunState, target: str, new: Sequence[Subtask]) -> bool:
+    """Whether `target` already depends on every one of `new`."""
+    deps = state.subtasks[target].depends_on
+    return all(st.id in deps for st in new)
 
 
 def _check_spawn(
@@ -261,14 +275,17 @@ def _check_spawn(
                 f"{state.status[f].value}; only pending subtasks can gain dependencies",
                 ids=[f],
             )
-    graph = nx.DiGraph()
-    graph.add_edges_from((d, s.id) for s in new for d in s.depends_on if d in batch)
-    graph.add_nodes_from(ids)
-    cycle = find_cycle(graph)
-    ancestors = _spawn_ancestors(state, (d for s in new for d in s.depends_on))
-    looped = [f for f in feeds if f in ancestors]
-    if cycle is None and looped:
-        cycle = [looped[0], *ids]
+    internal = [
+        s.model_copy(update={"depends_on": [d for d in s.depends_on if d in batch]}) for s in new
+    ]
+    cycle = find_cycle(build_graph(internal)) if any(s.depends_on for s in internal) else None
+    if cycle is None and feeds:
+        down = _spawn_ancestors(state, new)
+        looped = next((f for f in feeds if f in down), None)
+        if looped is not None:  # looped -> ... -> a new subtask, which would feed `looped`
+            cycle = [looped]
+            while cycle[-1] in down:
+                cycle.append(down[cycle[-1]])
     if cycle is not None:
         raise SpawnError(
             f"spawn from {parent.id!r} refused: it would create the cycle "
@@ -303,6 +320,8 @@ def add_subtasks(
     depth = parent.depth + 1
     stamped = [s.model_copy(update={"parent": parent_id, "depth": depth}) for s in new]
     fresh = [s for s in stamped if state.subtasks.get(s.id) != s]
+    if feeds:  # a repeated spawn (retried or resumed parent) need not feed targets again
+        feeds = [f for f in feeds if f not in state.subtasks or not _fed(state, f, stamped)]
     if not fresh and not feeds:
         return [], []
     if max_depth is not None and depth > max_depth:

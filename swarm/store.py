@@ -108,10 +108,15 @@ class StoredRun:
 
 
 class RunStore:
-    """Durable runs under `runs_dir` (created if missing)."""
+    """Durable runs under `runs_dir` (created if missing, unless `create` is False)."""
 
-    def __init__(self, runs_dir: str | Path) -> None:
+    def __init__(self, runs_dir: str | Path, *, create: bool = True) -> None:
         self.runs_dir = Path(runs_dir)
+        if not create and not (self.runs_dir / DB_NAME).is_file():
+            raise ConfigError(
+                f"no runs stored in {str(self.runs_dir)!r}; give the directory runs were "
+                "stored in with --runs-dir or KIMMY_RUNS_DIR"
+            )
         try:
             self.runs_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -151,6 +156,11 @@ class RunStore:
         """Record a new run and its planned subtasks (one transaction)."""
         now = time.time()
         with self._tx() as db:
+            if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
+                raise ConfigError(
+                    f"a run with id {run_id!r} is already stored in {str(self.runs_dir)!r}; "
+                    "choose another id, or continue that run with resume"
+                )
             db.execute(
                 "INSERT INTO runs (run_id, goal, status, created_at, updated_at, settings)"
                 " VALUES (?, ?, ?, ?, ?, ?)",

@@ -3,10 +3,12 @@
 - `OpenAIChat`: any OpenAI-compatible HTTP server (vLLM, SGLang, llama.cpp, …).
 - `ScriptedChat`: a strict scripted model for tests.
 
-Importing this package is cheap: it pulls in pydantic and httpx, never `openai` or torch.
+Importing this package is cheap: pydantic only. `OpenAIChat` (and with it httpx) is imported
+on first use, so `import swarm` stays light for programs that never talk HTTP.
 """
 
-from swarm.llm.openai_chat import OpenAIChat
+from typing import TYPE_CHECKING, Any
+
 from swarm.llm.protocol import ChatModel
 from swarm.llm.scripted import ScriptedChat, UnexpectedModelCall
 from swarm.llm.types import (
@@ -17,6 +19,18 @@ from swarm.llm.types import (
     ToolCall,
     TopLogprob,
 )
+
+if TYPE_CHECKING:
+    from swarm.llm.openai_chat import OpenAIChat
+
+
+def __getattr__(name: str) -> Any:
+    if name == "OpenAIChat":
+        from swarm.llm.openai_chat import OpenAIChat
+
+        return OpenAIChat
+    raise AttributeError(f"module 'swarm.llm' has no attribute {name!r}")
+
 
 __all__ = [
     "ChatModel",

@@ -1,0 +1,33 @@
+# The two Quickstart commands, plus the benchmark. Each target installs what it needs into
+# .venv (created with the first python3.11+ found, or $PYTHON).
+PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3; do command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { echo $$p; break; }; done)
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test bench lint clean
+
+$(BIN)/kimmy: pyproject.toml
+	@test -n "$(PYTHON)" || { echo "Python 3.11+ is needed (set PYTHON=...)"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	@touch $@
+
+## demo: run the example swarm (offline, no model server needed)
+demo: $(BIN)/kimmy
+	$(BIN)/python examples/define_tasks.py
+
+## test: lint, then the whole test suite
+test: $(BIN)/kimmy
+	$(BIN)/ruff check .
+	$(BIN)/pytest -q
+
+## bench: fan-out overhead at 100 / 1,000 / 10,000 sub-agents vs asyncio.gather
+bench: $(BIN)/kimmy
+	$(BIN)/python benchmarks/bench_fanout.py
+
+lint: $(BIN)/kimmy
+	$(BIN)/ruff check .
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,267 @@
+"""Fan-out overhead: N sub-agents whose model call is `asyncio.sleep(0.05)`, then a reduce.
+
+    python benchmarks/bench_fanout.py [--n 100 1000 10000] [--runs 3] [--peers] [--json]
+
+For each N, in the same invocation: plain `asyncio.gather` over the same coroutines (the
+floor), then the swarm with the store off and on. Every configuration runs in a fresh
+subprocess (so peak RSS is its own): one warm-up, then the median wall time of `--runs`.
+The swarm's sub-agents call the model through the metered client (rate limit, adaptive
+admission, accounting), exactly as real ones do; the gather baseline calls it directly.
+`--peers` also runs `../shared/bench/peers/run.sh N asyncio langgraph` and reports our
+time as a ratio to LangGraph's `Send` fan-out on the same workload.
+
+Writes the table to benchmarks/results/fanout.md; `--json` prints the figures as one object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+PEERS = ROOT.parent / "shared" / "bench" / "peers" / "run.sh"
+LATENCY_S = 0.05
+
+
+# --- the workload (runs inside the child process) ---------------------------------------
+
+
+def _response() -> Any:
+    from swarm.llm import ChatResponse
+    from swarm.schema import Usage
+
+    usage = Usage(prompt_tokens=12, completion_tokens=7, total_tokens=19, model_calls=1)
+    return ChatResponse(content="ok", usage=usage, model="sleep")
+
+
+class SleepChat:
+    """A model server stand-in whose every call takes `latency_s` (the benchmark contract)."""
+
+    name = "sleep"
+
+    def __init__(self, latency_s: float) -> None:
+        self.latency_s = latency_s
+        self.response = _response()
+
+    async def chat(self, messages: Any, **options: Any) -> Any:
+        await asyncio.sleep(self.latency_s)
+        return self.response
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _agent_result(i: int) -> dict[str, Any]:
+    return {"id": i, "text": f"result-{i}", "tokens": 7}
+
+
+def _reduce(results: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "count": len(results),
+        "text": "\n".join(r["text"] for r in results),
+        "ids": [r["id"] for r in results],
+    }
+
+
+async def _gather_once(n: int, model: SleepChat) -> dict[str, Any]:
+    messages = [{"role": "user", "content": "go"}]
+
+    async def sub_agent(i: int) -> dict[str, Any]:
+        await model.chat(messages)
+        return _agent_result(i)
+
+    return _reduce(list(await asyncio.gather(*(sub_agent(i) for i in range(n)))))
+
+
+def _swarm_runner(n: int, model: SleepChat, runs_dir: str | None) -> Any:
+    from swarm import Plan, Subtask, SubtaskContext, Swarm
+
+    swarm = Swarm(model=model, max_concurrency=n, runs_dir=runs_dir)
+    messages = [{"role": "user", "content": "go"}]
+
+    @swarm.role("worker")
+    async def worker(ctx: SubtaskContext) -> dict[str, Any]:
+        await ctx.model.chat(messages)
+        return _agent_result(ctx.inputs["i"])
+
+    @swarm.role("reducer")
+    async def reducer(ctx: SubtaskContext) -> dict[str, Any]:
+        return _reduce([r.output for r in ctx.upstream_results.values()])
+
+    ids = [f"w{i}" for i in range(n)]
+    plan = Plan(
+        goal=f"fan out {n}",
+        subtasks=[Subtask(id=k, role="worker", inputs={"i": i}) for i, k in enumerate(ids)]
+        + [Subtask(id="reduce", role="reducer", depends_on=ids)],
+    )
+
+    async def once() -> dict[str, Any]:
+        result = await swarm.execute(plan)
+        return result.outputs["reduce"]
+
+    return once
+
+
+def child(mode: str, n: int, runs: int) -> dict[str, Any]:
+    """Measure one configuration in this process; prints nothing, returns the figures."""
+    model = SleepChat(LATENCY_S)
+    tmp = tempfile.TemporaryDirectory(prefix="kimmy-bench-")
+    if mode == "gather":
+
+        async def once() -> dict[str, Any]:
+            return await _gather_once(n, model)
+
+    else:
+        once = _swarm_runner(n, model, tmp.name if mode == "store" else None)
+    walls = []
+    for k in range(runs + 1):  # the first run is the warm-up
+        t0 = time.perf_counter()
+        reduced = asyncio.run(once())
+        wall = time.perf_counter() - t0
+        if reduced["count"] != n or sorted(reduced["ids"]) != list(range(n)):
+            raise AssertionError(f"{mode} n={n}: incomplete result ({reduced['count']})")
+        if k:
+            walls.append(wall)
+    tmp.cleanup()
+    return {
+        "mode": mode,
+        "n": n,
+        "walls_s": [round(w, 5) for w in walls],
+        "wall_s": round(statistics.median(walls), 5),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+
+
+# --- the driver ---------------------------------------------------------------------------
+
+
+def _measure(mode: str, n: int, runs: int) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", mode, "--n", str(n), "--runs", str(runs)],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _peers(n: int) -> dict[str, Any]:
+    if not PEERS.is_file():
+        return {"error": f"{PEERS} not found"}
+    proc = subprocess.run(
+        ["bash", str(PEERS), str(n), "asyncio", "langgraph"],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    rows = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
+    if not rows:
+        return {"error": (proc.stderr or "no output")[-300:]}
+    return {r["framework"]: r for r in rows}
+
+
+def _row(n: int, gather: dict[str, Any], mine: dict[str, Any], store: bool) -> dict[str, Any]:
+    wall, base = mine["wall_s"], gather["wall_s"]
+    return {
+        "n": n,
+        "store": store,
+        "wall_s": wall,
+        "gather_wall_s": base,
+        "ratio": round(wall / base, 3),
+        "overhead_us_per_agent": round((wall - LATENCY_S) / n * 1e6, 1),
+        "gather_overhead_us_per_agent": round((base - LATENCY_S) / n * 1e6, 1),
+        "peak_rss_mb": mine["peak_rss_mb"],
+        "gather_peak_rss_mb": gather["peak_rss_mb"],
+    }
+
+
+def _table(rows: list[dict[str, Any]], peers: dict[int, dict[str, Any]], runs: int) -> str:
+    lines = [
+        "# Fan-out overhead (`python benchmarks/bench_fanout.py"
+        + (" --peers" if peers else "")
+        + "`)",
+        "",
+        f"N sub-agents, each one model call of {LATENCY_S * 1000:.0f} ms (asyncio.sleep), then"
+        f" a reduce. Median of {runs} runs after a warm-up, each configuration in its own process."
+        f" Python {platform.python_version()}, {os.cpu_count()} CPUs, "
+        + time.strftime("%Y-%m-%d")
+        + ".",
+        "",
+        "| N | store | wall (s) | gather wall (s) | ratio | overhead / sub-agent (µs)"
+        " | gather overhead (µs) | peak RSS (MB) |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['n']:,} | {'on' if r['store'] else 'off'} | {r['wall_s']:.4f} | "
+            f"{r['gather_wall_s']:.4f} | {r['ratio']:.2f}× | {r['overhead_us_per_agent']:,.1f} | "
+            f"{r['gather_overhead_us_per_agent']:,.1f} | {r['peak_rss_mb']:,.0f} |"
+        )
+    if peers:
+        lines += [
+            "",
+            "## Against LangGraph (`../shared/bench/peers/run.sh N asyncio langgraph`)",
+            "",
+        ]
+        lines += [
+            "| N | ours, store off (s) | LangGraph Send (s) | ours / LangGraph |",
+            "|---:|---:|---:|---:|",
+        ]
+        for n, p in peers.items():
+            lg = p.get("langgraph", {}).get("median_wall_s")
+            mine = next(r["wall_s"] for r in rows if r["n"] == n and not r["store"])
+            ratio = f"{mine / lg:.3f}" if lg else "n/a"
+            lines.append(
+                f"| {n:,} | {mine:.4f} | {lg if lg else p.get('error', 'n/a')} | {ratio} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, nargs="+", default=[100, 1000, 10000])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--peers", action="store_true", help="also run LangGraph (needs PyPI)")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "fanout.md"))
+    parser.add_argument("--child", choices=["gather", "off", "store"], help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child, args.n[0], args.runs)))
+        return 0
+    rows, peers = [], {}
+    for n in args.n:
+        gather = _measure("gather", n, args.runs)
+        rows.append(_row(n, gather, _measure("off", n, args.runs), store=False))
+        rows.append(_row(n, gather, _measure("store", n, args.runs), store=True))
+        if args.peers:
+            peers[n] = _peers(n)
+        if not args.json:
+            for r in rows[-2:]:
+                print(
+                    f"n={n:>6} store={'on ' if r['store'] else 'off'} ratio={r['ratio']:.2f}×"
+                    f" overhead={r['overhead_us_per_agent']:.1f}µs rss={r['peak_rss_mb']:.0f}MB"
+                )
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(_table(rows, peers, args.runs), encoding="utf-8")
+    if args.json:
+        print(json.dumps({"rows": rows, "peers": peers}))
+    else:
+        print(f"table written to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,151 @@
+"""What `kimmy runs`, `kimmy show` and the end of `kimmy run` print."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from swarm.schema import RunResult, RunStatus, SubtaskResult, SubtaskStatus, Usage
+from swarm.store import DB_NAME, RunStore
+
+_STYLE = {
+    RunStatus.COMPLETED: "green",
+    RunStatus.PARTIAL: "yellow",
+    RunStatus.BUDGET_EXHAUSTED: "yellow",
+    RunStatus.FAILED: "red",
+    RunStatus.CANCELLED: "magenta",
+    RunStatus.RUNNING: "cyan",
+}
+
+
+def _when(ts: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else "-"
+
+
+def _usage_line(usage: Usage) -> str:
+    return (
+        f"{usage.model_calls:,} model calls, {usage.total_tokens:,} tokens "
+        f"({usage.prompt_tokens:,} prompt + {usage.completion_tokens:,} completion)"
+    )
+
+
+def _failures(results: list[SubtaskResult], limit: int = 10) -> list[str]:
+    bad = [r for r in results if r.status is SubtaskStatus.FAILED and r.error is not None]
+    lines = [f"{r.id} ({r.role}): {r.error.type}: {r.error.message}"[:200] for r in bad[:limit]]
+    if len(bad) > limit:
+        lines.append(f"… and {len(bad) - limit} more failures")
+    return lines
+
+
+def _report(console: Console, result: RunResult) -> None:
+    style = _STYLE.get(result.status, "white")
+    results = list(result.results.values())
+    counts = Counter(r.status.value for r in results)
+    console.print(f"run [bold]{result.run_id}[/]: [{style}]{result.status.value}[/]")
+    if result.goal:
+        console.print(f"goal: {result.goal}")
+    if result.stop_reason:
+        console.print(f"stopped: {result.stop_reason}")
+    console.print(
+        "subtasks: "
+        + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+        + f" (of {len(results)})"
+    )
+    roles = Counter(r.role for r in results)
+    done = Counter(r.role for r in results if r.status is SubtaskStatus.DONE)
+    console.print(
+        "roles: " + ", ".join(f"{role} {done[role]}/{n}" for role, n in roles.most_common(10))
+    )
+    console.print(f"usage: {_usage_line(result.usage)}")
+    if result.started_at and result.finished_at:
+        console.print(f"wall time: {result.finished_at - result.started_at:.2f}s")
+    for line in _failures(results):
+        console.print(f"[red]failed[/] {line}", markup=True, highlight=False)
+
+
+def print_run_summary(result: RunResult, runs_dir: Path | None) -> None:
+    """The closing report of `kimmy run` / `kimmy resume`."""
+    console = Console()
+    _report(console, result)
+    if runs_dir is not None:
+        console.print(f"stored in {runs_dir}: `kimmy show {result.run_id}`")
+        if result.status is not RunStatus.COMPLETED:
+            console.print(f"continue with `kimmy resume {result.run_id}`")
+
+
+def show_runs(runs_dir: Path, *, limit: int, json_lines: bool) -> None:
+    if not (runs_dir / DB_NAME).is_file():
+        if not json_lines:
+            print(f"no runs in {runs_dir}")
+        return
+    with RunStore(runs_dir, create=False) as store:
+        runs = store.list_runs(limit)
+    if json_lines:
+        for r in runs:
+            row = {k: getattr(r, k) for k in r.__dataclass_fields__}
+            print(json.dumps({**row, "status": r.status.value}))
+        return
+    if not runs:
+        print(f"no runs in {runs_dir}")
+        return
+    table = Table("run", "created", "status", "done", "goal")
+    for r in runs:
+        style = _STYLE.get(r.status, "white")
+        table.add_row(
+            r.run_id,
+            _when(r.created_at),
+            f"[{style}]{r.status.value}[/]",
+            f"{r.n_done}/{r.n_subtasks}",
+            (r.goal[:60] + "…") if len(r.goal) > 60 else r.goal,
+        )
+    Console().print(table)
+
+
+def _stored_result(store: RunStore, run_id: str) -> RunResult:
+    stored = store.load_run(run_id)
+    results = dict(stored.results)
+    for st in stored.plan.subtasks:
+        results.setdefault(st.id, SubtaskResult(id=st.id, role=st.role, status="pending"))
+    usage = Usage()
+    for r in results.values():
+        usage = usage + r.usage
+    finished = [r.timings.finished_at for r in results.values() if r.timings.finished_at]
+    return RunResult(
+        run_id=stored.run_id,
+        goal=stored.plan.goal,
+        status=stored.status,
+        stop_reason=stored.stop_reason,
+        results=results,
+        usage=usage,
+        started_at=stored.created_at,
+        finished_at=max(finished, default=None),
+    )
+
+
+def show_run(
+    runs_dir: Path, run_id: str, *, events: bool, output: str | None, json_lines: bool
+) -> None:
+    from swarm.errors import UserError
+
+    with RunStore(runs_dir, create=False) as store:
+        if events:
+            for event in store.events(run_id):
+                sys.stdout.write(event.model_dump_json() + "\n")
+            return
+        result = _stored_result(store, run_id)
+    if output is not None:
+        if output not in result.results:
+            raise UserError(f"run {result.run_id} has no subtask {output!r}")
+        value = result.results[output].output
+        print(value if isinstance(value, str) else json.dumps(value, indent=2))
+        return
+    if json_lines:
+        print(result.model_dump_json())
+        return
+    _report(Console(), result)

@@ -1,0 +1,252 @@
+"""The `kimmy` command line against a real loopback OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from swarm.cli import main
+from swarm.events import parse_event
+from swarm.schema import RunResult
+from tests.support.openai_server import OpenAIServer, delay, echo, status
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def write_plan(path: Path, plan: object) -> Path:
+    path.write_text(json.dumps(plan) if not isinstance(plan, str) else plan)
+    return path
+
+
+def chain_plan(n: int = 4) -> dict:
+    subtasks = [
+        {"id": f"r{i}", "role": "researcher", "instructions": f"topic {i}"} for i in range(n)
+    ]
+    subtasks.append(
+        {
+            "id": "w",
+            "role": "writer",
+            "instructions": "combine",
+            "depends_on": [f"r{i}" for i in range(n)],
+        }
+    )
+    return {"goal": "test", "subtasks": subtasks}
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_run_show_runs_round_trip(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plan = write_plan(tmp_path / "plan.json", chain_plan())
+    runs = str(tmp_path / "runs")
+    with OpenAIServer(default=echo("seen: ")) as srv:
+        code, out, err = run_cli(
+            capsys, "run", str(plan), "--base-url", srv.base_url, "--runs-dir", runs, "--json"
+        )
+    assert code == 0, err
+    events = [parse_event(line) for line in out.splitlines()]
+    assert [e.seq for e in events] == list(range(len(events)))
+    assert events[-1].type == "run_finished" and events[-1].status == "completed"
+    run_id = events[0].run_id
+    # the writer saw its upstream outputs in the prompt, and the server's echo came back
+    code, out, _ = run_cli(capsys, "show", run_id[:12], "--runs-dir", runs, "--output", "w")
+    assert code == 0 and out.startswith("seen: ") and "Result of r3" in out
+    code, out, _ = run_cli(capsys, "show", "latest", "--runs-dir", runs, "--json")
+    result = RunResult.model_validate_json(out)
+    assert result.run_id == run_id and result.counts() == {"done": 5}
+    assert result.usage.model_calls == 5
+    code, out, _ = run_cli(capsys, "runs", "--runs-dir", runs, "--json")
+    row = json.loads(out.splitlines()[0])
+    assert (row["run_id"], row["n_done"], row["status"]) == (run_id, 5, "completed")
+
+
+def test_failed_run_exits_1_and_resume_reruns_only_unfinished(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plan = write_plan(tmp_path / "plan.json", chain_plan(3))
+    runs = str(tmp_path / "runs")
+    bad = [echo(), echo(), status(400, {"error": {"message": "no such prompt"}})]
+    with OpenAIServer(bad, default=echo()) as srv:
+        code, out, err = run_cli(
+            capsys,
+            "run",
+            str(plan),
+            "--base-url",
+            srv.base_url,
+            "--runs-dir",
+            runs,
+            "--max-concurrency",
+            "1",
+        )
+    assert code == 1
+    assert "1 failed" in out and "1 skipped" in out and "no such prompt" in out
+    with OpenAIServer(default=echo()) as srv:
+        code, out, err = run_cli(
+            capsys, "resume", "latest", "--runs-dir", runs, "--base-url", srv.base_url
+        )
+        rerun = len(srv.chat_requests)
+    assert code == 0, err
+    assert rerun == 2  # the failed researcher and the skipped writer, nothing else
+    assert "5 done" not in out and "4 done" in out
+
+
+@pytest.mark.parametrize(
+    ("plan", "flags", "needle"),
+    [
+        (None, [], "does not exist"),
+        ("{not json", [], "not valid JSON"),
+        ([1, 2], [], "a plan is a JSON object"),
+        ({"goal": "g", "subtasks": []}, [], "no subtasks"),
+        ({"subtasks": [{"id": "a", "role": "poet"}]}, [], "unknown role(s) 'poet'"),
+        (
+            {
+                "subtasks": [
+                    {"id": "a", "role": "writer", "depends_on": ["b"]},
+                    {"id": "b", "role": "writer", "depends_on": ["a"]},
+                ]
+            },
+            [],
+            "cycle",
+        ),
+        ({"subtasks": [{"id": "a b", "role": "writer"}]}, [], "subtasks.0.id"),
+        (
+            {"subtasks": [{"id": "a", "role": "writer"}]},
+            ["--max-concurrency", "0"],
+            "--max-concurrency",
+        ),
+        (
+            {"subtasks": [{"id": "a", "role": "writer"}]},
+            ["--failure-policy", "maybe"],
+            "'maybe' is not one of",
+        ),
+        (
+            {"subtasks": [{"id": "a", "role": "writer"}]},
+            ["--rate-limit", "fast"],
+            "bad rate limit 'fast'",
+        ),
+        ({"subtasks": [{"id": "a", "role": "writer"}]}, ["--base-url", "ftp://x"], "ftp://x"),
+        (
+            {"subtasks": [{"id": "a", "role": "writer"}]},
+            ["--base-url", "http://127.0.0.1:9/v1"],
+            "cannot reach model server",
+        ),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    plan: object,
+    flags: list[str],
+    needle: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    path = tmp_path / "plan.json"
+    if plan is not None:
+        write_plan(path, plan)
+    monkeypatch.setenv("KIMMY_BASE_URL", "http://127.0.0.1:9/v1")
+    code, _, err = run_cli(capsys, "run", str(path), "--runs-dir", str(tmp_path / "r"), *flags)
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kimmy: error: "), err
+    assert needle in lines[0]
+    assert "Traceback" not in err
+
+
+def test_missing_server_config_and_bad_runs_dir(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("KIMMY_BASE_URL", raising=False)
+    plan = write_plan(tmp_path / "plan.json", chain_plan(1))
+    code, _, err = run_cli(capsys, "run", str(plan))
+    assert code == 2 and "no model server configured" in err and "KIMMY_BASE_URL" in err
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with OpenAIServer() as srv:
+        code, _, err = run_cli(
+            capsys,
+            "run",
+            str(plan),
+            "--base-url",
+            srv.base_url,
+            "--runs-dir",
+            str(blocker / "runs"),
+        )
+    assert code == 2 and str(blocker / "runs") in err and "Traceback" not in err
+    code, _, err = run_cli(capsys, "show", "nope", "--runs-dir", str(tmp_path / "empty"))
+    assert code == 2 and "no runs stored" in err
+
+
+def test_validate_prints_the_shape(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plan = write_plan(tmp_path / "plan.json", chain_plan(3))
+    code, out, _ = run_cli(capsys, "validate", str(plan))
+    assert code == 0
+    assert "4 subtasks, 3 dependencies, 2 stages, widest stage 3, critical path 2" in out
+
+
+def test_ctrl_c_saves_finished_work_exits_130_and_resumes(tmp_path: Path) -> None:
+    """SIGINT to a real `kimmy run` process: exit 130, run stored as cancelled, resumable."""
+    n = 30
+    plan = write_plan(tmp_path / "plan.json", chain_plan(n))
+    runs = tmp_path / "runs"
+    db = runs / "kimmy.db"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # the first 10 calls answer at once, the rest hang: the run is mid-way when we interrupt
+    with OpenAIServer([echo()] * 10, default=delay(30)) as srv:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "swarm.cli",
+                "run",
+                str(plan),
+                "--base-url",
+                srv.base_url,
+                "--runs-dir",
+                str(runs),
+                "--max-concurrency",
+                "4",
+                "--json",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        deadline = time.monotonic() + 30
+        done = 0
+        while time.monotonic() < deadline and done < 10:
+            time.sleep(0.05)
+            if db.exists():
+                with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
+                    try:
+                        (done,) = con.execute(
+                            "SELECT COUNT(*) FROM results WHERE status = 'done'"
+                        ).fetchone()
+                    except sqlite3.OperationalError:
+                        done = 0
+        assert done == 10, "run did not reach the interrupt point"
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "kimmy resume" in err and "Traceback" not in err
+    with sqlite3.connect(db) as con:
+        (state,) = con.execute("SELECT status FROM runs").fetchone()
+        (kept,) = con.execute("SELECT COUNT(*) FROM results WHERE status = 'done'").fetchone()
+    assert state == "cancelled" and kept == 10
+    with OpenAIServer(default=echo()) as srv:
+        code = main(
+            ["resume", "latest", "--runs-dir", str(runs), "--base-url", srv.base_url, "--json"]
+        )
+        assert len(srv.chat_requests) == n + 1 - 10
+    assert code == 0

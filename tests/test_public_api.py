@@ -1,0 +1,90 @@
+"""The public API of each package is pinned, and `import swarm` stays light."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import agents
+import kernels
+import model
+import rewards
+import swarm
+import swarm.llm
+import swarm.progress
+
+SWARM_API = {
+    "AdaptiveLimit",
+    "Backoff",
+    "Budget",
+    "ConfigError",
+    "CycleError",
+    "ErrorInfo",
+    "Event",
+    "EventSink",
+    "FailurePolicy",
+    "LimitError",
+    "ModelError",
+    "Plan",
+    "PlanValidationError",
+    "RateLimit",
+    "RunResult",
+    "RunStatus",
+    "Scheduler",
+    "SchedulerConfig",
+    "SpawnError",
+    "Subtask",
+    "SubtaskContext",
+    "SubtaskResult",
+    "SubtaskStatus",
+    "Swarm",
+    "SwarmError",
+    "Timings",
+    "Usage",
+    "UserError",
+    "Worker",
+    "__version__",
+    "critical_path",
+    "critical_path_length",
+    "load_plan",
+    "new_run_id",
+    "parse_event",
+    "parse_plan",
+    "topological_generations",
+    "validate_plan",
+}
+LLM_API = {
+    "ChatModel",
+    "ChatResponse",
+    "FunctionCall",
+    "Message",
+    "OpenAIChat",
+    "ScriptedChat",
+    "TokenLogprob",
+    "ToolCall",
+    "TopLogprob",
+    "UnexpectedModelCall",
+}
+
+
+def test_swarm_exports_exactly_its_public_api() -> None:
+    assert set(swarm.__all__) == SWARM_API
+    assert set(swarm.llm.__all__) == LLM_API
+    for pkg in (swarm, swarm.llm, swarm.progress):
+        for name in pkg.__all__:
+            assert getattr(pkg, name) is not None, f"{pkg.__name__}.{name}"
+
+
+def test_packages_not_yet_built_say_so() -> None:
+    for pkg in (agents, rewards, model, kernels):
+        assert pkg.__doc__ and pkg.__all__ == []
+
+
+def test_import_swarm_pulls_in_nothing_heavy() -> None:
+    code = (
+        "import sys, swarm; "
+        "print(','.join(m for m in ('torch', 'triton', 'ray', 'vllm', 'httpx', 'networkx', "
+        "'openai') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
