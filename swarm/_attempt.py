@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 
 from swarm import events as ev
+from swarm._trusted import trusted
 from swarm.context import MeteredModel, SubtaskContext
 from swarm.errors import BudgetExceededError, OutputValidationError, SubtaskTimeoutError
 from swarm.schema import NO_USAGE, ErrorInfo, SubtaskResult, SubtaskStatus, Timings, Usage
@@ -17,24 +18,6 @@ from swarm.schema import NO_USAGE, ErrorInfo, SubtaskResult, SubtaskStatus, Timi
 if TYPE_CHECKING:
     from swarm._run import RunLoop
     from swarm.schema import Subtask
-
-_new = object.__new__
-_set = object.__setattr__
-
-
-def _trusted(cls: type[BaseModel], values: dict[str, Any]) -> Any:
-    """A model from values this module produced and checked itself (no re-validation).
-
-    `model_construct` costs more than the whole rest of a sub-agent's bookkeeping; these
-    values are already of the right types, and `_is_json` has vetted the output.
-    """
-    obj = _new(cls)
-    _set(obj, "__dict__", values)
-    _set(obj, "__pydantic_fields_set__", set(values))
-    _set(obj, "__pydantic_extra__", None)
-    _set(obj, "__pydantic_private__", None)
-    return obj
-
 
 _SCALARS = (str, int, bool, type(None))
 
@@ -94,7 +77,7 @@ def _result(
     output: Any = None,
     error: BaseException | None = None,
 ) -> SubtaskResult:
-    return _trusted(
+    return trusted(
         SubtaskResult,
         {
             "id": st.id,
@@ -103,7 +86,7 @@ def _result(
             "output": output,
             "error": ErrorInfo.from_exception(error) if error is not None else None,
             "usage": usage,
-            "timings": _trusted(Timings, {"started_at": started, "finished_at": time.time()}),
+            "timings": trusted(Timings, {"started_at": started, "finished_at": time.time()}),
             "attempts": attempts,
         },
     )
@@ -130,6 +113,15 @@ async def _one_attempt(run: RunLoop, st: Subtask, ctx: SubtaskContext, timeout: 
 def _cancelled(run: RunLoop) -> BaseException:
     reason = run.cancel_reason or "run cancelled"
     return BudgetExceededError(reason) if "deadline" in reason else asyncio.CancelledError(reason)
+
+
+def never_started(run: RunLoop, st: Subtask) -> SubtaskResult:
+    """The result of a subtask whose task was cancelled before its first step.
+
+    A deadline or stop in the loop iteration that dispatched it cancels the task before
+    `run_subtask` runs at all, so nothing in there can record the result.
+    """
+    return _result(st, SubtaskStatus.CANCELLED, NO_USAGE, time.time(), 0, error=_cancelled(run))
 
 
 async def run_subtask(run: RunLoop, st: Subtask) -> None:
@@ -190,4 +182,4 @@ async def run_subtask(run: RunLoop, st: Subtask) -> None:
     run.finished(result)
 
 
-__all__ = ["normalize", "run_subtask"]
+__all__ = ["never_started", "normalize", "run_subtask"]

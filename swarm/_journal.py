@@ -13,6 +13,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from swarm._trusted import trusted
+from swarm.errors import StoreError
+
 if TYPE_CHECKING:
     from swarm.events import Event
     from swarm.store import RunStore
@@ -52,7 +55,8 @@ class Journal:
         self.seq += 1
         if not self.listened:  # nobody records or watches: build nothing
             return
-        event = cls(run_id=self.run_id, seq=seq, ts=time.time(), **fields)
+        fields.update(run_id=self.run_id, seq=seq, ts=time.time())
+        event = trusted(cls, fields)  # every field is the runtime's own, of the right type
         if self.store is None:
             self._deliver(event)
             return
@@ -88,7 +92,12 @@ class Journal:
             try:
                 self.store.append(self.run_id, events)
             except Exception as exc:  # noqa: BLE001  nothing unstored may be acknowledged
-                self.on_fatal(exc)
+                error = StoreError(
+                    f"cannot write run {self.run_id} to {self.store.path}: "
+                    f"{type(exc).__name__}: {exc}"
+                )
+                error.__cause__ = exc
+                self.on_fatal(error)
                 return
             for event in events:
                 self._deliver(event)

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from asyncio_throttle import Throttler
 
 from swarm import events as ev
-from swarm._attempt import run_subtask
+from swarm._admission import CallGate
+from swarm._attempt import never_started, run_subtask
 from swarm._deadlines import Deadlines
 from swarm._journal import Journal
 from swarm.context import overload_status
@@ -63,11 +64,12 @@ class RunLoop:
         self.emit = self.journal.emit
         self.tokens = 0
         self.limiter = AdaptiveLimit(cfg.max_concurrency) if cfg.adaptive else None
+        self.gate = CallGate(self.limit) if self.limiter is not None else None
         rl = cfg.rate_limit
         self.throttler = Throttler(rl.calls, rl.period_s) if rl is not None else None
         self.rng = random.Random(cfg.seed)
         self.deadlines = Deadlines()
-        self.tasks: set[asyncio.Task[None]] = set()
+        self.tasks: dict[asyncio.Task[None], Subtask] = {}
         self.done_event = asyncio.Event()
         self.final_status: RunStatus | None = None
         self.cancel_reason: str | None = None
@@ -181,14 +183,16 @@ class RunLoop:
         loop = asyncio.get_running_loop()
         for st in take_ready(state, room):
             task = loop.create_task(run_subtask(self, st))
-            self.tasks.add(task)
+            self.tasks[task] = st
             task.add_done_callback(self.on_task_done)
         if state.running == 0 and not state.finished and state.stop_reason is None:
             self.fail(RuntimeError("scheduler stalled: nothing running and nothing ready"))
 
     def on_task_done(self, task: asyncio.Task[None]) -> None:
-        self.tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
+        st = self.tasks.pop(task)
+        if task.cancelled():  # cancelled before `run_subtask` began: it recorded nothing
+            self.finished(never_started(self, st))
+        elif task.exception() is not None:
             self.fail(task.exception())  # type: ignore[arg-type]
 
     def exhaust(self, reason: str) -> None:
@@ -273,8 +277,19 @@ class RunLoop:
         return fresh
 
     async def before_call(self) -> None:
+        # Admission first, then the rate limit: a call is made right after it is counted.
+        if self.gate is not None:
+            await self.gate.acquire()
         if self.throttler is not None:
-            await self.throttler.acquire()
+            try:
+                await self.throttler.acquire()
+            except BaseException:
+                self.call_aborted()
+                raise
+
+    def call_aborted(self) -> None:
+        if self.gate is not None:
+            self.gate.release()
 
     def after_call(
         self,
@@ -309,6 +324,8 @@ class RunLoop:
         cap = self.cfg.budget.max_total_tokens
         if cap is not None and self.tokens >= cap:
             self.exhaust(f"token budget of {cap} spent ({self.tokens} tokens used)")
+        if self.gate is not None:  # after the limit moved: wake as many as it now allows
+            self.gate.release()
 
     def _limit_changed(self, previous: int, *, overloaded: bool) -> None:
         now = self.limit()

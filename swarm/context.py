@@ -20,7 +20,12 @@ if TYPE_CHECKING:
 
 
 class CallObserver(Protocol):
-    """The scheduler side of a model call (rate limit, admission, accounting)."""
+    """The scheduler side of a model call (rate limit, admission, accounting).
+
+    Every `before_call` that returns is matched by exactly one `after_call` (the call
+    answered or raised a `ModelError`) or `call_aborted` (anything else, cancellation
+    included), so admission slots taken in `before_call` are always given back.
+    """
 
     async def before_call(self) -> None: ...
 
@@ -31,6 +36,8 @@ class CallObserver(Protocol):
         response: ChatResponse | None,
         error: ModelError | None,
     ) -> None: ...
+
+    def call_aborted(self) -> None: ...
 
 
 class MeteredModel:
@@ -53,6 +60,9 @@ class MeteredModel:
             response = await self._inner.chat(messages, **options)
         except ModelError as exc:
             self._observer.after_call(self._subtask, time.perf_counter() - t0, None, exc)
+            raise
+        except BaseException:  # cancelled (timeout, deadline) or a bug in the client
+            self._observer.call_aborted()
             raise
         self.usage = self.usage + response.usage
         self._observer.after_call(self._subtask, time.perf_counter() - t0, response, None)

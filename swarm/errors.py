@@ -157,6 +157,10 @@ class SpawnError(LimitError):
         self.ids: tuple[str, ...] = tuple(ids)
 
 
+class StoreError(SwarmError):
+    """The run store could not write: the run stops, and nothing unstored was acknowledged."""
+
+
 class OutputValidationError(SwarmError):
     """A sub-agent's output does not match its subtask's output schema."""
 
@@ -182,6 +186,7 @@ __all__ = [
     "RetryableModelError",
     "RunNotFoundError",
     "SpawnError",
+    "StoreError",
     "SubtaskTimeoutError",
     "SwarmError",
     "UnknownDependencyError",

@@ -6,6 +6,7 @@ behaviour under overload can be tested deterministically.
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections.abc import Callable
@@ -17,8 +18,9 @@ from swarm.errors import ConfigError
 def _positive(name: str, value: float | None, *, allow_none: bool = True) -> None:
     if value is None and allow_none:
         return
-    if value is None or value <= 0:
-        raise ConfigError(f"{name} must be a positive number, got {value!r}")
+    # `not 0 < v < inf` also refuses NaN, which every plain comparison lets through.
+    if value is None or not 0 < value < math.inf:
+        raise ConfigError(f"{name} must be a positive finite number, got {value!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,9 +97,15 @@ class AdaptiveLimit:
     """Additive-increase / multiplicative-decrease limit on in-flight sub-agents.
 
     Overload signals (HTTP 429/503, or model latency per completion token climbing past
-    `latency_factor` × its running baseline) cut the limit by `decrease_factor`, at most
-    once per cooldown (one observed round-trip), so a burst of simultaneous 429s counts as
-    one signal. Healthy calls add 1 to the limit per `limit` successes, up to `max_limit`.
+    `latency_factor` × its baseline) cut the limit by `decrease_factor`, at most once per
+    cooldown (one observed round trip), so a burst of simultaneous 429s counts as one
+    signal. Healthy calls add 1 to the limit per `limit` successes, up to `max_limit`.
+
+    Latency is judged per completion token (long answers are not congestion). The baseline
+    is the mean of the first `min_samples` calls, then a slow average (α = 0.01) of the
+    calls within `latency_factor` of it, updated only while not congested; recent latency
+    is a faster average (α = 0.1). Means, not the minimum, because LLM latencies vary a lot
+    from call to call: a minimum-based baseline reads ordinary variance as congestion.
     """
 
     def __init__(
@@ -106,7 +114,7 @@ class AdaptiveLimit:
         *,
         min_limit: int = 1,
         decrease_factor: float = 0.5,
-        latency_factor: float = 3.0,
+        latency_factor: float = 2.5,
         min_samples: int = 20,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -125,6 +133,7 @@ class AdaptiveLimit:
         self._samples = 0
         self._ewma: float | None = None
         self._baseline: float | None = None
+        self._warmup_sum = 0.0
         self._rtt = 0.0
         self._last_decrease = float("-inf")
 
@@ -140,13 +149,17 @@ class AdaptiveLimit:
         self._rtt = latency_s if self._rtt == 0 else 0.8 * self._rtt + 0.2 * latency_s
         cost = latency_s / completion_tokens if completion_tokens > 0 else latency_s
         self._samples += 1
-        self._ewma = cost if self._ewma is None else 0.8 * self._ewma + 0.2 * cost
-        if self._baseline is None or cost < self._baseline:
-            self._baseline = cost
-        else:  # drift up slowly, so a lasting change of workload becomes the new normal
-            self._baseline += (cost - self._baseline) * 0.005
-        if self.congested:
+        self._ewma = cost if self._ewma is None else 0.9 * self._ewma + 0.1 * cost
+        if self._samples <= self.min_samples:
+            self._warmup_sum += cost
+            if self._samples == self.min_samples:
+                self._baseline = self._warmup_sum / self.min_samples
+                self._ewma = self._baseline
+        elif self.congested:
             return self._decrease()
+        elif cost < self.latency_factor * self._baseline:  # type: ignore[operator]
+            # a lasting change of workload slowly becomes the new normal; outliers do not
+            self._baseline += (cost - self._baseline) * 0.01  # type: ignore[operator]
         if self.limit >= self.max_limit:
             return None
         self._credit += 1.0 / self.limit

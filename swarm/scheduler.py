@@ -10,6 +10,7 @@ around them is `swarm._run.RunLoop`; events go through `swarm._journal.Journal`.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -49,9 +50,9 @@ class SchedulerConfig:
             raise ConfigError(
                 f"max_concurrency must be an integer ≥ 1, got {self.max_concurrency!r}"
             )
-        if not self.timeout_s > 0:
+        if not 0 < self.timeout_s < math.inf:  # an infinite timeout cannot be armed
             raise ConfigError(
-                f"timeout must be a positive number of seconds, got {self.timeout_s!r}"
+                f"timeout must be a positive finite number of seconds, got {self.timeout_s!r}"
             )
         if not isinstance(self.max_retries, int) or self.max_retries < 0:
             raise ConfigError(f"max_retries must be an integer ≥ 0, got {self.max_retries!r}")

@@ -10,7 +10,6 @@ its execution to a file when it starts, so executions can be told apart by sessi
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 import sqlite3
@@ -151,12 +150,18 @@ def test_ctrl_c_cancels_the_run_and_resume_completes_it(tmp_path: Path) -> None:
         # Every sub-agent started before Ctrl-C recorded a result (done, or cancelled when
         # it was in flight); none is left looking like it is still running.
         started = set(_read_log(tmp_path))
-        assert set(stored.results) == started
+        assert started <= set(stored.results)
+        # Ones dispatched in the very loop iteration of the Ctrl-C never reached their
+        # worker: they are recorded cancelled, with no attempt.
+        unstarted = {k: stored.results[k] for k in set(stored.results) - started}
+        assert all((r.status.value, r.attempts) == ("cancelled", 0) for r in unstarted.values())
         statuses = Counter(r.status.value for r in stored.results.values())
         assert set(statuses) <= {"done", "cancelled"}
         (finished,) = store.events(RUN_ID, types=["run_finished"])
         assert finished.status.value == "cancelled"
-        assert json.loads(finished.model_dump_json())["counts"]["done"] == statuses["done"]
+        counts = dict(finished.counts)
+        assert counts.pop("pending", 0) == N - len(stored.results)
+        assert counts == dict(statuses)
     store, _ = _resume_and_check(tmp_path)
     store.close()
 
@@ -238,3 +243,41 @@ async def test_parent_rerun_after_cancel_respawns_without_effect(tmp_path: Path)
     assert calls == ["p"]  # only the cancelled parent ran; its spawn is the stored one
     assert result.ok, result.results["p"].error
     assert result.outputs["write"] == ["k0", "k1", "k2", "s"]
+
+
+async def test_cancel_in_the_commit_that_releases_a_subtask_still_records_it(
+    tmp_path: Path,
+) -> None:
+    """Ctrl-C lands while the group commit of `a` releases `b`: `b` is cancelled before it
+    starts, is recorded `cancelled` (not left `running`), and a resume runs it."""
+    task: asyncio.Task[object] | None = None
+
+    class CancelAfterA:
+        def handle(self, event: ev.Event) -> None:
+            if event.type == "subtask_finished" and event.result.id == "a":
+                assert task is not None
+                task.cancel()
+
+    async def work(ctx: SubtaskContext) -> str:
+        return ctx.id + "".join(sorted(ctx.upstream.values()))
+
+    swarm = Swarm(runs_dir=tmp_path, roles={"work": work})
+    plan = {
+        "subtasks": [{"id": "a", "role": "work"}, {"id": "b", "role": "work", "depends_on": ["a"]}]
+    }
+    task = asyncio.create_task(swarm.execute(plan, run_id=RUN_ID, sinks=[CancelAfterA()]))
+    with pytest.raises(asyncio.CancelledError):
+        async with asyncio.timeout(TIMEOUT_S):
+            await task
+    with RunStore(tmp_path) as store:
+        (finished,) = store.events(RUN_ID, types=["run_finished"])
+        stored = store.load_run(RUN_ID)
+    assert finished.status.value == "cancelled"
+    assert finished.counts == {"done": 1, "cancelled": 1}
+    assert {k: r.status.value for k, r in stored.results.items()} == {
+        "a": "done",
+        "b": "cancelled",
+    }
+    async with asyncio.timeout(TIMEOUT_S):
+        result = await swarm.resume(RUN_ID)
+    assert result.ok and result.outputs == {"a": "a", "b": "ba"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import Counter
 from typing import Any
 
@@ -376,3 +377,22 @@ async def test_stream_raises_plan_errors() -> None:
         async for _ in swarm.stream(make_plan(("a", [], "ghost"))):
             pass
     assert type(info.value).__name__ == "UnknownRoleError"
+
+
+async def test_leaving_the_stream_early_cancels_the_run() -> None:
+    cancelled: list[str] = []
+
+    async def work(ctx: SubtaskContext) -> str:
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            cancelled.append(ctx.id)
+            raise
+        return ctx.id
+
+    swarm = make_swarm(roles={"work": work})
+    async with contextlib.aclosing(swarm.stream(make_plan(("a", []), ("b", [])))) as events:
+        async for event in events:
+            if event.type == "subtask_started":
+                break
+    assert sorted(cancelled) == ["a", "b"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import re
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 from swarm import Swarm
 from swarm import events as ev
 from swarm.context import SubtaskContext
-from swarm.errors import ConfigError, RunNotFoundError
+from swarm.errors import ConfigError, RunNotFoundError, StoreError
 from swarm.schema import Plan, RunStatus, Subtask, SubtaskResult, SubtaskStatus, Usage
 from swarm.store import DB_NAME, RunStore
 
@@ -321,9 +322,10 @@ async def test_a_failed_commit_stops_the_run_and_releases_nothing(
     monkeypatch.setattr(RunStore, "append", failing_second_append)
     swarm = Swarm(runs_dir=tmp_path, roles={"work": work})
     sink = Recorder()
-    with pytest.raises(sqlite3.OperationalError, match="disk I/O"):
+    with pytest.raises(StoreError, match="disk I/O") as raised:
         async with asyncio.timeout(10):
             await swarm.execute(chain, run_id=RUN, sinks=[sink])
+    assert isinstance(raised.value.__cause__, sqlite3.OperationalError)
     assert calls == ["s0"]  # s0's result never became durable: s1 was not released
     with RunStore(tmp_path) as store:
         stored = store.load_run(RUN)
@@ -337,3 +339,28 @@ async def test_a_failed_commit_stops_the_run_and_releases_nothing(
         result = await swarm.resume(RUN)
     assert result.ok
     assert calls == ["s0", "s0", "s1", "s2", "s3"]
+
+
+async def test_deadline_in_the_commit_iteration_cancels_the_released_subtask(
+    tmp_path: Path,
+) -> None:
+    """The deadline fires in the loop iteration whose group commit releases `b`: `b`'s task
+    is cancelled before its first step, and must still record a result (the run used to
+    wait for it for ever)."""
+
+    async def a(ctx: SubtaskContext) -> int:
+        time.sleep(0.1)  # blocks the loop past the deadline, so both land in one iteration
+        return 1
+
+    async def b(ctx: SubtaskContext) -> int:
+        return 2
+
+    swarm = Swarm(runs_dir=tmp_path, deadline_s=0.05, roles={"a": a, "b": b})
+    plan = {"subtasks": [{"id": "a", "role": "a"}, {"id": "b", "role": "b", "depends_on": ["a"]}]}
+    async with asyncio.timeout(5):
+        result = await swarm.execute(plan, run_id=RUN)
+    assert result.status is RunStatus.BUDGET_EXHAUSTED
+    assert result.results["a"].status is SubtaskStatus.DONE
+    assert result.results["b"].status in (SubtaskStatus.CANCELLED, SubtaskStatus.DONE)
+    with RunStore(tmp_path) as store:
+        assert store.load_run(RUN).results == result.results

@@ -1,0 +1,215 @@
+"""Run limits as plain computation: AIMD admission, backoff delays, rate-limit parsing."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from swarm.errors import ConfigError
+from swarm.limits import AdaptiveLimit, Backoff, Budget, RateLimit
+from swarm.scheduler import SchedulerConfig
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+# --- adaptive admission ----------------------------------------------------------------
+
+
+def test_overload_halves_the_limit_once_per_cooldown() -> None:
+    clock = Clock()
+    lim = AdaptiveLimit(16, clock=clock)
+    assert lim.on_overload() == 8
+    # A burst of simultaneous 429s is one signal.
+    assert [lim.on_overload() for _ in range(10)] == [None] * 10
+    assert lim.limit == 8
+    clock.now += 0.049
+    assert lim.on_overload() is None
+    clock.now += 0.002  # past the 50 ms floor of the cooldown
+    assert lim.on_overload() == 4
+
+
+def test_cooldown_follows_the_round_trip_time() -> None:
+    clock = Clock()
+    lim = AdaptiveLimit(64, clock=clock)
+    for _ in range(30):
+        lim.on_success(0.5)
+    assert lim.on_overload() == 32
+    clock.now += 0.3
+    assert lim.on_overload() is None  # within one round trip (~0.5 s)
+    clock.now += 0.3
+    assert lim.on_overload() == 16
+
+
+def test_limit_never_goes_below_min() -> None:
+    clock = Clock()
+    lim = AdaptiveLimit(4, min_limit=2, clock=clock)
+    for _ in range(5):
+        lim.on_overload()
+        clock.now += 1
+    assert lim.limit == 2
+    assert lim.on_overload() is None
+
+
+def test_additive_recovery_one_step_per_limit_successes() -> None:
+    clock = Clock()
+    lim = AdaptiveLimit(8, clock=clock)
+    lim.on_overload()
+    clock.now += 1
+    lim.on_overload()
+    assert lim.limit == 2
+    steps = []
+    for _ in range(2 + 3 + 4 + 5 + 6 + 7 + 10):
+        if (new := lim.on_success(0.01)) is not None:
+            steps.append(new)
+    assert steps == [3, 4, 5, 6, 7, 8]  # after 2, 3, 4, 5, 6 and 7 successes
+    assert lim.limit == lim.max_limit == 8  # and never above the maximum
+
+
+def test_latency_climb_cuts_the_limit_and_recovery_follows() -> None:
+    clock = Clock()
+    lim = AdaptiveLimit(32, min_samples=20, clock=clock)
+    for _ in range(20):
+        assert lim.on_success(1.0, completion_tokens=100) is None  # 10 ms per token
+    assert not lim.congested
+    cut = None
+    for _ in range(5):  # 50 ms per token: 5x the baseline
+        cut = cut or lim.on_success(5.0, completion_tokens=100)
+    assert cut == 16 and lim.congested
+    clock.now += 10
+    for _ in range(20):
+        lim.on_success(1.0, completion_tokens=100)
+    assert not lim.congested
+    before = lim.limit
+    for _ in range(before * 2):
+        lim.on_success(1.0, completion_tokens=100)
+    assert lim.limit > before
+
+
+def test_latency_is_judged_per_token() -> None:
+    # Long answers take longer; that alone is not congestion.
+    lim = AdaptiveLimit(32, min_samples=5, clock=Clock())
+    for tokens in [10, 10, 10, 10, 10, 100, 1000, 1000, 1000]:
+        assert lim.on_success(0.01 * tokens, completion_tokens=tokens) is None
+    assert not lim.congested
+
+
+def test_no_latency_verdict_before_min_samples() -> None:
+    lim = AdaptiveLimit(8, min_samples=20, clock=Clock())
+    lim.on_success(0.01)
+    for _ in range(10):
+        assert lim.on_success(10.0) is None
+    assert not lim.congested
+
+
+@pytest.mark.parametrize("kw", [{"max_limit": 0}, {"max_limit": 4, "decrease_factor": 1.0},
+                                {"max_limit": 4, "decrease_factor": 0.0}])  # fmt: skip
+def test_adaptive_limit_rejects_bad_settings(kw: dict[str, float]) -> None:
+    with pytest.raises(ConfigError):
+        AdaptiveLimit(**kw)  # type: ignore[arg-type]
+
+
+# --- backoff ---------------------------------------------------------------------------
+
+
+def test_backoff_grows_exponentially_within_the_cap() -> None:
+    b = Backoff(base_s=0.5, cap_s=4.0)
+    rng = random.Random(1)
+    for attempt, ceiling in [(1, 0.5), (2, 1.0), (3, 2.0), (4, 4.0), (5, 4.0), (60, 4.0)]:
+        delays = [b.delay(attempt, rng) for _ in range(300)]
+        assert all(0.0 <= d <= ceiling for d in delays), attempt
+        assert max(delays) > 0.8 * ceiling  # full jitter uses the whole range
+        assert min(delays) < 0.2 * ceiling
+
+
+def test_backoff_is_reproducible_with_a_seed() -> None:
+    b = Backoff()
+    first = [b.delay(i, random.Random(7)) for i in range(1, 5)]
+    assert first == [b.delay(i, random.Random(7)) for i in range(1, 5)]
+
+
+def test_retry_after_is_a_floor_with_a_little_jitter() -> None:
+    b = Backoff(base_s=0.5, cap_s=30.0)
+    rng = random.Random(3)
+    delays = [b.delay(1, rng, retry_after=2.0) for _ in range(300)]
+    assert all(2.0 <= d <= 2.0 * 1.1 + 0.05 for d in delays)
+    assert max(delays) - min(delays) > 0.1  # spread, so retries do not return together
+    capped = [b.delay(1, rng, retry_after=600.0) for _ in range(50)]
+    assert all(30.0 <= d <= 30.0 * 1.1 + 0.05 for d in capped)
+    assert all(0 <= b.delay(1, rng, retry_after=0.0) <= 0.5 for _ in range(50))
+
+
+@pytest.mark.parametrize("kw", [{"base_s": 0}, {"cap_s": -1}, {"base_s": math.nan}])
+def test_backoff_rejects_bad_settings(kw: dict[str, float]) -> None:
+    with pytest.raises(ConfigError):
+        Backoff(**kw)
+
+
+# --- rate limit and budgets ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, calls, period",
+    [("600/m", 600, 60.0), ("10/s", 10, 1.0), ("20/2.5", 20, 2.5), ("5/0.2", 5, 0.2),
+     ("3/h", 3, 3600.0), ("7/min", 7, 60.0), ("9/sec", 9, 1.0), ("4", 4, 1.0)],
+)  # fmt: skip
+def test_rate_limit_parse_accepts(text: str, calls: int, period: float) -> None:
+    assert RateLimit.parse(text) == RateLimit(calls, period)
+
+
+@pytest.mark.parametrize(
+    "text", ["", "x", "0/s", "-1/s", "1.5/s", "5/0", "5/-1", "5/d", "5/nan", "5/inf", "/s"]
+)
+def test_rate_limit_parse_rejects(text: str) -> None:
+    with pytest.raises(ConfigError, match="bad rate limit") as info:
+        RateLimit.parse(text)
+    assert repr(text) in str(info.value)
+
+
+def test_budget_validation() -> None:
+    assert Budget() == Budget(None, None, None)
+    for kw in ({"max_subagents": 0}, {"max_total_tokens": -5}, {"deadline_s": 0.0},
+               {"deadline_s": math.nan}, {"deadline_s": math.inf}):  # fmt: skip
+        with pytest.raises(ConfigError, match=next(iter(kw))):
+            Budget(**kw)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "kw, match",
+    [({"max_concurrency": 0}, "max_concurrency"), ({"max_concurrency": 2.5}, "max_concurrency"),
+     ({"timeout_s": 0}, "timeout"), ({"timeout_s": math.nan}, "timeout"),
+     ({"timeout_s": math.inf}, "timeout"), ({"max_retries": -1}, "max_retries"),
+     ({"max_depth": -1}, "max_depth"), ({"failure_policy": "explode"}, "fail_fast")],
+)  # fmt: skip
+def test_scheduler_config_names_the_bad_value(kw: dict[str, object], match: str) -> None:
+    with pytest.raises(ConfigError, match=match):
+        SchedulerConfig(**kw)  # type: ignore[arg-type]
+
+
+def test_scheduler_settings_are_plain_json() -> None:
+    cfg = SchedulerConfig(rate_limit=RateLimit(5, 0.2), budget=Budget(max_subagents=3))
+    settings = cfg.settings()
+    assert settings["failure_policy"] == "skip_dependents"
+    assert settings["rate_limit"] == {"calls": 5, "period_s": 0.2}
+    assert settings["budget"]["max_subagents"] == 3
+    assert settings["backoff"] == {"base_s": 0.5, "cap_s": 30.0}
+
+
+def test_ordinary_latency_variance_is_not_congestion() -> None:
+    # LLM calls vary a lot (here 5x between fastest and slowest); that alone must not
+    # shrink the limit, or a healthy server would be starved.
+    import random
+
+    rng = random.Random(7)
+    lim = AdaptiveLimit(32, clock=Clock())
+    for _ in range(2000):
+        tokens = rng.randint(5, 400)
+        lim.on_success(rng.uniform(0.2, 1.0) * tokens / 100, completion_tokens=tokens)
+    assert lim.limit == 32 and not lim.congested
