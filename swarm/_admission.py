@@ -1,4 +1,4 @@
-"""The admission gate on model calls: at most the adaptive limit in flight, FIFO.
+"""The admission gate on model calls: at most the current call limit in flight, FIFO.
 
 Lowering the admission limit only stops new sub-agents from starting; sub-agents already
 running (a burst that all got 429 and now retries) would still call the server at the old
@@ -18,7 +18,7 @@ class CallGate:
 
     __slots__ = ("_limit", "_waiters", "in_flight")
 
-    def __init__(self, limit: Callable[[], int]) -> None:
+    def __init__(self, limit: Callable[[], float]) -> None:
         self._limit = limit
         self._waiters: deque[asyncio.Future[None]] = deque()
         self.in_flight = 0

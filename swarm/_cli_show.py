@@ -97,10 +97,11 @@ def show_runs(runs_dir: Path, *, limit: int, json_lines: bool) -> None:
     table = Table("run", "created", "status", "done", "goal")
     for r in runs:
         style = _STYLE.get(r.status, "white")
+        state = "interrupted" if r.interrupted else r.status.value
         table.add_row(
             r.run_id,
             _when(r.created_at),
-            f"[{style}]{r.status.value}[/]",
+            f"[{style}]{state}[/]",
             f"{r.n_done}/{r.n_subtasks}",
             (r.goal[:60] + "…") if len(r.goal) > 60 else r.goal,
         )

@@ -8,6 +8,7 @@ what this module itself produced), since a run may have 10,000 sub-agents.
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 import time
 from collections.abc import Mapping, Sequence
@@ -64,7 +65,7 @@ class RunLoop:
         self.emit = self.journal.emit
         self.tokens = 0
         self.limiter = AdaptiveLimit(cfg.max_concurrency) if cfg.adaptive else None
-        self.gate = CallGate(self.limit) if self.limiter is not None else None
+        self.gate = CallGate(self.call_limit) if self.limiter is not None else None
         rl = cfg.rate_limit
         self.throttler = Throttler(rl.calls, rl.period_s) if rl is not None else None
         self.rng = random.Random(cfg.seed)
@@ -164,6 +165,16 @@ class RunLoop:
         if self.limiter is None:
             return self.cfg.max_concurrency
         return min(self.cfg.max_concurrency, self.limiter.limit)
+
+    def call_limit(self) -> float:
+        """Model calls allowed in flight: unlimited while healthy, the limit once backed off.
+
+        (A sub-agent may make several calls at once; only a back-off should hold them.)
+        """
+        limiter = self.limiter
+        if limiter is None or limiter.limit >= limiter.max_limit:
+            return math.inf
+        return limiter.limit
 
     def dispatch(self) -> None:
         """Start as many ready subtasks as the limits allow."""

@@ -1,6 +1,7 @@
 """The durable run store: SQLite in WAL mode under a runs directory.
 
-Tables: `runs`, `subtasks` (planned and spawned), `attempts`, `events`, `results`. The
+Tables: `runs`, `subtasks` (planned and spawned), `attempts`, `events`, and `results`
+(each subtask's latest result: its status and the `subtask_finished` event holding it). The
 scheduler hands over each loop iteration's events in one call to `append`, which writes them
 in one transaction; only after it returns is a result allowed to release its dependents.
 A process killed at any instant leaves either the whole batch or none of it.
@@ -11,6 +12,8 @@ A `done` result is never overwritten (the upsert refuses), so a subtask can end 
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
@@ -34,7 +37,11 @@ CREATE TABLE IF NOT EXISTS runs (
     updated_at REAL NOT NULL,
     settings TEXT NOT NULL,
     usage TEXT,
-    sessions INTEGER NOT NULL DEFAULT 0
+    sessions INTEGER NOT NULL DEFAULT 0,
+    -- the process running the current session (a `running` run whose process is gone
+    -- was killed: it is shown as interrupted)
+    pid INTEGER,
+    host TEXT
 );
 CREATE TABLE IF NOT EXISTS subtasks (
     run_id TEXT NOT NULL,
@@ -51,12 +58,11 @@ CREATE TABLE IF NOT EXISTS attempts (
     session INTEGER NOT NULL,
     started_at REAL NOT NULL
 );
-CREATE INDEX IF NOT EXISTS attempts_by_subtask ON attempts (run_id, subtask_id);
 CREATE TABLE IF NOT EXISTS results (
     run_id TEXT NOT NULL,
     id TEXT NOT NULL,
     status TEXT NOT NULL,
-    body TEXT NOT NULL,
+    seq INTEGER NOT NULL,
     committed_at REAL NOT NULL,
     PRIMARY KEY (run_id, id)
 );
@@ -71,9 +77,9 @@ CREATE TABLE IF NOT EXISTS events (
 
 # A done result is final: a later upsert for the same subtask is ignored.
 _UPSERT_RESULT = """
-INSERT INTO results (run_id, id, status, body, committed_at) VALUES (?, ?, ?, ?, ?)
+INSERT INTO results (run_id, id, status, seq, committed_at) VALUES (?, ?, ?, ?, ?)
 ON CONFLICT (run_id, id) DO UPDATE SET
-    status = excluded.status, body = excluded.body, committed_at = excluded.committed_at
+    status = excluded.status, seq = excluded.seq, committed_at = excluded.committed_at
 WHERE results.status != 'done'
 """
 
@@ -90,6 +96,21 @@ class RunSummary:
     n_subtasks: int
     n_done: int
     stop_reason: str | None
+    #: Stored as running, but its process is gone (killed): `kimmy resume` continues it.
+    interrupted: bool = False
+
+
+def _alive(pid: int | None, host: str | None) -> bool:
+    """Whether the process that runs a session still exists (unknown hosts count as alive)."""
+    if pid is None or host != socket.gethostname():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +155,7 @@ class RunStore:
             # the last transactions, never corrupt the file.
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA busy_timeout=5000")
+            self._db.execute("PRAGMA wal_autocheckpoint=20000")
             self._db.executescript(_SCHEMA)
         except sqlite3.Error as exc:
             raise ConfigError(
@@ -178,10 +200,11 @@ class RunStore:
         """Mark a (re)start of a run; returns the session number (1 for the first)."""
         with self._tx() as db:
             db.execute(
-                "UPDATE runs SET sessions = sessions + 1, status = ?, updated_at = ?"
+                "UPDATE runs SET sessions = sessions + 1, status = ?, updated_at = ?,"
+                " pid = ?, host = ?"
                 + (", settings = ?" if settings is not None else "")
                 + " WHERE run_id = ?",
-                (RunStatus.RUNNING.value, time.time())
+                (RunStatus.RUNNING.value, time.time(), os.getpid(), socket.gethostname())
                 + ((json.dumps(settings),) if settings is not None else ())
                 + (run_id,),
             )
@@ -201,7 +224,8 @@ class RunStore:
                 rows.append((run_id, e.seq, e.type, e.model_dump_json()))
                 if e.type == "subtask_finished":
                     r = e.result
-                    results.append((run_id, r.id, r.status.value, r.model_dump_json(), now))
+                    # the result's body is its event's: one copy of each fact
+                    results.append((run_id, r.id, r.status, e.seq, now))
                 elif e.type == "subtask_started":
                     attempts.append((run_id, e.subtask_id, e.attempt, session, e.ts))
                 elif e.type == "subtasks_spawned":
@@ -266,8 +290,8 @@ class RunStore:
         rows = self._db.execute(
             "SELECT r.run_id, r.goal, r.status, r.created_at, r.updated_at, r.stop_reason,"
             " (SELECT COUNT(*) FROM subtasks s WHERE s.run_id = r.run_id),"
-            " (SELECT COUNT(*) FROM results x WHERE x.run_id = r.run_id AND x.status = 'done')"
-            " FROM runs r ORDER BY r.created_at DESC LIMIT ?",
+            " (SELECT COUNT(*) FROM results x WHERE x.run_id = r.run_id AND x.status = 'done'),"
+            " r.pid, r.host FROM runs r ORDER BY r.created_at DESC LIMIT ?",
             (-1 if limit is None else limit,),
         ).fetchall()
         return [
@@ -280,6 +304,7 @@ class RunStore:
                 stop_reason=r[5],
                 n_subtasks=r[6],
                 n_done=r[7],
+                interrupted=RunStatus(r[2]) is RunStatus.RUNNING and not _alive(r[8], r[9]),
             )
             for r in rows
         ]
@@ -311,9 +336,11 @@ class RunStore:
             )
         ]
         results = {
-            k: SubtaskResult.model_validate_json(b)
+            k: ev.parse_event(b).result  # type: ignore[union-attr]
             for k, b in self._db.execute(
-                "SELECT id, body FROM results WHERE run_id = ?", (run_id,)
+                "SELECT r.id, e.body FROM results r JOIN events e"
+                " ON e.run_id = r.run_id AND e.seq = r.seq WHERE r.run_id = ?",
+                (run_id,),
             )
         }
         (next_seq,) = self._db.execute(

@@ -131,6 +131,8 @@ def test_sigkill_mid_run_then_resume_runs_each_subtask_done_exactly_once(tmp_pat
     assert proc.returncode == -signal.SIGKILL
     with RunStore(tmp_path / "runs") as store:
         assert store.load_run(RUN_ID).status.value == "running"  # killed: nothing marked it
+        # ...but its process is gone, so listings call it interrupted (resumable)
+        assert [r.interrupted for r in store.list_runs()] == [True]
     store, committed = _resume_and_check(tmp_path)
     with store:
         attempts = store._db.execute(

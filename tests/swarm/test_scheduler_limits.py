@@ -244,3 +244,23 @@ async def test_a_timed_out_model_call_gives_its_admission_slot_back() -> None:
     result = await swarm.execute(make_plan(("a", []), ("b", []), timeout_s=0.05))
     assert result.results["a"].error.type == "SubtaskTimeoutError"  # type: ignore[union-attr]
     assert result.results["b"].status is S.DONE and result.outputs["b"] == "ok"
+
+
+async def test_parallel_calls_of_one_subagent_are_not_held_while_healthy() -> None:
+    in_flight = peak = 0
+
+    async def step(messages: list[dict[str, Any]], options: dict[str, Any]) -> str:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        await asyncio.sleep(0.01)
+        in_flight -= 1
+        return "ok"
+
+    async def fan(ctx: SubtaskContext) -> int:
+        calls = [ctx.model.chat([{"role": "user", "content": str(i)}]) for i in range(4)]
+        return len(await asyncio.gather(*calls))
+
+    swarm = make_swarm(roles={"work": fan}, model=ScriptedChat.always(step), max_concurrency=1)
+    result = await swarm.execute(make_plan(("a", [])))
+    assert result.outputs == {"a": 4} and peak == 4

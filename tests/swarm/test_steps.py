@@ -112,15 +112,8 @@ def test_done_releases_dependents_when_all_deps_finish() -> None:
 def fan() -> list[Subtask]:
     #  a -> b -> c -> d        x (sibling of a)
     #  a ------------> e        x -> y;  b -> y (y also depends on x)
-    return [
-        st("a"),
-        st("x"),
-        st("b", "a"),
-        st("c", "b"),
-        st("d", "c"),
-        st("e", "a"),
-        st("y", "x", "b"),
-    ]
+    return [st("a"), st("x"), st("b", "a"), st("c", "b"), st("d", "c"), st("e", "a"),
+            st("y", "x", "b")]  # fmt: skip
 
 
 def test_skip_dependents_skips_transitive_dependents_only() -> None:
