@@ -206,19 +206,29 @@ class RunLoop:
         elif task.exception() is not None:
             self.fail(task.exception())  # type: ignore[arg-type]
 
-    def exhaust(self, reason: str) -> None:
-        """A budget is spent: start nothing more; what has not started is skipped."""
-        if self.state.stop_reason is not None:
-            return
+    def exhaust(self, reason: str, *, cancels_in_flight: bool = False) -> bool:
+        """A budget is spent: start nothing more; what has not started is skipped.
+
+        Returns whether the run stopped: a budget spent by the very last work of a run
+        (nothing left to skip or cancel) stops nothing, and the run ends as it would have.
+        """
+        state = self.state
+        if state.stop_reason is not None:
+            return False
+        not_started = len(state.subtasks) - state.n_finished - state.running
+        if not_started == 0 and not (cancels_in_flight and state.running > 0):
+            return False
         self.final_status = RunStatus.BUDGET_EXHAUSTED
         self.emit(ev.BudgetExhausted, reason=reason)
         for res in stop_pending(self.state, SubtaskStatus.SKIPPED_BUDGET, reason):
             self.emit(ev.SubtaskFinished, result=res)
         self.check_done()
+        return True
 
     def on_deadline(self) -> None:
         reason = f"deadline of {self.cfg.budget.deadline_s:g}s reached"
-        self.exhaust(reason)
+        if not self.exhaust(reason, cancels_in_flight=True):
+            return
         self.cancel_reason = reason
         for t in list(self.tasks):
             t.cancel()

@@ -11,7 +11,9 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from swarm.errors import ConfigError, ModelError, ModelRateLimitedError
+from pydantic import ValidationError
+
+from swarm.errors import ConfigError, ModelError, ModelRateLimitedError, SpawnError
 from swarm.llm.types import ChatResponse, MessageLike
 from swarm.schema import NO_USAGE, Subtask, SubtaskResult, Usage
 
@@ -163,7 +165,19 @@ class SubtaskContext:
             SpawnError: the spawn would create a cycle, reuses an id, names an unknown
                 dependency, or passes `max_depth` / `max_subagents`. Nothing is added then.
         """
-        parsed = [s if isinstance(s, Subtask) else Subtask.model_validate(s) for s in subtasks]
+        parsed = []
+        for item in subtasks:
+            if isinstance(item, Subtask):
+                parsed.append(item)
+                continue
+            try:
+                parsed.append(Subtask.model_validate(item))
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                loc = ".".join(str(p) for p in first["loc"]) or "(subtask)"
+                raise SpawnError(
+                    f"spawn from {self.subtask.id!r}: bad subtask {loc}: {first['msg']}"
+                ) from None
         return self._spawn(self.subtask, parsed, feeds)
 
 

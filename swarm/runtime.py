@@ -131,6 +131,13 @@ class Swarm:
             raise ConfigError(f"worker for role {name!r} is not callable: {worker!r}")
         self.workers[name] = worker
         if output is not None:
+            known = self.schemas.get(output.__name__)
+            if known is not None and known is not output:
+                raise ConfigError(
+                    f"role {name!r}: another output schema is already registered as "
+                    f"{output.__name__!r} ({known.__module__}.{known.__qualname__}); "
+                    "give the model class a distinct name"
+                )
             self.schemas[output.__name__] = output
             self.role_outputs[name] = output.__name__
 

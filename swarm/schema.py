@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 #: Subtask ids: short, printable, safe in file names, URLs and log lines.
-SUBTASK_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:@/-]{0,199}$"
+SUBTASK_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199}$"
 ROLE_PATTERN = r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$"
 
 SubtaskId = Annotated[str, Field(pattern=SUBTASK_ID_PATTERN)]

@@ -8,6 +8,7 @@ hand-written behaviour must be thread-safe.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -185,6 +186,23 @@ def busy_above(
     return lambda request: busy(request) if request.in_flight > limit else then(request)
 
 
+def together(parties: int, *, timeout_s: float = 5.0, then: Behaviour | None = None) -> Behaviour:
+    """Hold each request until `parties` requests are waiting at once, then answer all.
+
+    A deterministic concurrency check: if the client never has `parties` requests in flight
+    together, the wait times out and the request is answered 500 (and recorded in
+    `srv.errors`). Reusable: every group of `parties` requests is released together.
+    """
+    barrier = threading.Barrier(parties)
+    then = then or echo()
+
+    def behaviour(request: ServerRequest) -> Reply:
+        barrier.wait(timeout_s)
+        return then(request)
+
+    return behaviour
+
+
 def json_reply(code: int, body: Any) -> Reply:
     return Reply(status=code, body=_encode(body))
 
@@ -220,5 +238,6 @@ __all__ = [
     "malformed",
     "reply",
     "status",
+    "together",
     "tool_call",
 ]

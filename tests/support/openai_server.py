@@ -15,7 +15,7 @@ Example:
 
 A behaviour is any function `ServerRequest -> Reply`; `tests.support.openai_behaviours`
 builds the common ones (`reply`, `tool_call`, `status`, `malformed`, `delay`, `disconnect`,
-`echo`, `computed`, `busy_above`), re-exported here. They run in server threads: keep
+`echo`, `computed`, `busy_above`, `together`), re-exported here. They run in server threads: keep
 hand-written ones thread-safe.
 """
 
@@ -47,6 +47,7 @@ from tests.support.openai_behaviours import (
     malformed,
     reply,
     status,
+    together,
     tool_call,
 )
 
@@ -296,5 +297,6 @@ __all__ = [
     "malformed",
     "reply",
     "status",
+    "together",
     "tool_call",
 ]

@@ -33,6 +33,7 @@ from tests.support.openai_server import (
     malformed,
     reply,
     status,
+    together,
     tool_call,
 )
 
@@ -175,11 +176,15 @@ async def test_many_concurrent_calls_all_answered_with_their_own_reply() -> None
     assert srv.max_in_flight > 1
 
 
-async def test_pool_size_caps_connections_in_flight() -> None:
-    with OpenAIServer(default=delay(0.02, echo())) as srv:
-        async with OpenAIChat(srv.base_url, "test-model", max_connections=3) as client:
-            await asyncio.gather(*(client.chat(USER) for _ in range(12)))
-    assert 1 <= srv.max_in_flight <= 3
+@pytest.mark.parametrize("connections", [3, 20])  # one pool; several shards (7 + 7 + 6)
+async def test_pool_holds_exactly_max_connections_in_flight(connections: int) -> None:
+    # `together` answers only when `connections` requests wait at once: fewer -> 500s.
+    with OpenAIServer(default=together(connections)) as srv:
+        async with OpenAIChat(srv.base_url, "m", max_connections=connections) as client:
+            answers = await asyncio.gather(*(client.chat(USER) for _ in range(3 * connections)))
+    assert srv.errors == []
+    assert len(answers) == 3 * connections
+    assert srv.max_in_flight == connections
 
 
 # --- failures: each maps to one typed, correctly retryable error -----------------------
