@@ -108,7 +108,7 @@ def _swarm_runner(n: int, model: SleepChat, runs_dir: str | None) -> Any:
 
     async def once() -> dict[str, Any]:
         result = await swarm.execute(plan)
-        return result.outputs["reduce"]
+        return result.results["reduce"].output
 
     return once
 

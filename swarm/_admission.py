@@ -23,6 +23,13 @@ class CallGate:
         self._waiters: deque[asyncio.Future[None]] = deque()
         self.in_flight = 0
 
+    def try_acquire(self) -> bool:
+        """Take a slot if one is free and nobody waits; never blocks."""
+        if self.in_flight < self._limit() and not self._waiters:
+            self.in_flight += 1
+            return True
+        return False
+
     async def acquire(self) -> None:
         """Take a slot, waiting for one if the limit is reached (or others wait already)."""
         if self.in_flight < self._limit() and not self._waiters:

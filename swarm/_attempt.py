@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
@@ -19,7 +21,7 @@ if TYPE_CHECKING:
     from swarm._run import RunLoop
     from swarm.schema import Subtask
 
-_SCALARS = (str, int, bool, type(None))
+_SCALARS = frozenset({str, int, bool, type(None)})
 
 
 def _is_json(value: Any) -> bool:
@@ -27,17 +29,25 @@ def _is_json(value: Any) -> bool:
     stack = [value]
     while stack:
         v = stack.pop()
-        if isinstance(v, _SCALARS):
+        t = type(v)
+        if t in _SCALARS:
             continue
-        if isinstance(v, float):
+        if t is dict:
+            for k in v:
+                if type(k) is not str:
+                    return False
+            stack.extend(v.values())
+        elif t is list:
+            stack.extend(v)
+        elif t is float:
             if not math.isfinite(v):
                 return False
-        elif isinstance(v, dict):
-            if not all(isinstance(k, str) for k in v):
-                return False
-            stack.extend(v.values())
-        elif isinstance(v, list):
-            stack.extend(v)
+        elif isinstance(v, str | int):  # subclasses: StrEnum, IntEnum, bool…
+            continue
+        elif isinstance(v, dict | list):
+            stack.append(dict(v) if isinstance(v, dict) else list(v))
+        elif isinstance(v, float):
+            stack.append(float(v))
         else:
             return False
     return True
@@ -92,24 +102,6 @@ def _result(
     )
 
 
-async def _one_attempt(run: RunLoop, st: Subtask, ctx: SubtaskContext, timeout: float) -> Any:
-    """Run the worker once under the subtask's deadline; a timeout raises SubtaskTimeoutError."""
-    deadline = run.deadlines.arm(timeout)
-    try:
-        output = await run.sched.workers[st.role](ctx)
-    except asyncio.CancelledError:
-        if deadline.expired and run.cancel_reason is None:
-            asyncio.current_task().uncancel()  # type: ignore[union-attr]
-            raise SubtaskTimeoutError(st.id, timeout) from None
-        raise
-    finally:
-        run.deadlines.disarm(deadline)
-    if deadline.expired:  # the worker swallowed the cancellation: still a timeout
-        asyncio.current_task().uncancel()  # type: ignore[union-attr]
-        raise SubtaskTimeoutError(st.id, timeout)
-    return normalize(run, st, output)
-
-
 def _cancelled(run: RunLoop) -> BaseException:
     reason = run.cancel_reason or "run cancelled"
     return BudgetExceededError(reason) if "deadline" in reason else asyncio.CancelledError(reason)
@@ -124,17 +116,42 @@ def never_started(run: RunLoop, st: Subtask) -> SubtaskResult:
     return _result(st, SubtaskStatus.CANCELLED, NO_USAGE, time.time(), 0, error=_cancelled(run))
 
 
+_NO_UPSTREAM: Mapping[str, SubtaskResult] = MappingProxyType({})
+
+
+def _retry_delay(run: RunLoop, st: Subtask, exc: Exception, attempt: int, retries: int) -> float:
+    """Seconds to wait before retrying, or -1 when the subtask has failed for good."""
+    if not getattr(exc, "retryable", False) or attempt > retries:
+        return -1.0
+    if run.state.stop_reason is not None:
+        return -1.0
+    delay = run.cfg.backoff.delay(attempt, run.rng, getattr(exc, "retry_after", None))
+    run.emit(
+        ev.SubtaskRetrying,
+        subtask_id=st.id,
+        attempt=attempt,
+        error=ErrorInfo.from_exception(exc),
+        delay_s=delay,
+    )
+    return delay
+
+
 async def run_subtask(run: RunLoop, st: Subtask) -> None:
     """All attempts of one subtask; ends by handing its result to the run.
 
-    Retryable errors (timeouts, 429, 5xx, connection errors) are retried with backoff while
-    attempts remain and the run is not stopping; anything else fails the subtask at once.
-    A cancelled subtask (run cancelled, deadline) still records a `cancelled` result.
+    Each attempt runs the worker under the subtask's deadline (a timeout becomes
+    `SubtaskTimeoutError`). Retryable errors (timeouts, 429, 5xx, connection errors) are
+    retried with backoff while attempts remain and the run is not stopping; anything else
+    fails the subtask at once. A cancelled subtask (run cancelled, deadline) still records
+    a `cancelled` result. (One coroutine, not one per attempt: a frame less to resume on
+    every await of 10,000 sub-agents.)
     """
     timeout = st.timeout_s or run.cfg.timeout_s
     retries = run.cfg.max_retries if st.max_retries is None else st.max_retries
-    upstream = {d: run.state.results[d] for d in st.depends_on}
+    results = run.state.results
+    upstream = {d: results[d] for d in st.depends_on} if st.depends_on else _NO_UPSTREAM
     model = run.sched.model
+    worker = run.sched.workers[st.role]
     usage = NO_USAGE
     started = time.time()
     attempt = 0
@@ -142,7 +159,8 @@ async def run_subtask(run: RunLoop, st: Subtask) -> None:
     try:
         while True:
             attempt += 1
-            run.emit(ev.SubtaskStarted, subtask_id=st.id, role=st.role, attempt=attempt)
+            if run.journal.listened:
+                run.emit(ev.SubtaskStarted, subtask_id=st.id, role=st.role, attempt=attempt)
             metered = MeteredModel(model, run, st) if model is not None else None
             ctx = SubtaskContext(
                 st,
@@ -152,28 +170,38 @@ async def run_subtask(run: RunLoop, st: Subtask) -> None:
                 model=metered,
                 spawn=run.spawn,
             )
+            deadline = run.deadlines.arm(timeout)
             try:
-                output = await _one_attempt(run, st, ctx, timeout)
+                try:
+                    output = await worker(ctx)
+                finally:
+                    run.deadlines.disarm(deadline)
+                if deadline.expired:  # the worker swallowed the cancellation
+                    raise asyncio.CancelledError
+                output = normalize(run, st, output)
+            except asyncio.CancelledError:
+                if not deadline.expired or run.cancel_reason is not None:
+                    raise  # the run is being cancelled, not this attempt timed out
+                asyncio.current_task().uncancel()  # type: ignore[union-attr]
+                error: Exception = SubtaskTimeoutError(st.id, timeout)
             except Exception as exc:  # noqa: BLE001  isolated on purpose, recorded
+                error = exc
+                if deadline.expired and run.cancel_reason is None:
+                    # the worker turned the timeout's cancellation into another error
+                    asyncio.current_task().uncancel()  # type: ignore[union-attr]
+                    error = SubtaskTimeoutError(st.id, timeout)
+                    error.__cause__ = exc
+            else:
                 usage = usage + ctx.usage
-                ctx = None
-                retry = getattr(exc, "retryable", False) and attempt <= retries
-                if not retry or run.state.stop_reason is not None:
-                    result = _result(st, SubtaskStatus.FAILED, usage, started, attempt, error=exc)
-                    break
-                delay = run.cfg.backoff.delay(attempt, run.rng, getattr(exc, "retry_after", None))
-                run.emit(
-                    ev.SubtaskRetrying,
-                    subtask_id=st.id,
-                    attempt=attempt,
-                    error=ErrorInfo.from_exception(exc),
-                    delay_s=delay,
-                )
-                await asyncio.sleep(delay)
-                continue
+                result = _result(st, SubtaskStatus.DONE, usage, started, attempt, output=output)
+                break
             usage = usage + ctx.usage
-            result = _result(st, SubtaskStatus.DONE, usage, started, attempt, output=output)
-            break
+            ctx = None
+            delay = _retry_delay(run, st, error, attempt, retries)
+            if delay < 0:
+                result = _result(st, SubtaskStatus.FAILED, usage, started, attempt, error=error)
+                break
+            await asyncio.sleep(delay)
     except asyncio.CancelledError:
         if ctx is not None:
             usage = usage + ctx.usage

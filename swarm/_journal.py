@@ -1,9 +1,11 @@
 """The event journal of one run: numbering, group commit to the store, delivery to sinks.
 
-With a store, events are buffered and written in one SQLite transaction per event-loop
-iteration (group commit). Work that must wait for durability — releasing a finished
-subtask's dependents — is queued with `after_commit` and runs right after that transaction.
-Without a store and without sinks, no event object is built at all.
+With a store, events are buffered and handed, a batch at a time, to one writer thread that
+writes each batch in one SQLite transaction (group commit): the event loop never waits on
+the disk, and while one batch commits the next one gathers. Work that must wait for
+durability — releasing a finished subtask's dependents, showing events to sinks — runs on
+the loop right after its batch committed (`after_commit`). Without a store and without
+sinks, no event object is built at all.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Protocol
 
 from swarm._trusted import trusted
@@ -48,6 +51,9 @@ class Journal:
         self._buffer: list[Any] = []
         self._posts: list[Callable[[], None]] = []
         self._scheduled = False
+        self._writing = False
+        self._idle: asyncio.Event | None = None
+        self._writer: ThreadPoolExecutor | None = None
 
     def emit(self, cls: type[Any], **fields: Any) -> None:
         """Build, number and record one event of type `cls`."""
@@ -84,25 +90,74 @@ class Journal:
                 self.on_fatal(exc)
 
     def flush(self) -> None:
-        """Commit buffered events, deliver them, then run what waited for the commit."""
+        """Hand buffered events to the writer (or, without a store, run what waited)."""
         self._scheduled = False
+        if self.store is None:
+            posts, self._posts = self._posts, []
+            for fn in posts:
+                fn()
+            return
+        if self._writing or not (self._buffer or self._posts):
+            return  # the batch being written finishes first; this one follows it
         events, self._buffer = self._buffer, []
         posts, self._posts = self._posts, []
-        if events and self.store is not None:
-            try:
-                self.store.append(self.run_id, events)
-            except Exception as exc:  # noqa: BLE001  nothing unstored may be acknowledged
-                error = StoreError(
-                    f"cannot write run {self.run_id} to {self.store.path}: "
-                    f"{type(exc).__name__}: {exc}"
-                )
-                error.__cause__ = exc
-                self.on_fatal(error)
-                return
+        if not events:
+            for fn in posts:
+                fn()
+            return
+        loop = asyncio.get_running_loop()
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(1, thread_name_prefix=f"kimmy-store-{self.run_id}")
+        self._writing = True
+        if self._idle is not None:
+            self._idle.clear()
+        job = self._writer.submit(self.store.append, self.run_id, events)
+        job.add_done_callback(
+            lambda done: loop.call_soon_threadsafe(self._committed, done, events, posts)
+        )
+
+    def _committed(
+        self, job: Future[None], events: list[Any], posts: list[Callable[[], None]]
+    ) -> None:
+        self._writing = False
+        if self._idle is not None:
+            self._idle.set()
+        exc = job.exception()
+        if exc is not None:  # nothing unstored may be acknowledged: drop the batch, stop
+            assert self.store is not None
+            error = StoreError(
+                f"cannot write run {self.run_id} to {self.store.path}: "
+                f"{type(exc).__name__}: {exc}"
+            )
+            error.__cause__ = exc
+            self.on_fatal(error)
+        else:
             for event in events:
                 self._deliver(event)
-        for fn in posts:
-            fn()
+            for fn in posts:
+                fn()
+        if self._buffer or self._posts:
+            self._schedule()
+
+    async def drain(self) -> None:
+        """Wait until every event emitted so far is written and what waited for it ran."""
+        while True:
+            if self._writing:
+                if self._idle is None:
+                    self._idle = asyncio.Event()
+                await self._idle.wait()
+            elif self._buffer or self._posts:
+                self.flush()
+                if not self._writing:  # nothing was written (no store, or posts only)
+                    continue
+            else:
+                return
+
+    def close(self) -> None:
+        """Stop the writer thread (after `drain`)."""
+        if self._writer is not None:
+            self._writer.shutdown(wait=True)
+            self._writer = None
 
 
 __all__ = ["EventSink", "Journal"]

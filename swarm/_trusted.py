@@ -18,6 +18,7 @@ M = TypeVar("M", bound=BaseModel)
 _new = object.__new__
 _set = object.__setattr__
 _DEFAULTS: dict[type[BaseModel], tuple[dict[str, Any], dict[str, Any]]] = {}
+_ALL_SET: dict[type[BaseModel], set[str]] = {}
 
 
 def _defaults(cls: type[BaseModel]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -34,15 +35,27 @@ def _defaults(cls: type[BaseModel]) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def trusted(cls: type[M], values: dict[str, Any]) -> M:
-    """An instance of `cls` holding `values` (trusted to be valid) plus missing defaults."""
-    plain, factories = _defaults(cls)
-    data = {**plain, **values}
-    for name, factory in factories.items():
-        if name not in values:
-            data[name] = factory()
+    """An instance of `cls` holding `values` (trusted to be valid) plus missing defaults.
+
+    `values` becomes the instance's `__dict__` when it names every field: do not reuse it.
+    """
+    fields_set = _ALL_SET.get(cls)
+    if fields_set is None:  # `cls.model_fields` is a slow descriptor: look it up once
+        fields_set = _ALL_SET[cls] = set(cls.model_fields)
+    if len(values) == len(fields_set):
+        data = values
+    else:
+        plain, factories = _defaults(cls)
+        data = {**plain, **values}
+        for name, factory in factories.items():
+            if name not in values:
+                data[name] = factory()
+        fields_set = set(values)
     obj = _new(cls)
     _set(obj, "__dict__", data)
-    _set(obj, "__pydantic_fields_set__", set(values))
+    # One shared set per class when every field is set: frozen models never change it,
+    # and pydantic copies it before any change (model_copy).
+    _set(obj, "__pydantic_fields_set__", fields_set)
     _set(obj, "__pydantic_extra__", None)
     _set(obj, "__pydantic_private__", None)
     return obj

@@ -104,6 +104,7 @@ def _execute(swarm: Any, work: Any, json_lines: bool) -> RunResult:
                 box.append(await work([sink]))
             finally:
                 await swarm.model.aclose()
+                swarm.close()
 
     asyncio.run(main())  # the result is not the main task's: see Swarm.run_sync
     return box[0]

@@ -41,6 +41,10 @@ class CallObserver(Protocol):
 
     def call_aborted(self) -> None: ...
 
+    def admit_now(self) -> bool:
+        """Admit a call without waiting if nothing needs awaiting (the common case)."""
+        ...
+
 
 class MeteredModel:
     """A `ChatModel` that reports each call of one subtask to the scheduler."""
@@ -56,7 +60,8 @@ class MeteredModel:
         self.usage = NO_USAGE
 
     async def chat(self, messages: Sequence[MessageLike], **options: Any) -> ChatResponse:
-        await self._observer.before_call()
+        if not self._observer.admit_now():
+            await self._observer.before_call()
         t0 = time.perf_counter()
         try:
             response = await self._inner.chat(messages, **options)

@@ -117,11 +117,17 @@ Event = Annotated[
 ]
 
 _EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+_EVENTS_ADAPTER: TypeAdapter[list[Event]] = TypeAdapter(list[Event])
 
 
 def parse_event(data: str | bytes) -> Event:
     """Read one event back from its JSON form."""
     return _EVENT_ADAPTER.validate_json(data)
+
+
+def parse_events(data: str | bytes) -> list[Event]:
+    """Read a JSON array of events back."""
+    return _EVENTS_ADAPTER.validate_json(data)
 
 
 __all__ = [
@@ -137,4 +143,5 @@ __all__ = [
     "SubtaskStarted",
     "SubtasksSpawned",
     "parse_event",
+    "parse_events",
 ]

@@ -110,6 +110,7 @@ class Swarm:
         for name, worker in (roles or {}).items():
             self.add_role(name, worker)
         self.runs_dir = Path(runs_dir) if runs_dir is not None else None
+        self._store: RunStore | None = None
         self.sinks = list(sinks)
         self.max_subtasks = max_subtasks
         #: Extra settings recorded with each run (the CLI records how to reach the model).
@@ -197,11 +198,30 @@ class Swarm:
         )
 
     def _open_store(self) -> RunStore | None:
+        """The swarm's store, opened on first use and kept open for its later runs.
+
+        Opening (and, on close, checkpointing) SQLite per run would cost more than running
+        a hundred sub-agents; `close()` (or `with Swarm(...) as swarm:`) releases it.
+        """
         if self.runs_dir is None:
             return None
-        from swarm.store import RunStore
+        if self._store is None:
+            from swarm.store import RunStore
 
-        return RunStore(self.runs_dir)
+            self._store = RunStore(self.runs_dir)
+        return self._store
+
+    def close(self) -> None:
+        """Close the run store (it reopens if the swarm runs again)."""
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    def __enter__(self) -> Swarm:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # --- running ----------------------------------------------------------------------
 
@@ -219,16 +239,10 @@ class Swarm:
         run_id = run_id or new_run_id()
         settings = {**self.config.settings(), **self.settings}
         store = self._open_store()
-        try:
-            if store is not None:
-                store.create_run(run_id, plan, settings)
-                store.begin_session(run_id)
-            return await self._scheduler(store, sinks).run(
-                plan, run_id=run_id, settings=settings
-            )
-        finally:
-            if store is not None:
-                store.close()
+        if store is not None:
+            store.create_run(run_id, plan, settings)
+            store.begin_session(run_id)
+        return await self._scheduler(store, sinks).run(plan, run_id=run_id, settings=settings)
 
     async def resume(self, run_id: str, *, sinks: Sequence[EventSink] = ()) -> RunResult:
         """Continue a stored run: finished (`done`) results are reused, the rest runs.
@@ -241,26 +255,23 @@ class Swarm:
         store = self._open_store()
         if store is None:
             raise ConfigError("resume needs a runs directory: Swarm(runs_dir=...)")
-        try:
-            stored = store.load_run(run_id)
-            missing = sorted({s.role for s in stored.plan.subtasks} - set(self.workers))
-            if missing:
-                raise UnknownRoleError(
-                    f"run {stored.run_id!r} needs roles {missing} that this swarm does not "
-                    f"have; known roles: {', '.join(sorted(self.workers)) or '(none)'}",
-                    ids=[s.id for s in stored.plan.subtasks if s.role in missing],
-                )
-            store.begin_session(stored.run_id)
-            return await self._scheduler(store, sinks).run(
-                stored.plan,
-                run_id=stored.run_id,
-                done=stored.results,
-                resumed=True,
-                seq_start=stored.next_seq,
-                settings={**stored.settings, **self.settings},
+        stored = store.load_run(run_id)
+        missing = sorted({s.role for s in stored.plan.subtasks} - set(self.workers))
+        if missing:
+            raise UnknownRoleError(
+                f"run {stored.run_id!r} needs roles {missing} that this swarm does not "
+                f"have; known roles: {', '.join(sorted(self.workers)) or '(none)'}",
+                ids=[s.id for s in stored.plan.subtasks if s.role in missing],
             )
-        finally:
-            store.close()
+        store.begin_session(stored.run_id)
+        return await self._scheduler(store, sinks).run(
+            stored.plan,
+            run_id=stored.run_id,
+            done=stored.results,
+            resumed=True,
+            seq_start=stored.next_seq,
+            settings={**stored.settings, **self.settings},
+        )
 
     def run_sync(self, plan: PlanLike, **kwargs: Any) -> RunResult:
         """`execute` for synchronous callers (starts and closes an event loop)."""

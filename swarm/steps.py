@@ -18,6 +18,13 @@ from swarm.dag import build_graph, find_cycle
 from swarm.errors import SpawnError
 from swarm.schema import ErrorInfo, Plan, Subtask, SubtaskResult, SubtaskStatus, Timings, Usage
 
+# Enum members as module globals: a class-attribute lookup on an Enum costs several times
+# more, and these are read once or more per sub-agent.
+_PENDING = SubtaskStatus.PENDING
+_RUNNING = SubtaskStatus.RUNNING
+_DONE = SubtaskStatus.DONE
+_FAILED = SubtaskStatus.FAILED
+
 
 class FailurePolicy(StrEnum):
     """What a failed subtask does to the rest of the run."""
@@ -65,31 +72,35 @@ def new_state(
 
     Only `done` results are reused; every other subtask runs (again).
     """
-    done = {k: r for k, r in (done or {}).items() if r.status is SubtaskStatus.DONE}
-    subtasks = {s.id: s for s in plan.subtasks}
-    state = RunState(
-        subtasks=subtasks,
-        status={},
-        waiting={},
-        dependents={k: [] for k in subtasks},
-        policy=policy,
-    )
-    for st in plan.subtasks:
-        for dep in st.depends_on:
-            state.dependents[dep].append(st.id)
-        if st.id in done:
-            state.status[st.id] = SubtaskStatus.DONE
-            state.results[st.id] = done[st.id]
-            state.n_finished += 1
-    for st in plan.subtasks:
-        if st.id in done:
+    done = {k: r for k, r in (done or {}).items() if r.status is _DONE}
+    items = plan.subtasks
+    subtasks = {s.id: s for s in items}
+    dependents: dict[str, list[str]] = {k: [] for k in subtasks}
+    status = dict.fromkeys(subtasks, _PENDING)
+    waiting: dict[str, int] = {}
+    ready: deque[str] = deque()
+    for st in items:
+        key = st.id
+        deps = st.depends_on
+        for dep in deps:
+            dependents[dep].append(key)
+        if key in done:
+            status[key] = _DONE
             continue
-        state.status[st.id] = SubtaskStatus.PENDING
-        n = sum(1 for d in st.depends_on if d not in done)
-        state.waiting[st.id] = n
+        n = sum(1 for d in deps if d not in done) if done else len(deps)
+        waiting[key] = n
         if n == 0:
-            state.ready.append(st.id)
-    return state
+            ready.append(key)
+    return RunState(
+        subtasks=subtasks,
+        status=status,
+        waiting=waiting,
+        dependents=dependents,
+        results=dict(done),
+        ready=ready,
+        policy=policy,
+        n_finished=len(done),
+    )
 
 
 def take_ready(state: RunState, n: int) -> list[Subtask]:
@@ -97,20 +108,21 @@ def take_ready(state: RunState, n: int) -> list[Subtask]:
     out: list[Subtask] = []
     if state.stop_reason is not None:
         return out
-    while state.ready and len(out) < n:
-        key = state.ready.popleft()
+    ready, status, waiting, subtasks = state.ready, state.status, state.waiting, state.subtasks
+    while ready and len(out) < n:
+        key = ready.popleft()
         # Stale entries: already taken, or a spawn gave it a new dependency since.
-        if state.status[key] is not SubtaskStatus.PENDING or state.waiting[key] > 0:
+        if status[key] is not _PENDING or waiting[key] > 0:
             continue
-        state.status[key] = SubtaskStatus.RUNNING
-        state.started += 1
-        state.running += 1
-        out.append(state.subtasks[key])
+        status[key] = _RUNNING
+        out.append(subtasks[key])
+    state.started += len(out)
+    state.running += len(out)
     return out
 
 
 def _record(state: RunState, result: SubtaskResult) -> None:
-    if state.status[result.id] is SubtaskStatus.RUNNING:
+    if state.status[result.id] is _RUNNING:
         state.running -= 1
     state.status[result.id] = result.status
     state.results[result.id] = result
@@ -134,11 +146,13 @@ def _not_run(st: Subtask, status: SubtaskStatus, error: ErrorInfo) -> SubtaskRes
 
 def _release(state: RunState, key: str) -> list[str]:
     ready = []
+    status, waiting = state.status, state.waiting
     for dep in state.dependents[key]:
-        if state.status.get(dep) is not SubtaskStatus.PENDING:
+        if status.get(dep) is not _PENDING:
             continue
-        state.waiting[dep] -= 1
-        if state.waiting[dep] == 0:
+        left = waiting[dep] - 1
+        waiting[dep] = left
+        if left == 0:
             state.ready.append(dep)
             ready.append(dep)
     return ready
@@ -170,11 +184,11 @@ class Applied:
 def apply_result(state: RunState, result: SubtaskResult) -> Applied:
     """Record a finished subtask and propagate it by the failure policy."""
     _record(state, result)
-    if result.status is SubtaskStatus.DONE or (
-        result.status is SubtaskStatus.FAILED and state.policy is FailurePolicy.CONTINUE
+    if result.status is _DONE or (
+        result.status is _FAILED and state.policy is FailurePolicy.CONTINUE
     ):
         return Applied(_release(state, result.id), [])
-    if result.status is not SubtaskStatus.FAILED:
+    if result.status is not _FAILED:
         return Applied([], [])
     if state.policy is FailurePolicy.FAIL_FAST:
         state.stop_reason = f"subtask {result.id!r} failed and the policy is fail_fast"

@@ -1,8 +1,9 @@
 """`OpenAIChat`: a `ChatModel` for any OpenAI-compatible server (vLLM, SGLang, llama.cpp, …).
 
-It speaks the chat-completions API over one pooled `httpx.AsyncClient` (not the `openai`
-package: fewer layers, and precise control of timeouts and pool size). It never retries:
-every failure is raised as a typed `swarm.errors.ModelError` whose `retryable` flag the
+It speaks the chat-completions API through `httpx.AsyncClient`s (not the `openai` package:
+fewer layers, and precise control of timeouts and pool size), their connections split into
+small shards so that 1,000+ concurrent calls stay cheap (see `_SHARD_CONNECTIONS`). It never
+retries: every failure is raised as a typed `swarm.errors.ModelError` whose `retryable` flag the
 scheduler obeys, so there is one retry policy in the system, not two.
 
 Example:
@@ -48,8 +49,9 @@ class OpenAIChat:
         api_key: Sent as `Authorization: Bearer <api_key>` when given.
         timeout_s: Limit for one call: reading, writing and waiting for a pooled connection.
         connect_timeout_s: Limit for opening a TCP connection.
-        max_connections: Size of the connection pool; pass the swarm's `max_concurrency` so
+        max_connections: Connections open at most; pass the swarm's `max_concurrency` so
             every in-flight sub-agent can hold a connection without queueing in the client.
+            Callers beyond it wait (up to `timeout_s`) in one FIFO queue.
         headers: Extra headers sent with every request.
 
     Raises:
@@ -103,8 +105,8 @@ class OpenAIChat:
         """Build a client from flags, falling back to environment variables.
 
         `KIMMY_BASE_URL`, `KIMMY_MODEL` and `KIMMY_API_KEY` fill in what the flags leave
-        out: flags win, and empty values count as unset. Without a model
-        id the first model the server lists is used (see the class docstring).
+        out: flags win, and empty values count as unset. Without a model id, the first model
+        the server lists is used (see the class docstring). `kwargs` go to the constructor.
 
         Raises:
             ConfigError: Neither the flag nor the variable gives a base URL.
@@ -159,7 +161,7 @@ class OpenAIChat:
             "response_format": response_format,
             "temperature": temperature,
             "max_tokens": max_tokens,
-            "stop": list(stop) if stop is not None else None,
+            "stop": [stop] if isinstance(stop, str) else (list(stop) if stop else None),
             "seed": seed,
             "logprobs": True if logprobs else None,
             "top_logprobs": top_logprobs,

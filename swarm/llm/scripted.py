@@ -102,7 +102,7 @@ class ScriptedChat:
             "response_format": response_format,
             "temperature": temperature,
             "max_tokens": max_tokens,
-            "stop": list(stop) if stop is not None else None,
+            "stop": [stop] if isinstance(stop, str) else (list(stop) if stop else None),
             "seed": seed,
             "logprobs": logprobs,
             "top_logprobs": top_logprobs,

@@ -148,8 +148,8 @@ def malformed(body: bytes = b"{not json", *, code: int = 200) -> Behaviour:
 
 def delay(seconds: float, then: Behaviour | None = None) -> Behaviour:
     """Wait `seconds` (in the server thread), then answer as `then` does (default: echo)."""
-    then = then or echo()
-    return lambda request: replace(then(request), delay_s=seconds)
+    answer = then or echo()
+    return lambda request: replace(answer(request), delay_s=seconds)
 
 
 def disconnect() -> Behaviour:
@@ -181,9 +181,9 @@ def busy_above(
     limit: int, *, busy: Behaviour | None = None, then: Behaviour | None = None
 ) -> Behaviour:
     """An overloaded server: `busy` (default 503) when more than `limit` requests are in flight."""
-    busy = busy or status(503, headers={"Retry-After": "0"})
-    then = then or echo()
-    return lambda request: busy(request) if request.in_flight > limit else then(request)
+    refuse = busy or status(503, headers={"Retry-After": "0"})
+    answer = then or echo()
+    return lambda request: refuse(request) if request.in_flight > limit else answer(request)
 
 
 def together(parties: int, *, timeout_s: float = 5.0, then: Behaviour | None = None) -> Behaviour:
@@ -194,11 +194,11 @@ def together(parties: int, *, timeout_s: float = 5.0, then: Behaviour | None = N
     `srv.errors`). Reusable: every group of `parties` requests is released together.
     """
     barrier = threading.Barrier(parties)
-    then = then or echo()
+    answer = then or echo()
 
     def behaviour(request: ServerRequest) -> Reply:
         barrier.wait(timeout_s)
-        return then(request)
+        return answer(request)
 
     return behaviour
 

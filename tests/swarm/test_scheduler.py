@@ -396,3 +396,22 @@ async def test_leaving_the_stream_early_cancels_the_run() -> None:
             if event.type == "subtask_started":
                 break
     assert sorted(cancelled) == ["a", "b"]
+
+
+async def test_timeout_masked_as_another_error_is_still_a_timeout() -> None:
+    import asyncio as _asyncio
+
+    from swarm import Plan, Subtask, Swarm
+
+    swarm = Swarm(max_retries=0, timeout_s=0.05)
+
+    @swarm.role("w")
+    async def masking(ctx):  # type: ignore[no-untyped-def]
+        try:
+            await _asyncio.sleep(10)
+        except _asyncio.CancelledError:
+            raise RuntimeError("interrupted while waiting") from None
+
+    result = await swarm.execute(Plan(subtasks=[Subtask(id="a", role="w")]))
+    err = result.results["a"].error
+    assert err is not None and err.type == "SubtaskTimeoutError", err

@@ -361,6 +361,12 @@ async def test_deadline_in_the_commit_iteration_cancels_the_released_subtask(
         result = await swarm.execute(plan, run_id=RUN)
     assert result.status is RunStatus.BUDGET_EXHAUSTED
     assert result.results["a"].status is SubtaskStatus.DONE
-    assert result.results["b"].status in (SubtaskStatus.CANCELLED, SubtaskStatus.DONE)
+    # b ends recorded whichever way the race goes: cancelled as it was released, done, or
+    # skipped when the deadline came before a's commit released it
+    assert result.results["b"].status in (
+        SubtaskStatus.CANCELLED,
+        SubtaskStatus.DONE,
+        SubtaskStatus.SKIPPED_BUDGET,
+    )
     with RunStore(tmp_path) as store:
         assert store.load_run(RUN).results == result.results

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from email.utils import formatdate
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from swarm.errors import (
@@ -24,7 +23,8 @@ from swarm.errors import (
     ModelServerError,
     ModelTimeoutError,
 )
-from swarm.llm import ChatModel, Message, OpenAIChat
+from swarm.llm import Message, OpenAIChat
+from swarm.llm.openai_chat import _ShardedClient
 from tests.support.openai_server import (
     OpenAIServer,
     delay,
@@ -101,6 +101,13 @@ async def test_options_and_messages_forwarded_in_request_body() -> None:
     assert (body["max_tokens"], body["stop"], body["seed"]) == (32, ["END"], 7)
     assert "logprobs" not in body and "top_logprobs" not in body
     assert srv.chat_requests[0].path == "/v1/chat/completions"  # trailing slash stripped
+
+
+@pytest.mark.parametrize(("stop", "sent"), [("END", ["END"]), (["a", "b"], ["a", "b"]), ([], None)])
+async def test_stop_sent_as_a_list_even_when_given_one_string(stop: Any, sent: Any) -> None:
+    with OpenAIServer() as srv:
+        await call(srv, stop=stop)
+    assert srv.chat_requests[0].body.get("stop") == sent
 
 
 async def test_tool_call_parsed_with_arguments() -> None:
@@ -185,6 +192,21 @@ async def test_pool_holds_exactly_max_connections_in_flight(connections: int) ->
     assert srv.errors == []
     assert len(answers) == 3 * connections
     assert srv.max_in_flight == connections
+
+
+async def test_callers_beyond_the_pool_wait_for_a_slot_then_time_out() -> None:
+    body = {"model": "m", "messages": USER}
+    with OpenAIServer(default=delay(2.0, echo())) as srv:
+        url = srv.base_url + "/chat/completions"
+        pool = _ShardedClient(1, 0.1, timeout=httpx.Timeout(5.0))
+        holder = asyncio.create_task(pool.request("POST", url, json=body))
+        await asyncio.sleep(0)  # the holder takes the only slot before its first await
+        with pytest.raises(httpx.PoolTimeout, match=r"no free connection within 0\.1s"):
+            await pool.request("POST", url, json=body)
+        holder.cancel()
+        await asyncio.gather(holder, return_exceptions=True)
+        await pool.aclose()
+    assert len(srv.chat_requests) == 1
 
 
 # --- failures: each maps to one typed, correctly retryable error -----------------------
@@ -296,7 +318,7 @@ async def test_server_dropping_connection_raises_connection_error() -> None:
             assert (await client.chat(USER)).content == "after"
 
 
-# --- preflight, configuration, lifecycle -----------------------------------------------
+# --- preflight and lifecycle -------------------------------------------------------------
 
 
 async def test_list_models_and_check() -> None:
@@ -313,61 +335,6 @@ async def test_check_reports_auth_failure_as_request_error() -> None:
             with pytest.raises(ModelRequestError) as info:
                 await client.check()
     assert info.value.status == 401
-
-
-def test_from_env_reads_variables_and_flags_win(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("KIMMY_BASE_URL", "http://10.0.0.5:8000/v1/")
-    monkeypatch.setenv("KIMMY_MODEL", "env-model")
-    monkeypatch.setenv("KIMMY_API_KEY", "env-key")
-    from_env = OpenAIChat.from_env(timeout_s=3.0)
-    assert (from_env.base_url, from_env.model, from_env.name) == (
-        "http://10.0.0.5:8000/v1",
-        "env-model",
-        "env-model",
-    )
-    assert from_env._headers["Authorization"] == "Bearer env-key"
-    assert from_env.timeout_s == 3.0
-    flags = OpenAIChat.from_env(base_url="https://flag.example/v1", model="flag-model")
-    assert (flags.base_url, flags.model) == ("https://flag.example/v1", "flag-model")
-
-
-def test_from_env_without_base_url_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("KIMMY_BASE_URL", raising=False)
-    with pytest.raises(ConfigError, match="--base-url or set KIMMY_BASE_URL"):
-        OpenAIChat.from_env(model="m")
-    monkeypatch.setenv("KIMMY_BASE_URL", "")  # empty counts as unset
-    with pytest.raises(ConfigError, match="no model server configured"):
-        OpenAIChat.from_env()
-
-
-@pytest.mark.parametrize("url", ["localhost:8000/v1", "ftp://host/v1", "", "http://", "/v1"])
-def test_bad_base_url_is_a_config_error(url: str) -> None:
-    with pytest.raises(ConfigError, match="not an http\\(s\\) URL") as info:
-        OpenAIChat(url, "m")
-    assert repr(url) in str(info.value)
-
-
-@pytest.mark.parametrize(
-    "kwargs",
-    [
-        {"timeout_s": 0},
-        {"timeout_s": -1.0},
-        {"timeout_s": float("nan")},
-        {"connect_timeout_s": 0},
-        {"max_connections": 0},
-        {"max_connections": 2.5},
-    ],
-)
-def test_bad_limits_are_config_errors(kwargs: dict[str, Any]) -> None:
-    with pytest.raises(ConfigError) as info:
-        OpenAIChat("http://127.0.0.1:1/v1", "m", **kwargs)
-    [(name, value)] = kwargs.items()
-    assert name in str(info.value) and repr(value) in str(info.value)
-
-
-def test_empty_model_id_is_a_config_error() -> None:
-    with pytest.raises(ConfigError, match="model ''"):
-        OpenAIChat("http://127.0.0.1:1/v1", "")
 
 
 def test_preflight_in_its_own_event_loop_leaves_client_usable() -> None:
@@ -390,15 +357,3 @@ async def test_closed_client_refuses_calls() -> None:
     await client.aclose()
     with pytest.raises(RuntimeError, match="closed"):
         await client.chat(USER)
-
-
-def test_satisfies_chat_model_protocol() -> None:
-    assert isinstance(OpenAIChat("http://127.0.0.1:1/v1", "m"), ChatModel)
-
-
-def test_import_stays_light() -> None:
-    code = "import sys, swarm.llm; print(sorted({'openai', 'torch'} & set(sys.modules)))"
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
-    )
-    assert out.stdout.strip() == "[]"
