@@ -2,9 +2,10 @@
 
     python benchmarks/bench_fanout.py [--n 100 1000 10000] [--runs 3] [--peers] [--json]
 
-For each N, in the same invocation: plain `asyncio.gather` over the same coroutines (the
-floor), then the swarm with the store off and on. Every configuration runs in a fresh
-subprocess (so peak RSS is its own): one warm-up, then the median wall time of `--runs`.
+For each N: plain `asyncio.gather` over the same coroutines (the floor), and the swarm with
+the store off and on. Every swarm configuration runs in a fresh subprocess, alternating its
+runs with gather runs (one warm-up round, then the median of `--runs`); its ratio is to the
+gather runs of the same process. Peak RSS of gather alone comes from a process of its own.
 The swarm's sub-agents call the model through the metered client (rate limit, adaptive
 admission, accounting), exactly as real ones do; the gather baseline calls it directly.
 `--peers` also runs `../shared/bench/peers/run.sh N asyncio langgraph` and reports our
@@ -113,32 +114,44 @@ def _swarm_runner(n: int, model: SleepChat, runs_dir: str | None) -> Any:
     return once
 
 
+def _timed(once: Any, n: int, label: str) -> float:
+    t0 = time.perf_counter()
+    reduced = asyncio.run(once())
+    wall = time.perf_counter() - t0
+    if reduced["count"] != n or sorted(reduced["ids"]) != list(range(n)):
+        raise AssertionError(f"{label} n={n}: incomplete result ({reduced['count']})")
+    return wall
+
+
 def child(mode: str, n: int, runs: int) -> dict[str, Any]:
-    """Measure one configuration in this process; prints nothing, returns the figures."""
+    """Measure one configuration in this process; prints nothing, returns the figures.
+
+    A swarm configuration alternates its runs with runs of the gather baseline in the same
+    process, so the ratio compares like with like (same heap, same CPU state).
+    """
     model = SleepChat(LATENCY_S)
     tmp = tempfile.TemporaryDirectory(prefix="kimmy-bench-")
-    if mode == "gather":
 
-        async def once() -> dict[str, Any]:
-            return await _gather_once(n, model)
+    async def gather_once() -> dict[str, Any]:
+        return await _gather_once(n, model)
 
-    else:
-        once = _swarm_runner(n, model, tmp.name if mode == "store" else None)
-    walls = []
-    for k in range(runs + 1):  # the first run is the warm-up
-        t0 = time.perf_counter()
-        reduced = asyncio.run(once())
-        wall = time.perf_counter() - t0
-        if reduced["count"] != n or sorted(reduced["ids"]) != list(range(n)):
-            raise AssertionError(f"{mode} n={n}: incomplete result ({reduced['count']})")
+    swarm_once = None
+    if mode != "gather":
+        swarm_once = _swarm_runner(n, model, tmp.name if mode == "store" else None)
+    walls, gathers = [], []
+    for k in range(runs + 1):  # the first round is the warm-up
+        g = _timed(gather_once, n, "gather")
+        w = _timed(swarm_once, n, mode) if swarm_once is not None else g
         if k:
-            walls.append(wall)
+            walls.append(w)
+            gathers.append(g)
     tmp.cleanup()
     return {
         "mode": mode,
         "n": n,
         "walls_s": [round(w, 5) for w in walls],
         "wall_s": round(statistics.median(walls), 5),
+        "gather_wall_s": round(statistics.median(gathers), 5),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }
 
@@ -173,7 +186,7 @@ def _peers(n: int) -> dict[str, Any]:
 
 
 def _row(n: int, gather: dict[str, Any], mine: dict[str, Any], store: bool) -> dict[str, Any]:
-    wall, base = mine["wall_s"], gather["wall_s"]
+    wall, base = mine["wall_s"], mine["gather_wall_s"]
     return {
         "n": n,
         "store": store,
@@ -194,7 +207,8 @@ def _table(rows: list[dict[str, Any]], peers: dict[int, dict[str, Any]], runs: i
         + "`)",
         "",
         f"N sub-agents, each one model call of {LATENCY_S * 1000:.0f} ms (asyncio.sleep), then"
-        f" a reduce. Median of {runs} runs after a warm-up, each configuration in its own process."
+        f" a reduce. Median of {runs} runs after a warm-up; each swarm configuration runs in its"
+        " own process, alternating with gather runs in that process (the baseline of its ratio)."
         f" Python {platform.python_version()}, {os.cpu_count()} CPUs, "
         + time.strftime("%Y-%m-%d")
         + ".",

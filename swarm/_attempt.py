@@ -152,6 +152,8 @@ async def run_subtask(run: RunLoop, st: Subtask) -> None:
     upstream = {d: results[d] for d in st.depends_on} if st.depends_on else _NO_UPSTREAM
     model = run.sched.model
     worker = run.sched.workers[st.role]
+    task = asyncio.current_task()
+    assert task is not None
     usage = NO_USAGE
     started = time.time()
     attempt = 0
@@ -170,25 +172,26 @@ async def run_subtask(run: RunLoop, st: Subtask) -> None:
                 model=metered,
                 spawn=run.spawn,
             )
-            deadline = run.deadlines.arm(timeout)
+            run.deadlines.arm(task, timeout)
+            expired = False
             try:
                 try:
                     output = await worker(ctx)
                 finally:
-                    run.deadlines.disarm(deadline)
-                if deadline.expired:  # the worker swallowed the cancellation
+                    expired = run.deadlines.disarm(task)
+                if expired:  # the worker swallowed the cancellation
                     raise asyncio.CancelledError
                 output = normalize(run, st, output)
             except asyncio.CancelledError:
-                if not deadline.expired or run.cancel_reason is not None:
+                if not expired or run.cancel_reason is not None:
                     raise  # the run is being cancelled, not this attempt timed out
-                asyncio.current_task().uncancel()  # type: ignore[union-attr]
+                task.uncancel()
                 error: Exception = SubtaskTimeoutError(st.id, timeout)
             except Exception as exc:  # noqa: BLE001  isolated on purpose, recorded
                 error = exc
-                if deadline.expired and run.cancel_reason is None:
+                if expired and run.cancel_reason is None:
                     # the worker turned the timeout's cancellation into another error
-                    asyncio.current_task().uncancel()  # type: ignore[union-attr]
+                    task.uncancel()
                     error = SubtaskTimeoutError(st.id, timeout)
                     error.__cause__ = exc
             else:

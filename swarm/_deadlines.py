@@ -1,9 +1,11 @@
 """Per-attempt timeouts for thousands of concurrent subtasks, one timer per time bucket.
 
 `asyncio.timeout` arms one timer per subtask; with 10,000 subtasks that is 10,000 heap
-entries pushed and cancelled. Subtasks started in the same few milliseconds with the same
-timeout share a bucket here, and each bucket arms one timer that cancels every task still
-in it. Deadlines are rounded up to the bucket width (a timeout fires up to 10 ms, or 0.1%, late).
+entries pushed and cancelled, and as many objects for the garbage collector to trace.
+Here tasks started in the same few milliseconds with the same timeout share a bucket, each
+bucket arms one timer that cancels every task still in it, and nothing is allocated per
+attempt. Deadlines are rounded up to the bucket width: a timeout fires up to 10 ms (or
+0.1% of the timeout) late.
 """
 
 from __future__ import annotations
@@ -12,37 +14,23 @@ import asyncio
 import math
 
 
-class Deadline:
-    """One attempt's deadline; `expired` is set just before its task is cancelled."""
-
-    __slots__ = ("bucket", "expired", "task")
-
-    def __init__(self, task: asyncio.Task[object], bucket: float) -> None:
-        self.task = task
-        self.bucket = bucket
-        self.expired = False
-
-
 class Deadlines:
-    """Arms and disarms per-attempt deadlines on the running loop.
+    """Arms and disarms per-attempt deadlines of tasks on the running loop.
 
     A bucket's timer stays armed when its bucket empties (sub-agents that finish fast would
     otherwise arm and cancel a timer each); it fires once, finds nothing, and is gone.
-    Buckets are `resolution_s` wide, or 0.1% of the timeout for long timeouts, so a run
-    holds at most about a thousand of them per timeout value.
     """
 
     def __init__(self, resolution_s: float = 0.01) -> None:
         self.resolution_s = resolution_s
-        self._buckets: dict[float, set[Deadline]] = {}
+        self._buckets: dict[float, set[asyncio.Task[object]]] = {}
+        self._armed: dict[asyncio.Task[object], float] = {}
+        self._expired: set[asyncio.Task[object]] = set()
         self._widths: dict[float, float] = {}
 
-    def arm(self, timeout_s: float) -> Deadline:
-        """A deadline `timeout_s` from now for the current task."""
+    def arm(self, task: asyncio.Task[object], timeout_s: float) -> None:
+        """Cancel `task` about `timeout_s` from now unless it is disarmed first."""
         loop = asyncio.get_running_loop()
-        task = asyncio.current_task(loop)
-        if task is None:
-            raise RuntimeError("Deadlines.arm must be called from inside a task")
         width = self._widths.get(timeout_s)
         if width is None:
             width = self._widths[timeout_s] = max(self.resolution_s, timeout_s / 1000)
@@ -51,19 +39,26 @@ class Deadlines:
         if bucket is None:
             bucket = self._buckets[when] = set()
             loop.call_at(when, self._fire, when)
-        deadline = Deadline(task, when)
-        bucket.add(deadline)
-        return deadline
+        bucket.add(task)
+        self._armed[task] = when
 
-    def disarm(self, deadline: Deadline) -> None:
-        bucket = self._buckets.get(deadline.bucket)
-        if bucket is not None:
-            bucket.discard(deadline)
+    def disarm(self, task: asyncio.Task[object]) -> bool:
+        """Disarm `task`'s deadline; returns whether it had expired (and cancelled the task)."""
+        when = self._armed.pop(task, None)
+        if when is not None:
+            bucket = self._buckets.get(when)
+            if bucket is not None:
+                bucket.discard(task)
+        if task in self._expired:
+            self._expired.discard(task)
+            return True
+        return False
 
     def _fire(self, when: float) -> None:
-        for deadline in self._buckets.pop(when, ()):
-            deadline.expired = True
-            deadline.task.cancel()
+        for task in self._buckets.pop(when, ()):
+            self._armed.pop(task, None)
+            self._expired.add(task)
+            task.cancel()
 
 
-__all__ = ["Deadline", "Deadlines"]
+__all__ = ["Deadlines"]

@@ -58,8 +58,8 @@ def _total_usage(results: Iterable[SubtaskResult]) -> Usage:
     )
 
 
-def _late_failure(exc: BaseException) -> None:
-    """A failure reported after its run ended has nothing left to stop."""
+def _ignore_after_end(_: object) -> None:
+    """A callback (failure, task done) arriving after its run ended has nothing left to do."""
 
 
 class RunLoop:
@@ -90,6 +90,8 @@ class RunLoop:
         self.throttler = Throttler(rl.calls, rl.period_s) if rl is not None else None
         self.rng = random.Random(cfg.seed)
         self.deadlines = Deadlines()
+        # one bound method for every task's done callback, not one allocated per task
+        self._on_task_done = self.on_task_done
         self.tasks: dict[asyncio.Task[None], Subtask] = {}
         self.done_event = asyncio.Event()
         self.final_status: RunStatus | None = None
@@ -118,8 +120,11 @@ class RunLoop:
         garbage collector, which on a large heap costs tens of milliseconds per pass.
         """
         self.journal.close()
-        self.journal.on_fatal = _late_failure
+        self.journal.on_fatal = _ignore_after_end
         self.gate = None
+        self._on_task_done = _ignore_after_end
+        if self.state.stop_reason is None:  # nothing may start in a run that has ended
+            self.state.stop_reason = "run ended"
 
     async def _execute(self, *, resumed: bool, settings: dict[str, Any]) -> RunResult:
         self.emit(
@@ -234,7 +239,7 @@ class RunLoop:
         for st in take_ready(state, room):
             task = loop.create_task(run_subtask(self, st))
             self.tasks[task] = st
-            task.add_done_callback(self.on_task_done)
+            task.add_done_callback(self._on_task_done)
         if state.running == 0 and not state.finished and state.stop_reason is None:
             self.fail(RuntimeError("scheduler stalled: nothing running and nothing ready"))
 

@@ -1,10 +1,11 @@
 """The durable run store: SQLite in WAL mode under a runs directory.
 
-Tables: `runs`, `subtasks` (planned and spawned), `attempts`, `events`, and `results`
-(each subtask's latest result: its status and the `subtask_finished` event holding it). The
-scheduler hands over each loop iteration's events in one call to `append`, which writes them
-in one transaction; only after it returns is a result allowed to release its dependents.
-A process killed at any instant leaves either the whole batch or none of it.
+Tables: `runs` (with the planned subtasks), `subtasks` (spawned ones), `edges` (dependencies
+added by spawns), `attempts`, `events` (a JSON array per commit), and `results` (each
+subtask's latest result: its status and the `subtask_finished` event holding it). The run's
+journal hands over batches of events to `append`, which writes each in one transaction; only
+after it returns is a result allowed to release its dependents. A process killed at any
+instant leaves either the whole batch or none of it.
 
 A `done` result is never overwritten (the upsert refuses), so a subtask can end done only once.
 """
@@ -37,6 +38,9 @@ CREATE TABLE IF NOT EXISTS runs (
     created_at REAL NOT NULL,
     updated_at REAL NOT NULL,
     settings TEXT NOT NULL,
+    -- the planned subtasks as one JSON array (spawned ones are rows of `subtasks`)
+    plan TEXT NOT NULL,
+    n_planned INTEGER NOT NULL,
     usage TEXT,
     sessions INTEGER NOT NULL DEFAULT 0,
     -- the process running the current session (a `running` run whose process is gone
@@ -44,6 +48,7 @@ CREATE TABLE IF NOT EXISTS runs (
     pid INTEGER,
     host TEXT
 );
+-- subtasks spawned at run time, in spawn order
 CREATE TABLE IF NOT EXISTS subtasks (
     run_id TEXT NOT NULL,
     id TEXT NOT NULL,
@@ -51,6 +56,12 @@ CREATE TABLE IF NOT EXISTS subtasks (
     parent TEXT,
     body TEXT NOT NULL,
     PRIMARY KEY (run_id, id)
+);
+-- dependencies added at run time to subtasks that already existed (spawn `feeds`)
+CREATE TABLE IF NOT EXISTS edges (
+    run_id TEXT NOT NULL,
+    dependency TEXT NOT NULL,
+    dependent TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS attempts (
     run_id TEXT NOT NULL,
@@ -191,15 +202,17 @@ class RunStore:
                     "choose another id, or continue that run with resume"
                 )
             db.execute(
-                "INSERT INTO runs (run_id, goal, status, created_at, updated_at, settings)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (run_id, plan.goal, RunStatus.RUNNING.value, now, now, json.dumps(settings)),
-            )
-            db.executemany(
-                "INSERT INTO subtasks (run_id, id, pos, parent, body) VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO runs (run_id, goal, status, created_at, updated_at, settings,"
+                " plan, n_planned) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
-                    (run_id, s.id, i, s.parent, s.model_dump_json())
-                    for i, s in enumerate(plan.subtasks)
+                    run_id,
+                    plan.goal,
+                    RunStatus.RUNNING.value,
+                    now,
+                    now,
+                    json.dumps(settings),
+                    plan.model_dump_json(),  # one serializer call for the whole plan
+                    len(plan.subtasks),
                 ),
             )
 
@@ -286,17 +299,9 @@ class RunStore:
                 for i, s in enumerate(e.subtasks)
             ),
         )
-        for dep, target in e.edges:
-            (body,) = db.execute(
-                "SELECT body FROM subtasks WHERE run_id = ? AND id = ?", (run_id, target)
-            ).fetchone()
-            st = Subtask.model_validate_json(body)
-            if dep not in st.depends_on:
-                st = st.model_copy(update={"depends_on": [*st.depends_on, dep]})
-            db.execute(
-                "UPDATE subtasks SET body = ? WHERE run_id = ? AND id = ?",
-                (st.model_dump_json(), run_id, target),
-            )
+        db.executemany(
+            "INSERT INTO edges VALUES (?, ?, ?)", ((run_id, d, t) for d, t in e.edges)
+        )
 
     class _Tx:
         """One transaction; the lock keeps threads sharing the store from interleaving."""
@@ -333,7 +338,7 @@ class RunStore:
         """Runs, newest first, with their subtask counts."""
         rows = self._db.execute(
             "SELECT r.run_id, r.goal, r.status, r.created_at, r.updated_at, r.stop_reason,"
-            " (SELECT COUNT(*) FROM subtasks s WHERE s.run_id = r.run_id),"
+            " r.n_planned + (SELECT COUNT(*) FROM subtasks s WHERE s.run_id = r.run_id),"
             " (SELECT COUNT(*) FROM results x WHERE x.run_id = r.run_id AND x.status = 'done'),"
             " r.pid, r.host FROM runs r ORDER BY r.created_at DESC LIMIT ?",
             (-1 if limit is None else limit,),
@@ -369,16 +374,17 @@ class RunStore:
         """The stored plan (spawned subtasks included), settings and committed results."""
         run_id = self.resolve(run_id)
         row = self._db.execute(
-            "SELECT goal, status, stop_reason, settings, sessions, created_at FROM runs"
+            "SELECT goal, status, stop_reason, settings, sessions, created_at, plan FROM runs"
             " WHERE run_id = ?",
             (run_id,),
         ).fetchone()
-        subtasks = [
+        subtasks = Plan.model_validate_json(row[6]).subtasks + [
             Subtask.model_validate_json(b)
             for (b,) in self._db.execute(
                 "SELECT body FROM subtasks WHERE run_id = ? ORDER BY pos", (run_id,)
             )
         ]
+        subtasks = self._with_edges(run_id, subtasks)
         wanted = dict(
             self._db.execute("SELECT seq, id FROM results WHERE run_id = ?", (run_id,)).fetchall()
         )
@@ -404,6 +410,22 @@ class RunStore:
             sessions=row[4],
             created_at=row[5],
         )
+
+    def _with_edges(self, run_id: str, subtasks: list[Subtask]) -> list[Subtask]:
+        extra: dict[str, list[str]] = {}
+        for dep, target in self._db.execute(
+            "SELECT dependency, dependent FROM edges WHERE run_id = ? ORDER BY rowid", (run_id,)
+        ):
+            extra.setdefault(target, []).append(dep)
+        if not extra:
+            return subtasks
+        out = []
+        for st in subtasks:
+            more = [d for d in extra.get(st.id, ()) if d not in st.depends_on]
+            if more:
+                st = st.model_copy(update={"depends_on": [*st.depends_on, *more]})
+            out.append(st)
+        return out
 
     def events(self, run_id: str, *, types: Sequence[str] | None = None) -> Iterator[ev.Event]:
         """The run's events in order (optionally only some types)."""
