@@ -113,9 +113,7 @@ def _stored_result(store: RunStore, run_id: str) -> RunResult:
     results = dict(stored.results)
     for st in stored.plan.subtasks:
         results.setdefault(st.id, SubtaskResult(id=st.id, role=st.role, status="pending"))
-    usage = Usage()
-    for r in results.values():
-        usage = usage + r.usage
+    usage = Usage.total(r.usage for r in results.values())
     finished = [r.timings.finished_at for r in results.values() if r.timings.finished_at]
     return RunResult(
         run_id=stored.run_id,

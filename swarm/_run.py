@@ -12,7 +12,7 @@ import math
 import random
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from asyncio_throttle import Throttler
@@ -42,20 +42,6 @@ from swarm.steps import add_subtasks, apply_result, new_state, stop_pending, tak
 if TYPE_CHECKING:
     from swarm.llm.types import ChatResponse
     from swarm.scheduler import Scheduler
-
-
-def _total_usage(results: Iterable[SubtaskResult]) -> Usage:
-    prompt = completion = total = calls = 0
-    for r in results:
-        u = r.usage
-        if u is not NO_USAGE:
-            prompt += u.prompt_tokens
-            completion += u.completion_tokens
-            total += u.total_tokens
-            calls += u.model_calls
-    return Usage(
-        prompt_tokens=prompt, completion_tokens=completion, total_tokens=total, model_calls=calls
-    )
 
 
 def _ignore_after_end(_: object) -> None:
@@ -174,7 +160,7 @@ class RunLoop:
             for key, st in state.subtasks.items():
                 if key not in results:
                     results[key] = SubtaskResult(id=key, role=st.role, status=state.status[key])
-        usage = _total_usage(results.values())
+        usage = Usage.total(r.usage for r in results.values())
         counts = {str(k): n for k, n in Counter(r.status for r in results.values()).items()}
         status = self.final_status or (
             RunStatus.COMPLETED if counts.get("done", 0) == len(results) else RunStatus.PARTIAL

@@ -164,7 +164,8 @@ class SubtaskContext:
                 that synthesizes what the new researchers find).
 
         Returns:
-            The subtasks added (with `parent` and `depth` set).
+            The subtasks added (with `parent` and `depth` set); none when the very same
+            spawn was made before (by an earlier attempt, or before a resume).
 
         Raises:
             SpawnError: the spawn would create a cycle, reuses an id, names an unknown

@@ -83,8 +83,9 @@ class Backoff:
     ) -> float:
         """Seconds to wait before retry number `attempt` (1 = first retry).
 
-        A server's `Retry-After` is honoured as a floor (plus up to 10% jitter), so a
-        thousand sub-agents told "retry in 2 s" do not all return in the same millisecond.
+        A server's `Retry-After` is honoured as a floor, plus up to 10% of it and up to 10%
+        of the backoff ceiling as jitter, so a thousand sub-agents told "retry in 2 s" do not
+        all return in the same millisecond.
         """
         ceiling = min(self.cap_s, self.base_s * 2 ** max(0, attempt - 1))
         jittered = rng.uniform(0.0, ceiling)

@@ -7,6 +7,7 @@ Every model here round-trips through JSON exactly (`Model.model_validate_json(m.
 from __future__ import annotations
 
 import traceback
+from collections.abc import Iterable
 from enum import StrEnum
 from typing import Annotated, Any
 
@@ -98,6 +99,22 @@ class Usage(_Frozen):
         # Every field, not only total_tokens: servers may omit the total or the call count.
         return not (
             self.model_calls or self.total_tokens or self.prompt_tokens or self.completion_tokens
+        )
+
+    @classmethod
+    def total(cls, usages: Iterable[Usage]) -> Usage:
+        """The sum of many usages (one object built, not one per addition)."""
+        prompt = completion = tokens = calls = 0
+        for u in usages:
+            prompt += u.prompt_tokens
+            completion += u.completion_tokens
+            tokens += u.total_tokens
+            calls += u.model_calls
+        return cls(
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            total_tokens=tokens,
+            model_calls=calls,
         )
 
     def __add__(self, other: Usage) -> Usage:

@@ -447,11 +447,8 @@ class RunStore:
         return dict(rows.fetchall())
 
     def usage(self, run_id: str) -> Usage:
-        results = self.load_run(run_id).results.values()
-        total = Usage()
-        for r in results:
-            total = total + r.usage
-        return total
+        """The usage of all the run's committed results."""
+        return Usage.total(r.usage for r in self.load_run(run_id).results.values())
 
     def done_ids(self, run_id: str) -> set[str]:
         rows = self._db.execute(

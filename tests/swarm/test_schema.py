@@ -249,3 +249,19 @@ def test_subtask_status_finished() -> None:
     unfinished = {SubtaskStatus.PENDING, SubtaskStatus.RUNNING}
     for s in SubtaskStatus:
         assert s.finished is (s not in unfinished)
+
+
+def test_usage_total_equals_repeated_addition() -> None:
+    parts = [
+        Usage(prompt_tokens=3, completion_tokens=1, total_tokens=4, model_calls=1),
+        Usage(),
+        Usage(prompt_tokens=2, total_tokens=2),
+        Usage(completion_tokens=5, total_tokens=5, model_calls=2),
+    ]
+    summed = Usage()
+    for u in parts:
+        summed = summed + u
+    assert Usage.total(parts) == summed == Usage(
+        prompt_tokens=5, completion_tokens=6, total_tokens=11, model_calls=3
+    )
+    assert Usage.total([]) == Usage()
