@@ -33,10 +33,11 @@ def _is_json(value: Any) -> bool:
         if t in _SCALARS:
             continue
         if t is dict:
-            for k in v:
+            for k, item in v.items():  # scalars checked in place: most outputs are flat
                 if type(k) is not str:
                     return False
-            stack.extend(v.values())
+                if type(item) not in _SCALARS:
+                    stack.append(item)
         elif t is list:
             stack.extend(v)
         elif t is float:

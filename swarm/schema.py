@@ -118,9 +118,10 @@ class Usage(_Frozen):
         )
 
     def __add__(self, other: Usage) -> Usage:
-        if other._empty():
+        # identity first: most additions in a run add the shared NO_USAGE or to it
+        if other is NO_USAGE or other._empty():
             return self
-        if self._empty():
+        if self is NO_USAGE or self._empty():
             return other
         return Usage(
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
