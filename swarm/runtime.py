@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import secrets
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -93,9 +94,7 @@ class Swarm:
             max_concurrency=max_concurrency,
             timeout_s=timeout_s,
             max_retries=max_retries,
-            failure_policy=FailurePolicy(failure_policy)
-            if failure_policy in set(FailurePolicy)
-            else failure_policy,  # type: ignore[arg-type]  (SchedulerConfig names the bad value)
+            failure_policy=failure_policy,  # type: ignore[arg-type]  (validated there)
             rate_limit=rate_limit,
             budget=Budget(max_subagents, max_total_tokens, deadline_s),
             max_depth=max_depth,
@@ -122,8 +121,6 @@ class Swarm:
         self, name: str, worker: Worker, *, output: type[BaseModel] | None = None
     ) -> None:
         """Register `worker` for role `name`; `output` becomes the role's default schema."""
-        import re
-
         if not re.fullmatch(ROLE_PATTERN, name):
             raise ConfigError(
                 f"bad role name {name!r}: start with a letter; letters, digits, _ . - only"
