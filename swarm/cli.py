@@ -38,6 +38,23 @@ DEFAULT_RUNS_DIR = ".kimmy/runs"
 _UsageError: type[Exception] = typer.BadParameter.__mro__[1]
 
 
+def _at_least(low: int) -> Any:
+    """A flag check whose message names the bad value and what is allowed."""
+
+    def check(value: int | None) -> int | None:
+        if value is not None and value < low:
+            raise typer.BadParameter(f"must be an integer ≥ {low}, got {value}")
+        return value
+
+    return check
+
+
+def _positive(value: float | None) -> float | None:
+    if value is not None and not (0 < value < float("inf")):
+        raise typer.BadParameter(f"must be a positive number of seconds, got {value}")
+    return value
+
+
 RunsDir = Annotated[
     Path,
     typer.Option(
@@ -55,7 +72,8 @@ BaseUrl = Annotated[
 ModelName = Annotated[str | None, typer.Option("--model", help="Model id [env KIMMY_MODEL].")]
 ApiKey = Annotated[str | None, typer.Option("--api-key", help="API key [env KIMMY_API_KEY].")]
 Concurrency = Annotated[
-    int | None, typer.Option("--max-concurrency", min=1, help="Most sub-agents in flight.")
+    int | None,
+    typer.Option("--max-concurrency", callback=_at_least(1), help="Most sub-agents in flight."),
 ]
 
 
@@ -124,22 +142,27 @@ def run(
     model: ModelName = None,
     api_key: ApiKey = None,
     max_concurrency: Annotated[
-        int, typer.Option("--max-concurrency", min=1, help="Most sub-agents in flight.")
+        int,
+        typer.Option("--max-concurrency", callback=_at_least(1), help="Most sub-agents in flight."),
     ] = 64,
     rate_limit: Annotated[
         str | None, typer.Option("--rate-limit", help="Model calls per period: 600/m, 10/s.")
     ] = None,
     timeout: Annotated[
-        float, typer.Option("--timeout", min=0.001, help="Seconds per subtask attempt.")
+        float, typer.Option("--timeout", callback=_positive, help="Seconds per subtask attempt.")
     ] = 600.0,
-    retries: Annotated[int, typer.Option("--retries", min=0, help="Retries per subtask.")] = 2,
+    retries: Annotated[
+        int, typer.Option("--retries", callback=_at_least(0), help="Retries per subtask.")
+    ] = 2,
     failure_policy: Annotated[
         FailurePolicy, typer.Option("--failure-policy", help="What a failure does to the rest.")
     ] = FailurePolicy.SKIP_DEPENDENTS,
-    max_subagents: Annotated[int | None, typer.Option("--max-subagents", min=1)] = None,
-    max_tokens: Annotated[int | None, typer.Option("--max-tokens", min=1)] = None,
-    deadline: Annotated[float | None, typer.Option("--deadline", min=0.001)] = None,
-    max_depth: Annotated[int, typer.Option("--max-depth", min=0)] = 3,
+    max_subagents: Annotated[
+        int | None, typer.Option("--max-subagents", callback=_at_least(1))
+    ] = None,
+    max_tokens: Annotated[int | None, typer.Option("--max-tokens", callback=_at_least(1))] = None,
+    deadline: Annotated[float | None, typer.Option("--deadline", callback=_positive)] = None,
+    max_depth: Annotated[int, typer.Option("--max-depth", callback=_at_least(0))] = 3,
     adaptive: Annotated[bool, typer.Option(help="Back off when the server is overloaded.")] = True,
     runs_dir: RunsDir = Path(DEFAULT_RUNS_DIR),
     store: Annotated[bool, typer.Option(help="Store the run durably (resumable).")] = True,
@@ -211,7 +234,9 @@ def resume(
 @app.command("runs")
 def runs_cmd(
     runs_dir: RunsDir = Path(DEFAULT_RUNS_DIR),
-    limit: Annotated[int, typer.Option("--limit", min=1, help="Newest N runs.")] = 20,
+    limit: Annotated[
+        int, typer.Option("--limit", callback=_at_least(1), help="Newest N runs.")
+    ] = 20,
     json_lines: Json = False,
 ) -> None:
     """List stored runs, newest first."""
@@ -248,6 +273,18 @@ def validate(plan: Annotated[Path, typer.Argument(help="Plan file (JSON).")]) ->
     )
 
 
+def _raw_value(argv: list[str], exc: Exception) -> str | None:
+    """The text the user gave for the flag a usage error is about, if any."""
+    opts = getattr(getattr(exc, "param", None), "opts", None) or []
+    for i, arg in enumerate(argv):
+        for opt in opts:
+            if arg == opt and i + 1 < len(argv):
+                return argv[i + 1]
+            if arg.startswith(opt + "="):
+                return arg[len(opt) + 1 :]
+    return None
+
+
 _INTERRUPTED = "kimmy: interrupted; finished work is stored: `kimmy resume latest` continues"
 
 
@@ -265,7 +302,11 @@ def main(argv: list[str] | None = None) -> int:
             with contextlib.suppress(BrokenPipeError):
                 print(exc.format_message())  # type: ignore[attr-defined]
             return 0
-        return _fail(exc.format_message().replace("\n", " "))  # type: ignore[attr-defined]
+        message = exc.format_message().replace("\n", " ")  # type: ignore[attr-defined]
+        value = _raw_value(sys.argv[1:] if argv is None else argv, exc)
+        if value is not None and repr(value) not in message and f" {value}" not in message:
+            message += f" (got {value!r})"
+        return _fail(message)
     except (KeyboardInterrupt, typer.Abort):  # click turns Ctrl-C into Abort
         print(_INTERRUPTED, file=sys.stderr)
         return 130

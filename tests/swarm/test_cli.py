@@ -123,7 +123,13 @@ def test_failed_run_exits_1_and_resume_reruns_only_unfinished(
         (
             {"subtasks": [{"id": "a", "role": "writer"}]},
             ["--max-concurrency", "0"],
-            "--max-concurrency",
+            "'--max-concurrency': must be an integer ≥ 1, got 0",
+        ),
+        ({"subtasks": [{"id": "a", "role": "writer"}]}, ["--retries", "abc"], "(got 'abc')"),
+        (
+            {"subtasks": [{"id": "a", "role": "writer"}]},
+            ["--timeout=-2"],
+            "must be a positive number of seconds, got -2.0",
         ),
         (
             {"subtasks": [{"id": "a", "role": "writer"}]},
