@@ -137,6 +137,34 @@ def _retry_delay(run: RunLoop, st: Subtask, exc: Exception, attempt: int, retrie
     return delay
 
 
+def _new_context(
+    run: RunLoop, st: Subtask, attempt: int, upstream: Mapping[str, SubtaskResult]
+) -> SubtaskContext:
+    if run.journal.listened:
+        run.emit(ev.SubtaskStarted, subtask_id=st.id, role=st.role, attempt=attempt)
+    model = run.sched.model
+    return SubtaskContext(
+        st,
+        run_id=run.run_id,
+        attempt=attempt,
+        upstream_results=upstream,
+        model=MeteredModel(model, run, st) if model is not None else None,
+        spawn=run.spawn,
+    )
+
+
+def _timed_out(
+    run: RunLoop, task: asyncio.Task[None], st: Subtask, timeout: float, cause: Exception | None
+) -> SubtaskTimeoutError | None:
+    """The attempt's timeout error, unless the cancellation was the whole run's."""
+    if run.cancel_reason is not None:
+        return None
+    task.uncancel()  # the deadline's cancel is consumed here
+    error = SubtaskTimeoutError(st.id, timeout)
+    error.__cause__ = cause  # a worker that turned the cancellation into another error
+    return error
+
+
 async def run_subtask(run: RunLoop, st: Subtask) -> None:
     """All attempts of one subtask; ends by handing its result to the run.
 
@@ -144,74 +172,63 @@ async def run_subtask(run: RunLoop, st: Subtask) -> None:
     `SubtaskTimeoutError`). Retryable errors (timeouts, 429, 5xx, connection errors) are
     retried with backoff while attempts remain and the run is not stopping; anything else
     fails the subtask at once. A cancelled subtask (run cancelled, deadline) still records
-    a `cancelled` result. (One coroutine, not one per attempt: a frame less to resume on
-    every await of 10,000 sub-agents.)
+    a `cancelled` result. One coroutine for all attempts: a frame less to resume on every
+    await of 10,000 sub-agents.
     """
-    timeout = st.timeout_s or run.cfg.timeout_s
-    retries = run.cfg.max_retries if st.max_retries is None else st.max_retries
-    results = run.state.results
-    upstream = {d: results[d] for d in st.depends_on} if st.depends_on else _NO_UPSTREAM
-    model = run.sched.model
-    worker = run.sched.workers[st.role]
-    task = asyncio.current_task()
-    assert task is not None
-    usage = NO_USAGE
-    started = time.time()
-    attempt = 0
-    ctx: SubtaskContext | None = None
+    task: asyncio.Task[None] = asyncio.current_task()  # type: ignore[assignment]
     try:
-        while True:
-            attempt += 1
-            if run.journal.listened:
-                run.emit(ev.SubtaskStarted, subtask_id=st.id, role=st.role, attempt=attempt)
-            metered = MeteredModel(model, run, st) if model is not None else None
-            ctx = SubtaskContext(
-                st,
-                run_id=run.run_id,
-                attempt=attempt,
-                upstream_results=upstream,
-                model=metered,
-                spawn=run.spawn,
-            )
-            run.deadlines.arm(task, timeout)
-            expired = False
-            try:
+        timeout = st.timeout_s or run.cfg.timeout_s
+        retries = run.cfg.max_retries if st.max_retries is None else st.max_retries
+        results = run.state.results
+        upstream = {d: results[d] for d in st.depends_on} if st.depends_on else _NO_UPSTREAM
+        worker = run.sched.workers[st.role]
+        usage, started, attempt = NO_USAGE, time.time(), 0
+        ctx: SubtaskContext | None = None
+        try:
+            while True:
+                attempt += 1
+                ctx = _new_context(run, st, attempt, upstream)
+                run.deadlines.arm(task, timeout)
+                expired = False
                 try:
-                    output = await worker(ctx)
-                finally:
-                    expired = run.deadlines.disarm(task)
-                if expired:  # the worker swallowed the cancellation
-                    raise asyncio.CancelledError
-                output = normalize(run, st, output)
-            except asyncio.CancelledError:
-                if not expired or run.cancel_reason is not None:
-                    raise  # the run is being cancelled, not this attempt timed out
-                task.uncancel()
-                error: Exception = SubtaskTimeoutError(st.id, timeout)
-            except Exception as exc:  # noqa: BLE001  isolated on purpose, recorded
-                error = exc
-                if expired and run.cancel_reason is None:
-                    # the worker turned the timeout's cancellation into another error
-                    task.uncancel()
-                    error = SubtaskTimeoutError(st.id, timeout)
-                    error.__cause__ = exc
-            else:
-                usage = usage + ctx.usage
-                result = _result(st, SubtaskStatus.DONE, usage, started, attempt, output=output)
-                break
-            usage = usage + ctx.usage
-            ctx = None
-            delay = _retry_delay(run, st, error, attempt, retries)
-            if delay < 0:
-                result = _result(st, SubtaskStatus.FAILED, usage, started, attempt, error=error)
-                break
-            await asyncio.sleep(delay)
+                    try:
+                        output = await worker(ctx)
+                    finally:
+                        expired = run.deadlines.disarm(task)
+                    if expired:  # the worker swallowed the cancellation
+                        raise asyncio.CancelledError
+                    output = normalize(run, st, output)
+                except asyncio.CancelledError:
+                    timed_out = _timed_out(run, task, st, timeout, None) if expired else None
+                    if timed_out is None:
+                        raise  # the run is being cancelled
+                    error: Exception = timed_out
+                except Exception as exc:  # noqa: BLE001  isolated on purpose, recorded
+                    error = (expired and _timed_out(run, task, st, timeout, exc)) or exc
+                else:
+                    usage = usage + ctx.usage
+                    result = _result(st, SubtaskStatus.DONE, usage, started, attempt, output=output)
+                    break
+                usage, ctx = usage + ctx.usage, None
+                delay = _retry_delay(run, st, error, attempt, retries)
+                if delay < 0:
+                    result = _result(st, SubtaskStatus.FAILED, usage, started, attempt, error=error)
+                    break
+                await asyncio.sleep(delay)
+        except asyncio.CancelledError:
+            usage = usage + ctx.usage if ctx is not None else usage
+            err = _cancelled(run)
+            result = _result(st, SubtaskStatus.CANCELLED, usage, started, attempt, error=err)
+        try:
+            run.finished(result)
+        finally:
+            del run.tasks[task]
     except asyncio.CancelledError:
-        if ctx is not None:
-            usage = usage + ctx.usage
-        err = _cancelled(run)
-        result = _result(st, SubtaskStatus.CANCELLED, usage, started, attempt, error=err)
-    run.finished(result)
+        run.tasks.pop(task, None)
+        raise
+    except BaseException as exc:  # noqa: BLE001  a bug in the bookkeeping: the run raises it
+        run.tasks.pop(task, None)
+        run.fail(exc)
 
 
 __all__ = ["never_started", "normalize", "run_subtask"]

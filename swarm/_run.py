@@ -76,8 +76,7 @@ class RunLoop:
         self.throttler = Throttler(rl.calls, rl.period_s) if rl is not None else None
         self.rng = random.Random(cfg.seed)
         self.deadlines = Deadlines()
-        # one bound method for every task's done callback, not one allocated per task
-        self._on_task_done = self.on_task_done
+        self._on_cancelled = self.on_cancelled
         self.tasks: dict[asyncio.Task[None], Subtask] = {}
         self.done_event = asyncio.Event()
         self.final_status: RunStatus | None = None
@@ -108,7 +107,7 @@ class RunLoop:
         self.journal.close()
         self.journal.on_fatal = _ignore_after_end
         self.gate = None
-        self._on_task_done = _ignore_after_end
+        self._on_cancelled = _ignore_after_end
         if self.state.stop_reason is None:  # nothing may start in a run that has ended
             self.state.stop_reason = "run ended"
 
@@ -146,9 +145,7 @@ class RunLoop:
         self.cancel_reason = reason
         if self.state.stop_reason is None:
             self.state.stop_reason = reason
-        tasks = list(self.tasks)
-        for t in tasks:
-            t.cancel()
+        tasks = self.cancel_tasks()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
 
@@ -224,17 +221,23 @@ class RunLoop:
         loop = asyncio.get_running_loop()
         for st in take_ready(state, room):
             task = loop.create_task(run_subtask(self, st))
-            self.tasks[task] = st
-            task.add_done_callback(self._on_task_done)
+            self.tasks[task] = st  # run_subtask removes it when it has recorded its result
         if state.running == 0 and not state.finished and state.stop_reason is None:
             self.fail(RuntimeError("scheduler stalled: nothing running and nothing ready"))
 
-    def on_task_done(self, task: asyncio.Task[None]) -> None:
-        st = self.tasks.pop(task)
-        if task.cancelled():  # cancelled before `run_subtask` began: it recorded nothing
+    def cancel_tasks(self) -> list[asyncio.Task[None]]:
+        """Cancel every running sub-agent; those cancelled before they began get a result too."""
+        tasks = list(self.tasks)
+        for t in tasks:
+            t.cancel()
+            t.add_done_callback(self._on_cancelled)
+        return tasks
+
+    def on_cancelled(self, task: asyncio.Task[None]) -> None:
+        # Still listed: cancelled before `run_subtask` began, so it recorded nothing.
+        st = self.tasks.pop(task, None)
+        if st is not None and task.cancelled():
             self.finished(never_started(self, st))
-        elif task.exception() is not None:
-            self.fail(task.exception())  # type: ignore[arg-type]
 
     def exhaust(self, reason: str, *, cancels_in_flight: bool = False) -> bool:
         """A budget is spent: start nothing more; what has not started is skipped.
@@ -260,8 +263,7 @@ class RunLoop:
         if not self.exhaust(reason, cancels_in_flight=True):
             return
         self.cancel_reason = reason
-        for t in list(self.tasks):
-            t.cancel()
+        self.cancel_tasks()
 
     def finished(self, result: SubtaskResult) -> None:
         """Record a sub-agent's result; its dependents are released once it is durable."""
