@@ -8,7 +8,6 @@ what this module itself produced), since a run may have 10,000 sub-agents.
 from __future__ import annotations
 
 import asyncio
-import math
 import random
 import time
 from collections import Counter
@@ -20,14 +19,13 @@ from asyncio_throttle import Throttler
 from swarm import events as ev
 from swarm._admission import CallGate
 from swarm._attempt import never_started, run_subtask
+from swarm._calls import ModelCallHooks
 from swarm._deadlines import Deadlines
 from swarm._journal import Journal
 from swarm._trusted import trusted
-from swarm.context import overload_status
-from swarm.errors import ModelError, SpawnError
+from swarm.errors import SpawnError
 from swarm.limits import AdaptiveLimit
 from swarm.schema import (
-    NO_USAGE,
     ErrorInfo,
     Plan,
     RunResult,
@@ -40,7 +38,6 @@ from swarm.schema import (
 from swarm.steps import add_subtasks, apply_result, new_state, stop_pending, take_ready
 
 if TYPE_CHECKING:
-    from swarm.llm.types import ChatResponse
     from swarm.scheduler import Scheduler
 
 
@@ -48,7 +45,7 @@ def _ignore_after_end(_: object) -> None:
     """A callback (failure, task done) arriving after its run ended has nothing left to do."""
 
 
-class RunLoop:
+class RunLoop(ModelCallHooks):
     """The state of one execution of a plan, and the callbacks its sub-agents use."""
 
     def __init__(
@@ -188,21 +185,6 @@ class RunLoop:
         if self.state.finished:
             self.done_event.set()
 
-    def limit(self) -> int:
-        if self.limiter is None:
-            return self.cfg.max_concurrency
-        return min(self.cfg.max_concurrency, self.limiter.limit)
-
-    def call_limit(self) -> float:
-        """Model calls allowed in flight: unlimited while healthy, the limit once backed off.
-
-        (A sub-agent may make several calls at once; only a back-off should hold them.)
-        """
-        limiter = self.limiter
-        if limiter is None or limiter.limit >= limiter.max_limit:
-            return math.inf
-        return limiter.limit
-
     def dispatch(self) -> None:
         """Start as many ready subtasks as the limits allow."""
         state = self.state
@@ -331,76 +313,6 @@ class RunLoop:
             self.emit(ev.SubtasksSpawned, parent_id=parent.id, subtasks=fresh, edges=edges)
             self.dispatch()
         return fresh
-
-    def admit_now(self) -> bool:
-        if self.throttler is not None:
-            return False
-        gate = self.gate
-        if gate is None:
-            return True
-        return gate.try_acquire()
-
-    async def before_call(self) -> None:
-        # Admission first, then the rate limit: a call is made right after it is counted.
-        if self.gate is not None:
-            await self.gate.acquire()
-        if self.throttler is not None:
-            try:
-                await self.throttler.acquire()
-            except BaseException:
-                self.call_aborted()
-                raise
-
-    def call_aborted(self) -> None:
-        if self.gate is not None:
-            self.gate.release()
-
-    def after_call(
-        self,
-        st: Subtask,
-        latency_s: float,
-        response: ChatResponse | None,
-        error: ModelError | None,
-    ) -> None:
-        previous = self.limit()
-        changed: int | None = None
-        usage = response.usage if response is not None else NO_USAGE
-        if response is not None:
-            self.tokens += usage.total_tokens
-            if self.limiter is not None:
-                changed = self.limiter.on_success(latency_s, usage.completion_tokens)
-        elif error is not None and self.limiter is not None and overload_status(error):
-            changed = self.limiter.on_overload()
-        if self.journal.listened:
-            logprobs = None
-            if response is not None and response.logprobs:
-                logprobs = [lp.model_dump() for lp in response.logprobs]
-            self.emit(
-                ev.ModelCalled,
-                subtask_id=st.id,
-                latency_s=latency_s,
-                usage=usage,
-                error=ErrorInfo.from_exception(error) if error is not None else None,
-                logprobs=logprobs,
-            )
-        if changed is not None and self.limit() != previous:
-            self._limit_changed(previous, overloaded=response is None)
-        cap = self.cfg.budget.max_total_tokens
-        if cap is not None and self.tokens >= cap:
-            self.exhaust(f"token budget of {cap} spent ({self.tokens} tokens used)")
-        if self.gate is not None:  # after the limit moved: wake as many as it now allows
-            self.gate.release()
-
-    def _limit_changed(self, previous: int, *, overloaded: bool) -> None:
-        now = self.limit()
-        if overloaded:
-            reason = "model server overloaded (429/503)"
-        elif now < previous:
-            reason = "model latency climbing"
-        else:
-            reason = "model server healthy: recovering"
-        self.emit(ev.ConcurrencyChanged, limit=now, previous=previous, reason=reason)
-        self.dispatch()
 
 
 __all__ = ["RunLoop"]

@@ -1,0 +1,72 @@
+"""The run store's SQLite tables (see `swarm.store`)."""
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    goal TEXT NOT NULL,
+    status TEXT NOT NULL,
+    stop_reason TEXT,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    settings TEXT NOT NULL,
+    -- the planned subtasks as one JSON array (spawned ones are rows of `subtasks`)
+    plan TEXT NOT NULL,
+    n_planned INTEGER NOT NULL,
+    usage TEXT,
+    sessions INTEGER NOT NULL DEFAULT 0,
+    -- the process running the current session (a `running` run whose process is gone
+    -- was killed: it is shown as interrupted)
+    pid INTEGER,
+    host TEXT
+);
+-- subtasks spawned at run time, in spawn order
+CREATE TABLE IF NOT EXISTS subtasks (
+    run_id TEXT NOT NULL,
+    id TEXT NOT NULL,
+    pos INTEGER NOT NULL,
+    parent TEXT,
+    body TEXT NOT NULL,
+    PRIMARY KEY (run_id, id)
+);
+-- dependencies added at run time to subtasks that already existed (spawn `feeds`)
+CREATE TABLE IF NOT EXISTS edges (
+    run_id TEXT NOT NULL,
+    dependency TEXT NOT NULL,
+    dependent TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS attempts (
+    run_id TEXT NOT NULL,
+    subtask_id TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    session INTEGER NOT NULL,
+    started_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS results (
+    run_id TEXT NOT NULL,
+    id TEXT NOT NULL,
+    status TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    committed_at REAL NOT NULL,
+    PRIMARY KEY (run_id, id)
+);
+-- One row per commit: the JSON array of the events it wrote, seq first_seq..last_seq.
+-- (A row per event costs SQLite several times more at 10,000 sub-agents.)
+CREATE TABLE IF NOT EXISTS events (
+    run_id TEXT NOT NULL,
+    first_seq INTEGER NOT NULL,
+    last_seq INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (run_id, first_seq)
+);
+"""
+
+# A done result is final: a later upsert for the same subtask is ignored.
+UPSERT_RESULT = """
+INSERT INTO results (run_id, id, status, seq, committed_at) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (run_id, id) DO UPDATE SET
+    status = excluded.status, seq = excluded.seq, committed_at = excluded.committed_at
+WHERE results.status != 'done'
+"""
+
+
+__all__ = ["SCHEMA", "UPSERT_RESULT"]
