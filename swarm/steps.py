@@ -362,11 +362,13 @@ def add_subtasks(
         if n == 0:
             state.ready.append(st.id)
     edges = [(s.id, f) for f in feeds for s in fresh]
-    for dep, target in edges:
+    new_ids = [s.id for s in fresh]
+    for target in feeds:  # one copy per target, however many subtasks feed it
         st = state.subtasks[target]
-        state.subtasks[target] = st.model_copy(update={"depends_on": [*st.depends_on, dep]})
-        state.dependents[dep].append(target)
-        state.waiting[target] += 1
+        state.subtasks[target] = st.model_copy(update={"depends_on": [*st.depends_on, *new_ids]})
+        state.waiting[target] += len(new_ids)
+        for dep in new_ids:
+            state.dependents[dep].append(target)
     return fresh, edges
 
 
