@@ -52,18 +52,6 @@ SWARM_API = {
     "topological_generations",
     "validate_plan",
 }
-LLM_API = {
-    "ChatModel",
-    "ChatResponse",
-    "FunctionCall",
-    "Message",
-    "OpenAIChat",
-    "ScriptedChat",
-    "TokenLogprob",
-    "ToolCall",
-    "TopLogprob",
-    "UnexpectedModelCall",
-}
 
 
 def test_swarm_exports_exactly_its_public_api() -> None:
