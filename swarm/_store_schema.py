@@ -1,4 +1,11 @@
-"""The run store's SQLite tables (see `swarm.store`)."""
+"""The run store's SQLite tables, and the records read back from them (see `swarm.store`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from swarm.schema import Plan, RunStatus, SubtaskResult
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -69,4 +76,35 @@ WHERE results.status != 'done'
 """
 
 
-__all__ = ["SCHEMA", "UPSERT_RESULT"]
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    """One line of `kimmy runs`."""
+
+    run_id: str
+    goal: str
+    status: RunStatus
+    created_at: float
+    updated_at: float
+    n_subtasks: int
+    n_done: int
+    stop_reason: str | None
+    #: Stored as running, but its process is gone (killed): `kimmy resume` continues it.
+    interrupted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRun:
+    """Everything needed to show or resume a run."""
+
+    run_id: str
+    plan: Plan
+    settings: dict[str, Any]
+    status: RunStatus
+    stop_reason: str | None
+    results: dict[str, SubtaskResult]
+    next_seq: int
+    sessions: int
+    created_at: float
+
+
+__all__ = ["SCHEMA", "UPSERT_RESULT", "RunSummary", "StoredRun"]

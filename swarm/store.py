@@ -19,31 +19,31 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from swarm import events as ev
-from swarm._store_schema import SCHEMA, UPSERT_RESULT
+from swarm._store_schema import SCHEMA, UPSERT_RESULT, RunSummary, StoredRun
 from swarm.errors import ConfigError, RunNotFoundError
-from swarm.schema import Plan, RunStatus, Subtask, SubtaskResult, SubtaskStatus, Usage
+from swarm.schema import Plan, RunStatus, Subtask, SubtaskResult, Usage
 
 DB_NAME = "kimmy.db"
 
-@dataclass(frozen=True, slots=True)
-class RunSummary:
-    """One line of `kimmy runs`."""
-
-    run_id: str
-    goal: str
-    status: RunStatus
-    created_at: float
-    updated_at: float
-    n_subtasks: int
-    n_done: int
-    stop_reason: str | None
-    #: Stored as running, but its process is gone (killed): `kimmy resume` continues it.
-    interrupted: bool = False
+def _with_edges(subtasks: list[Subtask], edges: list[tuple[str, str]]) -> list[Subtask]:
+    """The subtasks with the dependencies that spawns added to them (`feeds`)."""
+    extra: dict[str, list[str]] = {}
+    for dep, target in edges:
+        extra.setdefault(target, []).append(dep)
+    if not extra:
+        return subtasks
+    out = []
+    for st in subtasks:
+        more = [d for d in extra.get(st.id, ()) if d not in st.depends_on]
+        if more:
+            st = st.model_copy(update={"depends_on": [*st.depends_on, *more]})
+        out.append(st)
+    return out
 
 
 def _alive(pid: int | None, host: str | None) -> bool:
@@ -57,21 +57,6 @@ def _alive(pid: int | None, host: str | None) -> bool:
     except PermissionError:
         return True
     return True
-
-
-@dataclass(frozen=True, slots=True)
-class StoredRun:
-    """Everything needed to show or resume a run."""
-
-    run_id: str
-    plan: Plan
-    settings: dict[str, Any]
-    status: RunStatus
-    stop_reason: str | None
-    results: dict[str, SubtaskResult]
-    next_seq: int
-    sessions: int
-    created_at: float
 
 
 class RunStore:
@@ -104,14 +89,13 @@ class RunStore:
             # Checkpoint (and fsync) every ~40 MB of log instead of every 4 MB: fewer stalls
             # in the middle of a large run; the log is folded into the database on close.
             self._db.execute("PRAGMA wal_autocheckpoint=10000")
-            self._db.execute("PRAGMA wal_autocheckpoint=20000")
             self._db.executescript(SCHEMA)
         except sqlite3.Error as exc:
             raise ConfigError(
                 f"runs directory {str(self.runs_dir)!r} has an unusable store {DB_NAME}: {exc}"
             ) from None
         self._session: dict[str, int] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
 
     def close(self) -> None:
         self._db.close()
@@ -262,19 +246,32 @@ class RunStore:
 
     # --- reading ----------------------------------------------------------------------
 
+    @contextmanager
+    def _snapshot(self) -> Iterator[sqlite3.Connection]:
+        """One read transaction: a consistent view, never inside another thread's write."""
+        with self._lock:
+            self._db.execute("BEGIN")
+            try:
+                yield self._db
+            finally:
+                self._db.execute("COMMIT")
+
     def run_ids(self) -> list[str]:
-        rows = self._db.execute("SELECT run_id FROM runs ORDER BY created_at DESC").fetchall()
+        with self._snapshot() as db:
+            rows = db.execute("SELECT run_id FROM runs ORDER BY created_at DESC").fetchall()
         return [r[0] for r in rows]
 
     def list_runs(self, limit: int | None = None) -> list[RunSummary]:
         """Runs, newest first, with their subtask counts."""
-        rows = self._db.execute(
-            "SELECT r.run_id, r.goal, r.status, r.created_at, r.updated_at, r.stop_reason,"
-            " r.n_planned + (SELECT COUNT(*) FROM subtasks s WHERE s.run_id = r.run_id),"
-            " (SELECT COUNT(*) FROM results x WHERE x.run_id = r.run_id AND x.status = 'done'),"
-            " r.pid, r.host FROM runs r ORDER BY r.created_at DESC LIMIT ?",
-            (-1 if limit is None else limit,),
-        ).fetchall()
+        with self._snapshot() as db:
+            rows = db.execute(
+                "SELECT r.run_id, r.goal, r.status, r.created_at, r.updated_at, r.stop_reason,"
+                " r.n_planned + (SELECT COUNT(*) FROM subtasks s WHERE s.run_id = r.run_id),"
+                " (SELECT COUNT(*) FROM results x WHERE x.run_id = r.run_id"
+                " AND x.status = 'done'), r.pid, r.host FROM runs r"
+                " ORDER BY r.created_at DESC LIMIT ?",
+                (-1 if limit is None else limit,),
+            ).fetchall()
         return [
             RunSummary(
                 run_id=r[0],
@@ -305,27 +302,31 @@ class RunStore:
     def load_run(self, run_id: str) -> StoredRun:
         """The stored plan (spawned subtasks included), settings and committed results."""
         run_id = self.resolve(run_id)
-        row = self._db.execute(
-            "SELECT goal, status, stop_reason, settings, sessions, created_at, plan FROM runs"
-            " WHERE run_id = ?",
-            (run_id,),
-        ).fetchone()
-        subtasks = Plan.model_validate_json(row[6]).subtasks + [
-            Subtask.model_validate_json(b)
-            for (b,) in self._db.execute(
+        with self._snapshot() as db:
+            row = db.execute(
+                "SELECT goal, status, stop_reason, settings, sessions, created_at, plan FROM runs"
+                " WHERE run_id = ?",
+                (run_id,),
+            ).fetchone()
+            spawned = db.execute(
                 "SELECT body FROM subtasks WHERE run_id = ? ORDER BY pos", (run_id,)
+            ).fetchall()
+            edges = db.execute(
+                "SELECT dependency, dependent FROM edges WHERE run_id = ? ORDER BY rowid",
+                (run_id,),
+            ).fetchall()
+            wanted = dict(
+                db.execute("SELECT seq, id FROM results WHERE run_id = ?", (run_id,)).fetchall()
             )
-        ]
-        subtasks = self._with_edges(run_id, subtasks)
-        wanted = dict(
-            self._db.execute("SELECT seq, id FROM results WHERE run_id = ?", (run_id,)).fetchall()
-        )
+            batches = db.execute(
+                "SELECT first_seq, last_seq, body FROM events WHERE run_id = ? ORDER BY first_seq",
+                (run_id,),
+            ).fetchall()
+        subtasks = Plan.model_validate_json(row[6]).subtasks
+        subtasks += [Subtask.model_validate_json(b) for (b,) in spawned]
         results: dict[str, SubtaskResult] = {}
         next_seq = 0
-        for first, last, body in self._db.execute(
-            "SELECT first_seq, last_seq, body FROM events WHERE run_id = ? ORDER BY first_seq",
-            (run_id,),
-        ):
+        for first, last, body in batches:
             next_seq = last + 1
             if any(first <= seq <= last for seq in wanted):
                 for event in ev.parse_events(body):
@@ -333,7 +334,7 @@ class RunStore:
                         results[wanted[event.seq]] = event.result
         return StoredRun(
             run_id=run_id,
-            plan=Plan(goal=row[0], subtasks=subtasks),
+            plan=Plan(goal=row[0], subtasks=_with_edges(subtasks, edges)),
             settings=json.loads(row[3]),
             status=RunStatus(row[1]),
             stop_reason=row[2],
@@ -343,28 +344,13 @@ class RunStore:
             created_at=row[5],
         )
 
-    def _with_edges(self, run_id: str, subtasks: list[Subtask]) -> list[Subtask]:
-        extra: dict[str, list[str]] = {}
-        for dep, target in self._db.execute(
-            "SELECT dependency, dependent FROM edges WHERE run_id = ? ORDER BY rowid", (run_id,)
-        ):
-            extra.setdefault(target, []).append(dep)
-        if not extra:
-            return subtasks
-        out = []
-        for st in subtasks:
-            more = [d for d in extra.get(st.id, ()) if d not in st.depends_on]
-            if more:
-                st = st.model_copy(update={"depends_on": [*st.depends_on, *more]})
-            out.append(st)
-        return out
-
     def events(self, run_id: str, *, types: Sequence[str] | None = None) -> Iterator[ev.Event]:
         """The run's events in order (optionally only some types)."""
         run_id = self.resolve(run_id)
-        rows = self._db.execute(
-            "SELECT body FROM events WHERE run_id = ? ORDER BY first_seq", (run_id,)
-        ).fetchall()
+        with self._snapshot() as db:
+            rows = db.execute(
+                "SELECT body FROM events WHERE run_id = ? ORDER BY first_seq", (run_id,)
+            ).fetchall()
         for (body,) in rows:
             for event in ev.parse_events(body):
                 if not types or event.type in types:
@@ -372,21 +358,26 @@ class RunStore:
 
     def attempt_counts(self, run_id: str) -> dict[str, int]:
         """How many attempts each subtask has started, over all sessions."""
-        rows = self._db.execute(
-            "SELECT subtask_id, COUNT(*) FROM attempts WHERE run_id = ? GROUP BY subtask_id",
-            (self.resolve(run_id),),
-        )
-        return dict(rows.fetchall())
+        run_id = self.resolve(run_id)
+        with self._snapshot() as db:
+            return dict(
+                db.execute(
+                    "SELECT subtask_id, COUNT(*) FROM attempts WHERE run_id = ?"
+                    " GROUP BY subtask_id",
+                    (run_id,),
+                ).fetchall()
+            )
 
     def usage(self, run_id: str) -> Usage:
         """The usage of all the run's committed results."""
         return Usage.total(r.usage for r in self.load_run(run_id).results.values())
 
     def done_ids(self, run_id: str) -> set[str]:
-        rows = self._db.execute(
-            "SELECT id FROM results WHERE run_id = ? AND status = ?",
-            (self.resolve(run_id), SubtaskStatus.DONE.value),
-        )
+        run_id = self.resolve(run_id)
+        with self._snapshot() as db:
+            rows = db.execute(
+                "SELECT id FROM results WHERE run_id = ? AND status = 'done'", (run_id,)
+            ).fetchall()
         return {r[0] for r in rows}
 
 
