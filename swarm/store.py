@@ -133,8 +133,28 @@ class RunStore:
             )
 
     def begin_session(self, run_id: str, settings: dict[str, Any] | None = None) -> int:
-        """Mark a (re)start of a run; returns the session number (1 for the first)."""
+        """Mark a (re)start of a run; returns the session number (1 for the first).
+
+        Raises:
+            ConfigError: another live process on this host is running the run now (two
+                sessions at once would do the same work twice).
+        """
         with self._tx() as db:
+            owner = db.execute(
+                "SELECT status, pid, host FROM runs WHERE run_id = ?", (run_id,)
+            ).fetchone()
+            if (
+                owner is not None
+                and owner[0] == RunStatus.RUNNING.value
+                and owner[1] is not None
+                and owner[1] != os.getpid()
+                and owner[2] == socket.gethostname()
+                and _alive(owner[1], owner[2])
+            ):
+                raise ConfigError(
+                    f"run {run_id} is being run by process {owner[1]} right now; "
+                    "wait for it to finish (or stop it) before resuming"
+                )
             db.execute(
                 "UPDATE runs SET sessions = sessions + 1, status = ?, updated_at = ?,"
                 " pid = ?, host = ?"

@@ -370,3 +370,21 @@ async def test_deadline_in_the_commit_iteration_cancels_the_released_subtask(
     )
     with RunStore(tmp_path) as store:
         assert store.load_run(RUN).results == result.results
+
+
+def test_a_run_owned_by_a_live_process_cannot_be_resumed_twice(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    with RunStore(tmp_path) as store:
+        store.create_run(RUN, Plan(subtasks=[Subtask(id="a", role="work")]), {})
+        store.begin_session(RUN)
+        other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+        try:
+            store._db.execute("UPDATE runs SET pid = ? WHERE run_id = ?", (other.pid, RUN))
+            with pytest.raises(ConfigError, match=f"process {other.pid}"):
+                store.begin_session(RUN)
+        finally:
+            other.kill()
+            other.wait()
+        assert store.begin_session(RUN) == 2  # its process is gone: the run is free again
