@@ -14,7 +14,7 @@ from pydantic import BaseModel, ValidationError
 from swarm import events as ev
 from swarm._trusted import trusted
 from swarm.context import MeteredModel, SubtaskContext
-from swarm.errors import BudgetExceededError, OutputValidationError, SubtaskTimeoutError
+from swarm.errors import OutputValidationError, SubtaskTimeoutError
 from swarm.schema import NO_USAGE, ErrorInfo, SubtaskResult, SubtaskStatus, Timings, Usage
 
 if TYPE_CHECKING:
@@ -104,8 +104,7 @@ def _result(
 
 
 def _cancelled(run: RunLoop) -> BaseException:
-    reason = run.cancel_reason or "run cancelled"
-    return BudgetExceededError(reason) if "deadline" in reason else asyncio.CancelledError(reason)
+    return run.cancel_error or asyncio.CancelledError("run cancelled")
 
 
 def never_started(run: RunLoop, st: Subtask) -> SubtaskResult:
@@ -157,7 +156,7 @@ def _timed_out(
     run: RunLoop, task: asyncio.Task[None], st: Subtask, timeout: float, cause: Exception | None
 ) -> SubtaskTimeoutError | None:
     """The attempt's timeout error, unless the cancellation was the whole run's."""
-    if run.cancel_reason is not None:
+    if run.cancel_error is not None:
         return None
     task.uncancel()  # the deadline's cancel is consumed here
     error = SubtaskTimeoutError(st.id, timeout)

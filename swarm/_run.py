@@ -23,7 +23,7 @@ from swarm._calls import ModelCallHooks
 from swarm._deadlines import Deadlines
 from swarm._journal import Journal
 from swarm._trusted import trusted
-from swarm.errors import SpawnError
+from swarm.errors import BudgetExceededError, SpawnError
 from swarm.limits import AdaptiveLimit
 from swarm.schema import (
     ErrorInfo,
@@ -77,7 +77,9 @@ class RunLoop(ModelCallHooks):
         self.tasks: dict[asyncio.Task[None], Subtask] = {}
         self.done_event = asyncio.Event()
         self.final_status: RunStatus | None = None
-        self.cancel_reason: str | None = None
+        #: Why in-flight sub-agents are being cancelled (None while nothing is): the error
+        #: their results record.
+        self.cancel_error: BaseException | None = None
         self.fatal: BaseException | None = None
         self.started_at = time.time()
 
@@ -139,7 +141,7 @@ class RunLoop(ModelCallHooks):
     async def stop_in_flight(self, reason: str, status: RunStatus) -> None:
         """Cancel every running sub-agent and wait until each has recorded its result."""
         self.final_status = status
-        self.cancel_reason = reason
+        self.cancel_error = asyncio.CancelledError(reason)
         if self.state.stop_reason is None:
             self.state.stop_reason = reason
         tasks = self.cancel_tasks()
@@ -244,7 +246,7 @@ class RunLoop(ModelCallHooks):
         reason = f"deadline of {self.cfg.budget.deadline_s:g}s reached"
         if not self.exhaust(reason, cancels_in_flight=True):
             return
-        self.cancel_reason = reason
+        self.cancel_error = BudgetExceededError(reason)
         self.cancel_tasks()
 
     def finished(self, result: SubtaskResult) -> None:

@@ -26,7 +26,7 @@ from typing import Any
 from swarm import events as ev
 from swarm._store_schema import SCHEMA, UPSERT_RESULT, RunSummary, StoredRun
 from swarm.errors import ConfigError, RunNotFoundError
-from swarm.schema import Plan, RunStatus, Subtask, SubtaskResult, Usage
+from swarm.schema import Plan, RunStatus, Subtask, SubtaskResult
 
 DB_NAME = "kimmy.db"
 
@@ -387,10 +387,6 @@ class RunStore:
                     (run_id,),
                 ).fetchall()
             )
-
-    def usage(self, run_id: str) -> Usage:
-        """The usage of all the run's committed results."""
-        return Usage.total(r.usage for r in self.load_run(run_id).results.values())
 
     def done_ids(self, run_id: str) -> set[str]:
         run_id = self.resolve(run_id)
