@@ -13,9 +13,10 @@ $(BIN)/kimmy: pyproject.toml
 	$(BIN)/pip install -q -e '.[dev]'
 	@touch $@
 
-## demo: run the example swarm (offline, no model server needed)
+## demo: the main job, offline: batch analysis of 12 bundled datasets + a literature review
+## of the documentation installed with Python (no model server needed)
 demo: $(BIN)/kimmy
-	$(BIN)/python examples/define_tasks.py
+	$(BIN)/kimmy demo --out kimmy-demo
 
 ## test: lint, then the whole test suite
 test: $(BIN)/kimmy

@@ -149,6 +149,7 @@ def _new_context(
         upstream_results=upstream,
         model=MeteredModel(model, run, st) if model is not None else None,
         spawn=run.spawn,
+        emit=run.emit if run.journal.listened else None,
     )
 
 

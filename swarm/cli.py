@@ -1,4 +1,5 @@
-"""`kimmy`: the command line — run, resume, list and show swarm runs.
+"""`kimmy`: the command line — run, resume, list and show swarm runs; the pipelines
+(`review`, `analyze`, `demo`) are registered from `agents.cli`.
 
 Exit codes: 0 the run completed; 1 it finished with failed or skipped subtasks (or a spent
 budget); 2 bad input (one line on stderr naming the bad value and what is allowed);
@@ -271,6 +272,16 @@ def validate(plan: Annotated[Path, typer.Argument(help="Plan file (JSON).")]) ->
         f"dependencies, {len(gens)} stages, widest stage {max(len(g) for g in gens)}, "
         f"critical path {len(critical_path(graph))} subtasks"
     )
+
+
+def _register_pipelines() -> None:
+    """`kimmy review / analyze / demo` live with the agents (their imports load on use)."""
+    from agents.cli import register
+
+    register(app)
+
+
+_register_pipelines()
 
 
 def _raw_value(argv: list[str], exc: Exception) -> str | None:

@@ -80,6 +80,8 @@ class MeteredModel:
 
 
 SpawnFn = Callable[[Subtask, Sequence[Subtask], Sequence[str]], list[Subtask]]
+#: Records one event of the run: `emit(EventClass, **fields)` (seq, run id, time added).
+EmitFn = Callable[..., None]
 
 
 class SubtaskContext:
@@ -94,7 +96,7 @@ class SubtaskContext:
         upstream_results: the full results of those dependencies.
     """
 
-    __slots__ = ("_model", "_spawn", "attempt", "run_id", "subtask", "upstream_results")
+    __slots__ = ("_emit", "_model", "_spawn", "attempt", "run_id", "subtask", "upstream_results")
 
     def __init__(
         self,
@@ -105,6 +107,7 @@ class SubtaskContext:
         upstream_results: Mapping[str, SubtaskResult],
         model: MeteredModel | None,
         spawn: SpawnFn,
+        emit: EmitFn | None = None,
     ) -> None:
         self.subtask = subtask
         self.run_id = run_id
@@ -112,6 +115,7 @@ class SubtaskContext:
         self.upstream_results = upstream_results
         self._model = model
         self._spawn = spawn
+        self._emit = emit
 
     @property
     def id(self) -> str:
@@ -187,6 +191,49 @@ class SubtaskContext:
         return self._spawn(self.subtask, parsed, feeds)
 
 
+    # --- the agent's trace (call from the event loop's thread) ---------------------------
+
+    def record_step(
+        self, step: int, *, policy: str, tools: Sequence[str] = (), outcome: str
+    ) -> None:
+        """Record one step of the sub-agent (`AgentStep`): a model turn or procedure stage.
+
+        Args:
+            step: 1 for the first step of this attempt.
+            policy: `model` or `offline`.
+            tools: the tools called in the step.
+            outcome: `tools`, `answer` or `invalid`.
+        """
+        if self._emit is not None:
+            from swarm.events import AgentStep
+
+            self._emit(
+                AgentStep,
+                subtask_id=self.subtask.id,
+                policy=policy,
+                step=step,
+                tools=list(tools),
+                outcome=outcome,
+            )
+
+    def record_tool(
+        self, tool: str, *, step: int, latency_s: float, error: str | None = None
+    ) -> None:
+        """Record one tool call of the sub-agent (`ToolCalled`)."""
+        if self._emit is not None:
+            from swarm.events import ToolCalled
+
+            self._emit(
+                ToolCalled,
+                subtask_id=self.subtask.id,
+                tool=tool,
+                step=step,
+                latency_s=latency_s,
+                ok=error is None,
+                error=error,
+            )
+
+
 #: A worker runs one subtask and returns its output (JSON-compatible, or a pydantic model).
 Worker = Callable[[SubtaskContext], Awaitable[Any]]
 
@@ -196,4 +243,4 @@ def overload_status(error: ModelError) -> bool:
     return isinstance(error, ModelRateLimitedError) or error.status in (429, 503)
 
 
-__all__ = ["CallObserver", "MeteredModel", "SubtaskContext", "Worker", "overload_status"]
+__all__ = ["CallObserver", "EmitFn", "MeteredModel", "SubtaskContext", "Worker", "overload_status"]

@@ -51,6 +51,36 @@ class ModelCalled(_Event):
     logprobs: list[JsonValue] | None = None
 
 
+class AgentStep(_Event):
+    """One step of a sub-agent: a model turn (model policy) or a procedure stage (offline).
+
+    Both policies emit the same events, so traces and rewards do not depend on which ran.
+    """
+
+    type: Literal["agent_step"] = "agent_step"
+    subtask_id: str
+    policy: Literal["model", "offline"]
+    #: 1 for the first step of this attempt.
+    step: int
+    #: Tools called in this step, in order.
+    tools: list[str] = Field(default_factory=list)
+    #: `tools` (called tools), `answer` (a valid final output) or `invalid` (repair needed).
+    outcome: Literal["tools", "answer", "invalid"]
+
+
+class ToolCalled(_Event):
+    """One tool call made by a sub-agent (either policy)."""
+
+    type: Literal["tool_called"] = "tool_called"
+    subtask_id: str
+    tool: str
+    step: int
+    latency_s: float
+    ok: bool
+    #: The error the tool raised, as `Type: message` (None when it succeeded).
+    error: str | None = None
+
+
 class SubtaskRetrying(_Event):
     type: Literal["subtask_retrying"] = "subtask_retrying"
     subtask_id: str
@@ -106,6 +136,8 @@ Event = Annotated[
     RunStarted
     | SubtaskStarted
     | ModelCalled
+    | AgentStep
+    | ToolCalled
     | SubtaskRetrying
     | SubtaskFinished
     | SubtasksSpawned
@@ -131,6 +163,7 @@ def parse_events(data: str | bytes) -> list[Event]:
 
 
 __all__ = [
+    "AgentStep",
     "BudgetExhausted",
     "ConcurrencyChanged",
     "Event",
@@ -142,6 +175,7 @@ __all__ = [
     "SubtaskRetrying",
     "SubtaskStarted",
     "SubtasksSpawned",
+    "ToolCalled",
     "parse_event",
     "parse_events",
 ]

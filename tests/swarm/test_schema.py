@@ -115,6 +115,14 @@ EVENTS: list[ev._Event] = [
         error=ErrorInfo(type="ModelServerError", message="502", retryable=True),
         logprobs=[{"token": "a", "logprob": -0.5}],
     ),
+    ev.AgentStep(
+        run_id="r", seq=2, ts=2.2, subtask_id="a", policy="model", step=1,
+        tools=["search", "read"], outcome="tools",
+    ),
+    ev.ToolCalled(
+        run_id="r", seq=2, ts=2.3, subtask_id="a", tool="read", step=1, latency_s=0.01,
+        ok=False, error="ValueError: bad bounds",
+    ),
     ev.SubtaskRetrying(
         run_id="r",
         seq=3,

@@ -1,0 +1,25 @@
+"""The literature-review pipeline: `run_review(ReviewConfig(corpus, topic, out))`.
+
+An orchestrator finds the relevant papers and their themes, one researcher per paper
+extracts key findings with exact passages, one writer per theme writes its section,
+fact-checkers verify every claim against its cited passage, a synthesizer writes the
+introduction and conclusion. Output: review.md, references.bib, report.html, claims.jsonl.
+"""
+
+from agents.review.pipeline import (
+    EmptyCorpusError,
+    ReviewConfig,
+    ReviewOutcome,
+    decompose,
+    run_review,
+)
+from agents.review.roles import review_roles
+
+__all__ = [
+    "EmptyCorpusError",
+    "ReviewConfig",
+    "ReviewOutcome",
+    "decompose",
+    "review_roles",
+    "run_review",
+]

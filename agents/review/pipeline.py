@@ -1,0 +1,258 @@
+"""`run_review`: the literature-review swarm, from a corpus folder to the review's files.
+
+    plan (orchestrator) ─spawns─▶ read:<doc> (researcher, one per relevant paper)
+                                   └▶ write:<theme> (writer, one per theme)
+                                       └▶ check:<theme> (fact_checker)
+                                           └▶ synthesize (synthesizer) ─▶ review.md, …
+
+The width follows the corpus: a 500-paper corpus on a broad topic runs hundreds of
+sub-agents. Built from the public swarm API only; the same plan runs offline (procedures)
+or with a model (`config.model`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agents.review.outputs import ReviewFiles, write_review
+from agents.review.roles import review_roles
+from agents.review.schemas import ReviewPlan
+from agents.subagent import SubAgent, install
+from agents.tracking import RoleConcurrency
+from swarm.errors import UserError
+
+if TYPE_CHECKING:
+    from agents.tools.corpus import Corpus, Skipped
+    from swarm import EventSink, SubtaskContext
+    from swarm.llm.protocol import ChatModel
+
+
+class EmptyCorpusError(UserError):
+    """The corpus has no readable document."""
+
+
+@dataclass
+class ReviewConfig:
+    """What to review and where the files go.
+
+    Attributes:
+        corpus: a folder of .md/.txt/.pdf files, a .bib, .jsonl or .json file.
+        topic: what the review is about (empty: every document, up to `max_papers`).
+        out: the output folder (created).
+        model: the model sub-agents call (None: the offline procedures).
+        max_papers: the most documents reviewed (one researcher each).
+        themes: the number of themes (None: chosen from the number of documents).
+        defaults: metadata for records that lack it, e.g. {"year": 2017}.
+    """
+
+    corpus: Path
+    topic: str
+    out: Path
+    model: ChatModel | None = None
+    runs_dir: Path | None = None
+    max_papers: int = 200
+    themes: int | None = None
+    max_concurrency: int = 64
+    threads: int = 8
+    defaults: Mapping[str, Any] | None = None
+
+
+@dataclass
+class ReviewOutcome:
+    """What a review run produced (the CLI prints it)."""
+
+    out_dir: Path
+    run_id: str
+    status: str
+    files: ReviewFiles
+    documents: int
+    skipped: list[Skipped]
+    relevant: int
+    themes: int
+    subagents: int
+    peak_researchers: int
+    duration_s: float
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def pass_rate(self) -> float:
+        """Share of the claims the fact-checkers found supported (1.0 with no claims)."""
+        total = self.files.claims
+        return self.files.supported / total if total else 1.0
+
+
+def decompose(plan: ReviewPlan, corpus_size: int) -> list[dict[str, Any]]:
+    """The subtasks the orchestrator spawns for its plan."""
+    topic = plan.topic
+    subtasks: list[dict[str, Any]] = []
+    theme_terms = {d: t.terms[:4] for t in plan.themes for d in t.doc_ids}
+    for doc_id in plan.relevant:
+        subtasks.append(
+            {
+                "id": f"read:{doc_id}",
+                "role": "researcher",
+                "instructions": (
+                    f"Read document {doc_id!r} and report its contribution and up to 3 key "
+                    f"findings relevant to {topic!r}, each with its passage quoted word for word."
+                ),
+                "inputs": {
+                    "doc_id": doc_id,
+                    "topic": topic,
+                    "theme_terms": theme_terms.get(doc_id, []),
+                },
+            }
+        )
+    for theme in plan.themes:
+        subtasks.append(
+            {
+                "id": f"write:{theme.id}",
+                "role": "writer",
+                "instructions": (
+                    f"Write the section on the theme {theme.label!r}: a summary, claims that "
+                    "each cite the doc_id they come from (only this theme's documents), and a "
+                    "comparison row per document."
+                ),
+                "inputs": {
+                    "theme_id": theme.id,
+                    "label": theme.label,
+                    "terms": theme.terms,
+                    "doc_ids": theme.doc_ids,
+                    "topic": topic,
+                },
+                "depends_on": [f"read:{d}" for d in theme.doc_ids],
+            }
+        )
+        subtasks.append(
+            {
+                "id": f"check:{theme.id}",
+                "role": "fact_checker",
+                "instructions": (
+                    "Check every claim of the upstream section against each document it cites "
+                    "(check_claim); quote the supporting passage word for word."
+                ),
+                "inputs": {"theme_id": theme.id},
+                "depends_on": [f"write:{theme.id}"],
+            }
+        )
+    subtasks.append(
+        {
+            "id": "synthesize",
+            "role": "synthesizer",
+            "instructions": (
+                "Write the review's title, introduction, one summary per theme (by theme id) and "
+                "a conclusion from the checked sections. Add no new claims."
+            ),
+            "inputs": {"topic": topic, "corpus_size": corpus_size},
+            "depends_on": ["plan"]
+            + [f"write:{t.id}" for t in plan.themes]
+            + [f"check:{t.id}" for t in plan.themes],
+        }
+    )
+    return subtasks
+
+
+def _orchestrator(planner: SubAgent, corpus_size: int) -> Any:
+    async def orchestrate(ctx: SubtaskContext) -> ReviewPlan:
+        plan = ReviewPlan.model_validate(await planner(ctx))
+        ctx.spawn(decompose(plan, corpus_size))
+        return plan
+
+    return orchestrate
+
+
+def load_review_corpus(config: ReviewConfig) -> Corpus:
+    """The corpus, or `EmptyCorpusError` saying why nothing could be read."""
+    from agents.tools.corpus import load_corpus
+
+    corpus = load_corpus(config.corpus, defaults=config.defaults)
+    if len(corpus) == 0:
+        why = "; ".join(f"{s.source}: {s.reason}" for s in corpus.skipped[:5])
+        more = f" (and {len(corpus.skipped) - 5} more)" if len(corpus.skipped) > 5 else ""
+        raise EmptyCorpusError(
+            f"corpus {str(config.corpus)!r} has no readable document"
+            + (
+                f"; skipped {why}{more}"
+                if why
+                else "; it holds no .md, .txt, .pdf, .bib, .jsonl or .json file"
+            )
+        )
+    return corpus
+
+
+def run_review(config: ReviewConfig, *, sinks: Sequence[EventSink] = ()) -> ReviewOutcome:
+    """Run the review swarm and write review.md, references.bib, report.html, claims.jsonl.
+
+    Raises:
+        CorpusError: the corpus path is missing or of an unsupported type.
+        EmptyCorpusError: no document of the corpus could be read.
+    """
+    from agents.review.tools import build_toolbox
+    from swarm import Swarm
+
+    t0 = time.perf_counter()
+    if config.max_papers < 1:
+        raise UserError(f"max_papers must be >= 1, got {config.max_papers}")
+    corpus = load_review_corpus(config)
+    tools = build_toolbox(corpus)
+    roles = review_roles()
+    tracker = RoleConcurrency()
+    with ThreadPoolExecutor(config.threads, thread_name_prefix="kimmy-agent") as pool:
+        swarm = Swarm(
+            model=config.model,
+            max_concurrency=config.max_concurrency,
+            failure_policy="continue",
+            runs_dir=config.runs_dir,
+            sinks=[tracker, *sinks],
+        )
+        install(swarm, [r for n, r in roles.items() if n != "orchestrator"], tools, executor=pool)
+        planner = SubAgent(roles.get_role("orchestrator"), tools, executor=pool)
+        swarm.add_role("orchestrator", _orchestrator(planner, len(corpus)), output=ReviewPlan)
+        plan = {
+            "goal": f"literature review: {config.topic}",
+            "subtasks": [
+                {
+                    "id": "plan",
+                    "role": "orchestrator",
+                    "instructions": (
+                        f"Find the documents relevant to {config.topic!r} with search_corpus "
+                        f"(at most {config.max_papers}), then group them into themes with "
+                        "find_themes. Answer with the plan."
+                    ),
+                    "inputs": {
+                        "topic": config.topic,
+                        "max_papers": config.max_papers,
+                        "themes": config.themes,
+                        "corpus_size": len(corpus),
+                        "doc_ids": [] if config.topic.strip() else corpus.ids[: config.max_papers],
+                    },
+                }
+            ],
+        }
+        try:
+            result = swarm.run_sync(plan)
+        finally:
+            swarm.close()
+    files = write_review(config.out, corpus, result, topic=config.topic)
+    plan_out = result.outputs.get("plan") or {}
+    return ReviewOutcome(
+        out_dir=config.out,
+        run_id=result.run_id,
+        status=result.status.value,
+        files=files,
+        documents=len(corpus),
+        skipped=list(corpus.skipped),
+        relevant=len(plan_out.get("relevant", [])),
+        themes=len(plan_out.get("themes", [])),
+        subagents=len(result.results),
+        peak_researchers=tracker.peak["researcher"],
+        duration_s=time.perf_counter() - t0,
+        problems=files.problems,
+    )
+
+
+__all__ = ["EmptyCorpusError", "ReviewConfig", "ReviewOutcome", "decompose", "run_review"]

@@ -1,0 +1,325 @@
+"""The literature review's offline procedures: real retrieval, extraction and checking.
+
+Each is the offline policy of one role and calls the same tools a model would:
+- `plan_review` (orchestrator): BM25 retrieval of the papers relevant to the topic, then
+  TF-IDF + clustering into themes.
+- `research_paper` (researcher): the paper's contribution and result sentences, chosen by
+  cue phrases, numbers and relevance to the topic, quoted exactly and attributed.
+- `write_section` (writer): one section per theme — a summary, one or two claims per
+  paper citing it, a comparison row per paper.
+- `check_section` (fact_checker): every claim against the passages of the cited documents
+  (numbers and names must appear), and its attribution against the document's metadata.
+- `synthesize` (synthesizer): introduction, per-theme summaries and a conclusion built
+  from the counts the run produced.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from agents.review._prose import (
+    attribution,
+    shorten,
+    split_attribution,
+    surname,
+    theme_title,
+    third_person,
+)
+from agents.review.schemas import (
+    Claim,
+    ClaimCheck,
+    ComparisonRow,
+    Finding,
+    PaperNotes,
+    ReviewPlan,
+    ReviewProse,
+    Section,
+    SectionCheck,
+    ThemePlan,
+)
+from agents.tools.search import tokenize_terms
+
+if TYPE_CHECKING:
+    from agents.subagent import AgentRun
+
+_RESULT_CUES = re.compile(
+    r"\b(we (?:also )?(?:show|demonstrate|find|prove|observe|report|achieve|obtain|establish)"
+    r"|results? (?:show|demonstrate|indicate|suggest)|outperform\w*|state[- ]of[- ]the[- ]art"
+    r"|improv\w+|achiev\w+|significant\w*|accura\w+|error|speed-?ups?|faster|better|surpass\w*)",
+    re.IGNORECASE,
+)
+_CONTRIBUTION_CUES = re.compile(
+    r"\b(we (?:propose|introduce|present|develop|describe|study|investigate|consider)"
+    r"|this (?:paper|work|module|package|library)|novel|provides?)\b",
+    re.IGNORECASE,
+)
+_NUMBER = re.compile(r"\d")
+_MIN_CHARS, _MAX_CHARS = 40, 420
+
+
+def plan_review(run: AgentRun) -> ReviewPlan:
+    """Orchestrator: the relevant papers (BM25 over the topic) grouped into themes."""
+    topic = str(run.inputs.get("topic") or "").strip()
+    limit = int(run.inputs.get("max_papers") or 200)
+    notes: list[str] = []
+    if topic:
+        hits = run.call("search_corpus", query=topic, k=limit)
+        relevant = [h["doc_id"] for h in hits]
+        if not relevant:
+            notes.append(f"no document of the corpus matches the topic {topic!r}")
+    else:
+        relevant = list(run.inputs.get("doc_ids") or [])[:limit]
+    themes: list[dict[str, Any]] = []
+    if relevant:
+        themes = run.call(
+            "find_themes",
+            doc_ids=relevant,
+            k=run.inputs.get("themes"),
+            exclude_terms=tokenize_terms(topic),
+        )
+    return ReviewPlan(
+        topic=topic,
+        relevant=relevant,
+        themes=[ThemePlan.model_validate(t) for t in themes],
+        corpus_size=int(run.inputs.get("corpus_size") or 0),
+        notes=notes,
+    )
+
+
+def _sentence_score(text: str, relevance: float) -> tuple[float, float]:
+    """(result score, contribution score) of one sentence."""
+    result = 2.0 * len(_RESULT_CUES.findall(text)) + (1.0 if _NUMBER.search(text) else 0.0)
+    contribution = 2.0 * len(_CONTRIBUTION_CUES.findall(text))
+    return result + relevance, contribution + relevance
+
+
+def research_paper(run: AgentRun) -> PaperNotes:
+    """Researcher: the contribution and key results of one paper, quoted exactly."""
+    doc_id = str(run.inputs["doc_id"])
+    query = " ".join([str(run.inputs.get("topic") or ""), *run.inputs.get("theme_terms", [])])
+    doc = run.call("read_document", doc_id=doc_id)
+    sents = [
+        s
+        for s in run.call("document_sentences", doc_id=doc_id)
+        if _MIN_CHARS <= len(s["text"]) <= _MAX_CHARS
+    ]
+    relevance: dict[int, float] = {}
+    if query.strip():
+        for rank, p in enumerate(run.call("find_passages", doc_id=doc_id, query=query, k=3)):
+            for s in sents:
+                if s["start"] < p["end"] and p["start"] < s["end"]:
+                    relevance[s["start"]] = max(relevance.get(s["start"], 0.0), 1.5 - 0.5 * rank)
+    scored = [(s, *_sentence_score(s["text"], relevance.get(s["start"], 0.0))) for s in sents]
+    subject = attribution(doc["authors"], doc["year"], doc["title"])
+    contribution = max(scored, key=lambda x: (x[2], -x[0]["start"]), default=None)
+    results = sorted(
+        (x for x in scored if contribution is None or x[0] is not contribution[0]),
+        key=lambda x: (-x[1], x[0]["start"]),
+    )
+    picked = [x[0] for x in results[:2] if x[1] > 0]
+    if contribution is not None:
+        picked.insert(0, contribution[0])
+    findings = [
+        Finding(
+            text=third_person(s["text"], subject, doc["title"]),
+            passage=s["text"],
+            start=s["start"],
+            end=s["end"],
+        )
+        for s in picked
+    ]
+    counts = Counter(tokenize_terms(doc["title"] + " " + doc["text"]))
+    return PaperNotes(
+        doc_id=doc_id,
+        title=doc["title"],
+        year=doc["year"],
+        authors=doc["authors"],
+        contribution=contribution[0]["text"] if contribution is not None else "",
+        findings=findings,
+        terms=[t for t, _ in counts.most_common(6)],
+    )
+
+
+def _notes_of(run: AgentRun) -> list[PaperNotes]:
+    by_doc = {}
+    for key, out in run.upstream.items():
+        if key.startswith("read:") and out:
+            notes = PaperNotes.model_validate(out)
+            by_doc[notes.doc_id] = notes
+    order = list(run.inputs.get("doc_ids") or by_doc)
+    return [by_doc[d] for d in order if d in by_doc]
+
+
+def write_section(run: AgentRun) -> Section:
+    """Writer: one theme's section — summary, claims citing their papers, comparison rows."""
+    theme_id = str(run.inputs["theme_id"])
+    label = str(run.inputs.get("label") or "")
+    papers = _notes_of(run)
+    per_paper = 2 if len(papers) <= 6 else 1
+    claims: list[Claim] = []
+    rows: list[ComparisonRow] = []
+    for notes in papers:
+        for finding in notes.findings[:per_paper]:
+            claims.append(
+                Claim(id=f"{theme_id}.c{len(claims) + 1}", text=finding.text, cited=[notes.doc_id])
+            )
+        results = notes.findings[1:] or notes.findings
+        rows.append(
+            ComparisonRow(
+                doc_id=notes.doc_id,
+                title=notes.title,
+                year=notes.year,
+                approach=shorten(notes.contribution, 22),
+                key_result=shorten(results[0].passage, 22) if results else "",
+            )
+        )
+    years = sorted({n.year for n in papers if n.year is not None})
+    span = f" ({years[0]}–{years[-1]})" if len(years) > 1 else (f" ({years[0]})" if years else "")
+    terms = ", ".join(run.inputs.get("terms", [])[:6])
+    missing = len(run.inputs.get("doc_ids") or []) - len(papers)
+    summary = (
+        f"{len(papers)} document{'s' if len(papers) != 1 else ''}{span} share the vocabulary of "
+        f"this theme: {terms}."
+    )
+    if missing > 0:
+        summary += f" {missing} more could not be read and are left out."
+    return Section(
+        theme_id=theme_id, title=theme_title(label), summary=summary, claims=claims, rows=rows
+    )
+
+
+def _attribution_ok(subject: str, doc: dict[str, Any]) -> bool:
+    """Whether a claim's attribution names the cited document's first author and year."""
+    if subject.startswith("“"):
+        return subject.strip("“”").strip() in doc["title"]
+    if doc["authors"] and surname(doc["authors"][0]).lower() not in subject.lower():
+        return False
+    return doc["year"] is None or str(doc["year"]) in subject or "n.d." in subject
+
+
+def _check_one(run: AgentRun, claim: Claim) -> ClaimCheck:
+    subject, body = split_attribution(claim.text)
+    best: ClaimCheck | None = None
+    for doc_id in claim.cited:
+        try:
+            doc = run.call("read_document", doc_id=doc_id)
+        except Exception as exc:  # noqa: BLE001  (an unknown id is a verdict, not a crash)
+            reason = f"cited document {doc_id!r} cannot be read: {exc}"
+            best = best or ClaimCheck(
+                claim_id=claim.id,
+                claim=claim.text,
+                cited=claim.cited,
+                verdict="unsupported",
+                reason=reason,
+            )
+            continue
+        support = run.call("check_claim", claim=body or claim.text, doc_id=doc_id)
+        passage = support["passage"] or {}
+        ok = bool(support["supported"])
+        reason = "" if ok else f"best passage scores {support['score']:.2f}"
+        if support["missing"]:
+            reason = "not in the passage: " + ", ".join(support["missing"])
+        if ok and subject and not _attribution_ok(subject, doc):
+            ok, reason = False, f"attribution {subject!r} does not match the cited document"
+        check = ClaimCheck(
+            claim_id=claim.id,
+            claim=claim.text,
+            cited=claim.cited,
+            verdict="supported" if ok else "unsupported",
+            doc_id=doc_id,
+            passage=passage.get("text", ""),
+            start=passage.get("start"),
+            end=passage.get("end"),
+            score=float(support["score"]),
+            missing=list(support["missing"]),
+            reason=reason,
+        )
+        if best is None or _rank(check) > _rank(best):
+            best = check
+    assert best is not None  # a Claim cites at least one document
+    return best
+
+
+def _sections(run: AgentRun) -> list[Section]:
+    return [
+        Section.model_validate(out)
+        for key, out in sorted(run.upstream.items())
+        if key.startswith("write:") and out
+    ]
+
+
+def _rank(check: ClaimCheck) -> tuple[bool, float]:
+    return check.verdict == "supported", check.score
+
+
+def check_section(run: AgentRun) -> SectionCheck:
+    """Fact-checker: a verdict for every claim of the upstream section."""
+    sections = _sections(run)
+    checks = [_check_one(run, claim) for section in sections for claim in section.claims]
+    return SectionCheck(theme_id=str(run.inputs.get("theme_id") or ""), checks=checks)
+
+
+def compose_prose(
+    topic: str, corpus_size: int, sections: list[Section], checks: list[ClaimCheck]
+) -> ReviewProse:
+    """Introduction, theme summaries and conclusion, from the counts of the run."""
+    supported = sum(c.verdict == "supported" for c in checks)
+    papers = {r.doc_id: r for s in sections for r in s.rows}
+    years = sorted({r.year for r in papers.values() if r.year is not None})
+    intro = (
+        f"This review covers {len(papers)} documents"
+        + (f" of the {corpus_size} in the corpus" if corpus_size else "")
+        + f" that match “{topic}”"
+        + (f", from {years[0]} to {years[-1]}" if len(years) > 1 else "")
+        + f". They fall into {len(sections)} themes found by TF-IDF clustering: "
+        + "; ".join(f"{s.title.lower()} ({len(s.rows)})" for s in sections)
+        + ". Every statement below cites the document it comes from; a fact-checker compared "
+        f"each of the {len(checks)} claims with the passage it rests on and kept "
+        f"{supported}. Claims that failed the check are listed at the end, not used."
+    )
+    largest = max(sections, key=lambda s: len(s.rows), default=None)
+    conclusion = (
+        f"The largest theme is {largest.title.lower()} with {len(largest.rows)} documents; "
+        f"{supported} of {len(checks)} claims are supported by the passages they cite."
+        if largest is not None
+        else "No document matched the topic, so there is nothing to synthesize."
+    )
+    return ReviewProse(
+        title=f"Literature review: {topic or 'the corpus'}",
+        introduction=intro,
+        section_summaries={s.theme_id: s.summary for s in sections},
+        conclusion=conclusion,
+    )
+
+
+def upstream_checks(upstream: dict[str, Any]) -> list[ClaimCheck]:
+    """Every claim check in the outputs of `check:*` subtasks."""
+    return [
+        c
+        for key, out in sorted(upstream.items())
+        if key.startswith("check:") and out
+        for c in SectionCheck.model_validate(out).checks
+    ]
+
+
+def synthesize(run: AgentRun) -> ReviewProse:
+    """Synthesizer: introduction, theme summaries and conclusion from the run's results."""
+    return compose_prose(
+        str(run.inputs.get("topic") or ""),
+        int(run.inputs.get("corpus_size") or 0),
+        _sections(run),
+        upstream_checks(run.upstream),
+    )
+
+
+__all__ = [
+    "check_section",
+    "compose_prose",
+    "plan_review",
+    "research_paper",
+    "synthesize",
+    "upstream_checks",
+    "write_section",
+]

@@ -1,0 +1,230 @@
+"""`SubAgent`: one role at work, under a model policy or its offline procedure.
+
+    agent = SubAgent(role, toolbox)            # a swarm Worker: await agent(ctx)
+
+- **model policy** (the swarm has a model): the agent loop in `agents._model_policy` —
+  system prompt, tool calls, a final JSON answer validated against the role's schema, one
+  repair turn, a step limit.
+- **offline policy** (no model, or `policy="offline"`): the role's deterministic procedure,
+  run in a worker thread, calling the same tools through `AgentRun.call`.
+
+Both record the same `AgentStep` / `ToolCalled` events and return the same schema.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Iterable, Mapping
+from concurrent.futures import Executor
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ValidationError
+
+from agents.roles import Role, RoleRegistry
+from agents.toolbox import ToolBox
+from swarm.errors import ConfigError, OutputValidationError
+
+if TYPE_CHECKING:
+    from swarm import Swarm
+    from swarm.context import SubtaskContext
+
+Policy = Literal["auto", "model", "offline"]
+_POLICIES = ("auto", "model", "offline")
+
+
+def _error_text(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:500]
+
+
+class AgentRun:
+    """One attempt of one sub-agent: what its procedure (or the agent loop) works with.
+
+    Attributes:
+        ctx: the swarm's `SubtaskContext` (inputs, upstream outputs, model, spawn).
+        role: the role being played.
+        tools: the tools it may call.
+        policy: `model` or `offline`.
+        steps: steps taken so far.
+    """
+
+    def __init__(self, ctx: SubtaskContext, role: Role, tools: ToolBox, policy: str) -> None:
+        self.ctx = ctx
+        self.role = role
+        self.tools = tools
+        self.policy = policy
+        self.steps = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def inputs(self) -> dict[str, Any]:
+        return self.ctx.inputs
+
+    @property
+    def upstream(self) -> dict[str, Any]:
+        return self.ctx.upstream
+
+    def _record(self, fn: Any, *args: Any, **kwargs: Any) -> None:
+        """Record an event from the loop thread, or hand it to the loop from a worker thread."""
+        loop = self._loop
+        if loop is None or _on_loop(loop):
+            fn(*args, **kwargs)
+        else:
+            loop.call_soon_threadsafe(lambda: fn(*args, **kwargs))
+
+    def call(self, tool: str, /, **arguments: Any) -> Any:
+        """Call a tool from an offline procedure: one step, recorded like a model's call.
+
+        Raises whatever the tool raises (after recording the failed call).
+        """
+        self.steps += 1
+        step = self.steps
+        t0 = time.perf_counter()
+        error: str | None = None
+        try:
+            return self.tools.get_tool(tool)(arguments)
+        except Exception as exc:
+            error = _error_text(exc)
+            raise
+        finally:
+            latency = time.perf_counter() - t0
+            self._record(self.ctx.record_tool, tool, step=step, latency_s=latency, error=error)
+            self._record(
+                self.ctx.record_step, step, policy=self.policy, tools=[tool], outcome="tools"
+            )
+
+    async def call_for_model(self, name: str, arguments: str, executor: Executor | None) -> str:
+        """Run one tool call the model made; the result (or the error) as text for the model."""
+        t0 = time.perf_counter()
+        error: str | None = None
+        try:
+            tool = self.tools.get_tool(name)
+            kwargs = tool.parse(arguments)
+            loop = asyncio.get_running_loop()
+            result = await loop.run_in_executor(executor, lambda: tool.fn(**kwargs))
+            text = result if isinstance(result, str) else json.dumps(result, default=_jsonable)
+        except Exception as exc:  # noqa: BLE001  (any tool failure goes back to the model)
+            error = _error_text(exc)
+            text = f"error: {error}"
+        self.ctx.record_tool(name, step=self.steps, latency_s=time.perf_counter() - t0, error=error)
+        return text
+
+    def validate(self, answer: Any) -> BaseModel:
+        """The answer as the role's schema, checked for meaning.
+
+        Raises:
+            ValidationError: it does not fit the schema.
+            ValueError: the role's check rejected it.
+        """
+        out = self.role.output
+        parsed = answer if isinstance(answer, out) else out.model_validate(answer)
+        if self.role.check is not None:
+            self.role.check(parsed, self)
+        return parsed
+
+
+def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if hasattr(value, "__dataclass_fields__"):
+        return {k: getattr(value, k) for k in value.__dataclass_fields__}
+    if isinstance(value, set | frozenset | tuple):
+        return list(value)
+    return str(value)
+
+
+class SubAgent:
+    """A swarm `Worker` that plays one role.
+
+    Args:
+        role: the role.
+        tools: the pipeline's toolbox; the role gets the tools it names.
+        policy: `auto` (model when the swarm has one, else offline), `model` or `offline`.
+        executor: where offline procedures and tools run (default: the loop's executor).
+
+    Raises:
+        ConfigError: a bad policy, or the role names a tool the toolbox lacks.
+    """
+
+    def __init__(
+        self,
+        role: Role,
+        tools: ToolBox | None = None,
+        *,
+        policy: Policy = "auto",
+        executor: Executor | None = None,
+    ) -> None:
+        if policy not in _POLICIES:
+            raise ConfigError(f"bad policy {policy!r}; use one of {', '.join(_POLICIES)}")
+        box = tools if tools is not None else ToolBox()
+        missing = [t for t in role.tools if t not in box]
+        if missing:
+            raise ConfigError(
+                f"role {role.name!r} needs tools {missing} that the toolbox lacks; "
+                f"tools here: {', '.join(sorted(box)) or '(none)'}"
+            )
+        self.role = role
+        self.tools = box.subset(role.tools)
+        self.policy = policy
+        self.executor = executor
+
+    def policy_for(self, ctx: SubtaskContext) -> str:
+        if self.policy == "auto":
+            return "model" if ctx.has_model else "offline"
+        return self.policy
+
+    async def __call__(self, ctx: SubtaskContext) -> BaseModel:
+        policy = self.policy_for(ctx)
+        run = AgentRun(ctx, self.role, self.tools, policy)
+        if policy == "model":
+            from agents._model_policy import run_model_policy
+
+            return await run_model_policy(run, self.executor)
+        return await self._offline(run)
+
+    async def _offline(self, run: AgentRun) -> BaseModel:
+        procedure = self.role.procedure
+        if procedure is None:
+            raise ConfigError(
+                f"role {self.role.name!r} has no offline procedure, so it needs a model: "
+                "pass --model / set KIMMY_BASE_URL"
+            )
+        loop = asyncio.get_running_loop()
+        run._loop = loop
+        answer = await loop.run_in_executor(self.executor, procedure, run)
+        try:
+            parsed = run.validate(answer)
+        except (ValidationError, ValueError) as exc:
+            raise OutputValidationError(
+                f"role {self.role.name!r} (subtask {run.ctx.id!r}): the offline procedure's "
+                f"answer is invalid: {exc}"
+            ) from exc
+        run.steps += 1
+        run.ctx.record_step(run.steps, policy="offline", outcome="answer")
+        return parsed
+
+
+def install(
+    swarm: Swarm,
+    roles: RoleRegistry | Iterable[Role] | Mapping[str, Role],
+    tools: ToolBox | None = None,
+    *,
+    policy: Policy = "auto",
+    executor: Executor | None = None,
+) -> None:
+    """Register a `SubAgent` for each role on `swarm` (with the role's output schema)."""
+    items = roles.values() if isinstance(roles, Mapping) else roles
+    for role in items:
+        agent = SubAgent(role, tools, policy=policy, executor=executor)
+        swarm.add_role(role.name, agent, output=role.output)
+
+
+__all__ = ["AgentRun", "Policy", "SubAgent", "install"]

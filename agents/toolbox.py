@@ -1,0 +1,158 @@
+"""Tools a sub-agent can call: typed arguments, a JSON result, an OpenAI function spec.
+
+Both policies call the same tools: the model policy through the model's function calls,
+the offline policy from its procedure. A tool is a plain Python function whose signature
+becomes a pydantic model, so a model's arguments are validated before the function runs
+and a bad call comes back to the model as an error message it can correct.
+
+    box = ToolBox()
+
+    @box.tool
+    def read_document(doc_id: str) -> dict:
+        "The title and full text of one document."
+        ...
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from swarm.errors import ConfigError, UserError
+
+
+class ToolError(UserError):
+    """A tool was called with bad arguments, or does not exist."""
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """One callable tool.
+
+    Attributes:
+        name: what the model calls it.
+        description: what it does (shown to the model).
+        params: the pydantic model of its arguments.
+        fn: the function; called with the validated arguments as keywords.
+    """
+
+    name: str
+    description: str
+    params: type[BaseModel]
+    fn: Callable[..., Any]
+
+    def spec(self) -> dict[str, Any]:
+        """The OpenAI `tools` entry for this tool."""
+        schema = self.params.model_json_schema()
+        schema.pop("title", None)
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": schema},
+        }
+
+    def parse(self, arguments: str | Mapping[str, Any] | None) -> dict[str, Any]:
+        """Validated keyword arguments from a JSON string or a mapping.
+
+        Raises:
+            ToolError: the arguments are not JSON, or do not fit the tool's parameters.
+        """
+        if arguments is None or arguments == "":
+            arguments = {}
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except json.JSONDecodeError as exc:
+                raise ToolError(f"tool {self.name!r}: arguments are not JSON ({exc})") from None
+        if not isinstance(arguments, Mapping):
+            raise ToolError(f"tool {self.name!r}: arguments must be a JSON object")
+        try:
+            parsed = self.params.model_validate(dict(arguments))
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}"
+                for e in exc.errors()[:5]
+            )
+            raise ToolError(f"tool {self.name!r}: bad arguments: {problems}") from None
+        return {name: getattr(parsed, name) for name in type(parsed).model_fields}
+
+    def __call__(self, arguments: str | Mapping[str, Any] | None = None, /, **kwargs: Any) -> Any:
+        """Validate the arguments (a JSON string, a mapping or keywords) and run the tool."""
+        return self.fn(**self.parse(kwargs if arguments is None else arguments))
+
+
+def make_tool(fn: Callable[..., Any], *, name: str | None = None, description: str = "") -> Tool:
+    """A `Tool` from a function: its signature gives the parameters, its docstring the text.
+
+    Raises:
+        ConfigError: a parameter has no type annotation, or is *args / **kwargs.
+    """
+    tool_name = name or fn.__name__
+    hints = get_type_hints(fn)
+    fields: dict[str, Any] = {}
+    for param in inspect.signature(fn).parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise ConfigError(f"tool {tool_name!r}: *args / **kwargs cannot be tool parameters")
+        if param.name not in hints:
+            raise ConfigError(f"tool {tool_name!r}: parameter {param.name!r} needs a type hint")
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[param.name] = (hints[param.name], default)
+    params = create_model(f"{tool_name}_args", __base__=_Args, **fields)
+    text = description or inspect.getdoc(fn) or ""
+    return Tool(tool_name, text.split("\n\n")[0].strip(), params, fn)
+
+
+class ToolBox(Mapping[str, Tool]):
+    """Tools by name."""
+
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for t in tools:
+            self.add(t)
+
+    def add(self, tool: Tool) -> Tool:
+        if tool.name in self._tools:
+            raise ConfigError(f"a tool named {tool.name!r} is already in this toolbox")
+        self._tools[tool.name] = tool
+        return tool
+
+    def tool(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """Decorator: add a function as a tool (named after it); returns the function."""
+        self.add(make_tool(fn))
+        return fn
+
+    def get_tool(self, name: str) -> Tool:
+        """The tool called `name` (raises `ToolError` listing the known tools)."""
+        found = self._tools.get(name)
+        if found is None:
+            known = ", ".join(sorted(self._tools)) or "(none)"
+            raise ToolError(f"no tool named {name!r}; tools here: {known}")
+        return found
+
+    def subset(self, names: Iterable[str]) -> ToolBox:
+        """A toolbox with only `names` (raises `ToolError` for an unknown one)."""
+        return ToolBox(self.get_tool(n) for n in names)
+
+    def specs(self) -> list[dict[str, Any]]:
+        """The OpenAI `tools` list."""
+        return [t.spec() for t in self._tools.values()]
+
+    def __getitem__(self, name: str) -> Tool:
+        return self._tools[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._tools)
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+
+__all__ = ["Tool", "ToolBox", "ToolError", "make_tool"]

@@ -1,0 +1,39 @@
+"""`RoleConcurrency`: an event sink that measures how many sub-agents of each role ran at once.
+
+The pipelines print it ("14 data_analyst sub-agents in flight at peak") so a user can see
+the swarm really ran in parallel; the figure comes from the run's own events.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from swarm.events import Event, SubtaskFinished, SubtaskRetrying, SubtaskStarted
+
+
+class RoleConcurrency:
+    """Counts sub-agents in flight per role; `peak[role]` is the most at any moment."""
+
+    def __init__(self) -> None:
+        self.running: Counter[str] = Counter()
+        self.peak: Counter[str] = Counter()
+        self.started: Counter[str] = Counter()
+        self._role_of: dict[str, str] = {}
+
+    def handle(self, event: Event) -> None:
+        if isinstance(event, SubtaskStarted):
+            if event.subtask_id in self._role_of:  # a retry of one still counted as running
+                return
+            self._role_of[event.subtask_id] = event.role
+            self.started[event.role] += 1
+            self.running[event.role] += 1
+            self.peak[event.role] = max(self.peak[event.role], self.running[event.role])
+        elif isinstance(event, SubtaskFinished):
+            role = self._role_of.pop(event.result.id, None)
+            if role is not None:
+                self.running[role] -= 1
+        elif isinstance(event, SubtaskRetrying):
+            return
+
+
+__all__ = ["RoleConcurrency"]

@@ -1,0 +1,46 @@
+"""The real ICLR 2017 corpus (read from ../shared, never copied) and small corpora."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agents.tools.corpus import Corpus, load_corpus
+
+ICLR = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "papers"
+ICLR_JSON = ICLR / "iclr2017_citations_in_2018.json"
+ICLR_DEFAULTS = {"year": 2017, "venue": "ICLR 2017"}
+
+
+@pytest.fixture(scope="session")
+def iclr() -> Corpus:
+    if not ICLR_JSON.exists():
+        pytest.skip(f"the shared corpus is not at {ICLR_JSON}")
+    return load_corpus(ICLR_JSON, defaults=ICLR_DEFAULTS)
+
+
+@pytest.fixture
+def dated_corpus(tmp_path: Path, iclr: Corpus) -> Path:
+    """40 attention papers of the ICLR corpus as .jsonl, given years 2014–2017 in turn."""
+    from agents.tools.search import SearchIndex
+
+    hits = SearchIndex(iclr.documents).search("attention", k=40)
+    path = tmp_path / "dated.jsonl"
+    with path.open("w") as f:
+        for i, hit in enumerate(hits):
+            doc = iclr.get(hit.doc_id)
+            f.write(
+                json.dumps(
+                    {
+                        "id": doc.id,
+                        "title": doc.title,
+                        "abstract": doc.text,
+                        "authors": list(doc.authors),
+                        "year": 2014 + i % 4,
+                    }
+                )
+                + "\n"
+            )
+    return path

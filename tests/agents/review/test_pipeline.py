@@ -1,0 +1,136 @@
+"""The literature review end to end: offline on the real corpus, bad input, the CLI."""
+
+from __future__ import annotations
+
+import json
+from html.parser import HTMLParser
+from pathlib import Path
+
+import bibtexparser
+import pytest
+
+from agents.review import EmptyCorpusError, ReviewConfig, run_review
+from agents.tools.corpus import Corpus, CorpusError, load_corpus
+from swarm.cli import main
+from tests.agents.review.conftest import ICLR_DEFAULTS, ICLR_JSON
+
+
+def _claims(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "claims.jsonl").read_text().splitlines()]
+
+
+def _assert_files_consistent(out: Path, corpus: Corpus) -> list[dict]:
+    review = (out / "review.md").read_text()
+    claims = _claims(out)
+    assert claims, "no claim was made"
+    for c in claims:
+        assert c["cited"] and all(d in corpus for d in c["cited"])
+        if c["verdict"] == "supported":
+            doc = corpus.get(c["doc_id"])
+            assert doc.text[c["start"] : c["end"]] == c["passage"]  # quoted exactly
+            assert f"- {c['claim']} [{', '.join(c['cited'])}]" in review
+        else:  # flagged, never silently kept
+            assert f"~~{c['claim']}~~" in review
+    bib = bibtexparser.parse_string((out / "references.bib").read_text())
+    cited = {d for c in claims for d in c["cited"]}
+    assert cited <= {e.key for e in bib.entries}
+    HTMLParser().feed((out / "report.html").read_text())
+    return claims
+
+
+def test_review_of_the_iclr_corpus_offline(tmp_path: Path, iclr: Corpus) -> None:
+    out = tmp_path / "review"
+    outcome = run_review(
+        ReviewConfig(
+            corpus=ICLR_JSON,
+            topic="reinforcement learning",
+            out=out,
+            defaults=ICLR_DEFAULTS,
+        )
+    )
+    assert outcome.status == "completed" and outcome.problems == []
+    assert outcome.documents == 489 and [s.reason for s in outcome.skipped] == ["empty record"]
+    assert outcome.relevant >= 50 and outcome.themes >= 3
+    assert outcome.subagents == 1 + outcome.relevant + 2 * outcome.themes + 1
+    claims = _assert_files_consistent(out, iclr)
+    assert outcome.files.claims == len(claims) and outcome.pass_rate >= 0.9
+    review = (out / "review.md").read_text()
+    for heading in ("## Introduction", "## Comparison", "## References", "## Conclusion"):
+        assert heading in review
+    assert review.count("\n## ") >= outcome.themes + 4
+
+
+def test_width_scales_with_the_corpus(tmp_path: Path) -> None:
+    outcome = run_review(
+        ReviewConfig(
+            corpus=ICLR_JSON,
+            topic="neural network learning",
+            out=tmp_path,
+            max_papers=500,
+            defaults=ICLR_DEFAULTS,
+        )
+    )
+    assert outcome.relevant >= 400 and outcome.subagents >= 400
+    assert outcome.peak_researchers >= 32  # researchers really ran side by side
+
+
+def test_timeline_when_years_are_known(tmp_path: Path, dated_corpus: Path) -> None:
+    out = tmp_path / "r"
+    outcome = run_review(ReviewConfig(corpus=dated_corpus, topic="attention", out=out))
+    review = (out / "review.md").read_text()
+    timeline = review.split("## Timeline", 1)[1].split("\n## ", 1)[0]
+    assert [f"**{y}**" in timeline for y in range(2014, 2018)] == [True] * 4
+    assert "from 2014 to 2017" in review
+    _assert_files_consistent(out, load_corpus(dated_corpus))
+    assert outcome.status == "completed"
+
+
+def test_empty_and_unreadable_corpora_say_why(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(EmptyCorpusError, match="no readable document"):
+        run_review(ReviewConfig(corpus=empty, topic="x", out=tmp_path / "o1"))
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "broken.pdf").write_bytes(b"%PDF-1.4 this is not a pdf")
+    (bad / "latin.txt").write_bytes(b"caf\xe9 \xff\xfe")
+    with pytest.raises(EmptyCorpusError, match=r"broken\.pdf") as info:
+        run_review(ReviewConfig(corpus=bad, topic="x", out=tmp_path / "o2"))
+    assert "latin.txt" in str(info.value)
+    with pytest.raises(CorpusError):
+        run_review(ReviewConfig(corpus=tmp_path / "missing", topic="x", out=tmp_path / "o3"))
+
+
+def test_topic_with_no_match_gives_a_partial_review(tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    outcome = run_review(ReviewConfig(corpus=ICLR_JSON, topic="zygomorphic xylophones", out=out))
+    assert outcome.relevant == 0 and outcome.files.claims == 0
+    assert any("no document" in p for p in outcome.problems)
+    review = (out / "review.md").read_text()
+    assert "no document of the corpus matches" in review
+
+
+def test_cli_review_and_its_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "cli"
+    code = main(
+        [
+            "review",
+            str(ICLR_JSON),
+            "--topic",
+            "generative adversarial",
+            "--out",
+            str(out),
+            "--year",
+            "2017",
+            "--max-papers",
+            "30",
+        ]
+    )
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    assert "claims supported" in printed and str(out / "review.md") in printed
+    assert (out / "claims.jsonl").exists()
+    assert main(["review", str(tmp_path / "nope"), "--topic", "x"]) == 2
+    assert "nope" in capsys.readouterr().err
+    assert main(["review", str(ICLR_JSON), "--max-papers", "0"]) == 2
+    assert "got 0" in capsys.readouterr().err

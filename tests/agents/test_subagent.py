@@ -1,0 +1,197 @@
+"""SubAgent: the model policy's agent loop and the offline procedure, through a real swarm."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from agents import AgentRun, AgentStepLimitError, Role, SubAgent, ToolBox, install
+from swarm import Swarm
+from swarm.errors import ConfigError
+from swarm.events import AgentStep, Event, ToolCalled
+from swarm.llm import ScriptedChat
+from swarm.llm.types import ChatResponse, FunctionCall, ToolCall
+from swarm.schema import SubtaskStatus, Usage
+
+
+class Total(BaseModel):
+    numbers: list[int]
+    total: int
+
+
+def _toolbox() -> ToolBox:
+    box = ToolBox()
+
+    @box.tool
+    def lookup(key: str) -> list[int]:
+        """The numbers stored under a key."""
+        data = {"primes": [2, 3, 5, 7], "squares": [1, 4, 9]}
+        if key not in data:
+            raise KeyError(f"no numbers under {key!r}")
+        return data[key]
+
+    @box.tool
+    def add(numbers: list[int]) -> int:
+        """The sum of some numbers."""
+        return sum(numbers)
+
+    return box
+
+
+def _sum_procedure(run: AgentRun) -> Total:
+    numbers = run.call("lookup", key=run.inputs["key"])
+    return Total(numbers=numbers, total=run.call("add", numbers=numbers))
+
+
+def _check(answer: Total, run: AgentRun) -> None:
+    if sum(answer.numbers) != answer.total:
+        raise ValueError(f"total {answer.total} is not the sum of {answer.numbers}")
+
+
+ROLE = Role("summer", "You add numbers.", Total, ("lookup", "add"), _sum_procedure, _check, 5)
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def handle(self, event: Event) -> None:
+        self.events.append(event)
+
+    def agent(self) -> list[tuple[str, Any]]:
+        out: list[tuple[str, Any]] = []
+        for e in self.events:
+            if isinstance(e, AgentStep):
+                out.append(("step", (e.step, e.tools, e.outcome)))
+            elif isinstance(e, ToolCalled):
+                out.append(("tool", (e.tool, e.ok)))
+        return out
+
+
+def _run(model: Any, key: str = "primes", **swarm_kw: Any) -> tuple[Any, Sink]:
+    sink = Sink()
+    swarm = Swarm(model=model, sinks=[sink], max_retries=0, **swarm_kw)
+    install(swarm, [ROLE], _toolbox())
+    plan = {"subtasks": [{"id": "s1", "role": "summer", "inputs": {"key": key}}]}
+    return swarm.run_sync(plan), sink
+
+
+def _call(name: str, args: dict[str, Any], call_id: str = "c1") -> ChatResponse:
+    fn = FunctionCall(name=name, arguments=json.dumps(args))
+    return ChatResponse(
+        tool_calls=[ToolCall(id=call_id, function=fn)],
+        finish_reason="tool_calls",
+        usage=Usage(prompt_tokens=10, completion_tokens=5, total_tokens=15, model_calls=1),
+    )
+
+
+def test_offline_procedure_calls_tools_and_records_steps() -> None:
+    result, sink = _run(None)
+    assert result.results["s1"].output == {"numbers": [2, 3, 5, 7], "total": 17}
+    assert sink.agent() == [
+        ("tool", ("lookup", True)),
+        ("step", (1, ["lookup"], "tools")),
+        ("tool", ("add", True)),
+        ("step", (2, ["add"], "tools")),
+        ("step", (3, [], "answer")),
+    ]
+    assert all(e.policy == "offline" for e in sink.events if isinstance(e, AgentStep))
+
+
+def test_offline_tool_failure_fails_the_subtask_and_is_recorded() -> None:
+    result, sink = _run(None, key="cubes")
+    res = result.results["s1"]
+    assert res.status is SubtaskStatus.FAILED
+    assert "cubes" in res.error.message
+    tools = [e for e in sink.events if isinstance(e, ToolCalled)]
+    assert [(t.tool, t.ok) for t in tools] == [("lookup", False)]
+    assert "KeyError" in tools[0].error
+
+
+def test_model_policy_tool_calls_then_answer_same_events_as_offline() -> None:
+    model = ScriptedChat(
+        [
+            _call("lookup", {"key": "primes"}),
+            _call("add", {"numbers": [2, 3, 5, 7]}),
+            json.dumps({"numbers": [2, 3, 5, 7], "total": 17}),
+        ]
+    )
+    result, sink = _run(model)
+    assert result.results["s1"].output == {"numbers": [2, 3, 5, 7], "total": 17}
+    assert sink.agent() == [
+        ("tool", ("lookup", True)),
+        ("step", (1, ["lookup"], "tools")),
+        ("tool", ("add", True)),
+        ("step", (2, ["add"], "tools")),
+        ("step", (3, [], "answer")),
+    ]
+    # the tool's result went back to the model as a tool message for its call id
+    messages = model.calls[1][0]
+    assert messages[-1] == {"role": "tool", "tool_call_id": "c1", "content": "[2, 3, 5, 7]"}
+    assert model.calls[0][1]["tools"][0]["function"]["name"] == "lookup"
+    assert result.results["s1"].usage.model_calls == 3
+
+
+def test_model_policy_bad_tool_arguments_go_back_to_the_model() -> None:
+    model = ScriptedChat(
+        [
+            _call("add", {"numbers": "many"}),
+            '```json\n{"numbers": [1], "total": 1}\n```',
+        ]
+    )
+    result, sink = _run(model)
+    assert result.results["s1"].status is SubtaskStatus.DONE
+    tool_message = model.calls[1][0][-1]["content"]
+    assert tool_message.startswith("error: ToolError") and "numbers" in tool_message
+    assert sink.agent()[0] == ("tool", ("add", False))
+
+
+def test_model_policy_repairs_once_then_answers() -> None:
+    model = ScriptedChat(["not json at all", json.dumps({"numbers": [1, 2], "total": 3})])
+    result, sink = _run(model)
+    assert result.results["s1"].output == {"numbers": [1, 2], "total": 3}
+    repair = model.calls[1][0][-1]
+    assert repair["role"] == "user" and "invalid" in repair["content"]
+    assert [s for k, s in sink.agent() if k == "step"] == [(1, [], "invalid"), (2, [], "answer")]
+
+
+def test_model_policy_meaning_check_triggers_repair_then_typed_error() -> None:
+    wrong = json.dumps({"numbers": [1, 2], "total": 4})
+    model = ScriptedChat([wrong, wrong])
+    result, _ = _run(model)
+    res = result.results["s1"]
+    assert res.status is SubtaskStatus.FAILED
+    assert res.error.type == "ModelBehaviourError"
+    assert "total 4 is not the sum" in res.error.message
+    assert "total 4 is not the sum" in model.calls[1][0][-1]["content"]
+
+
+def test_model_policy_step_limit() -> None:
+    model = ScriptedChat.always(_call("lookup", {"key": "primes"}))
+    result, _ = _run(model)
+    res = result.results["s1"]
+    assert res.status is SubtaskStatus.FAILED
+    assert res.error.type == AgentStepLimitError.__name__
+    # the last turn offers no tools and asks for the JSON schema instead
+    last_options = model.calls[-1][1]
+    assert last_options["tools"] is None and last_options["response_format"] is not None
+    assert len(model.calls) == ROLE.max_steps
+
+
+def test_subagent_rejects_missing_tools_and_bad_policy() -> None:
+    with pytest.raises(ConfigError, match="lacks"):
+        SubAgent(ROLE, ToolBox())
+    with pytest.raises(ConfigError, match="policy"):
+        SubAgent(ROLE, _toolbox(), policy="psychic")  # type: ignore[arg-type]
+
+
+def test_role_without_procedure_needs_a_model() -> None:
+    bare = Role("bare", "You answer.")
+    swarm = Swarm(max_retries=0)
+    install(swarm, [bare])
+    result = swarm.run_sync({"subtasks": [{"id": "q", "role": "bare"}]})
+    assert result.results["q"].status is SubtaskStatus.FAILED
+    assert "KIMMY_BASE_URL" in result.results["q"].error.message
