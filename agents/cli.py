@@ -59,6 +59,14 @@ def model_from_options(
     return client
 
 
+def _quiet_readers() -> None:
+    """pypdf and bibtexparser log each malformed file; the summary lists them once instead."""
+    import logging
+
+    for name in ("pypdf", "bibtexparser"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
 def _progress(json_lines: bool) -> Any:
     from swarm.progress import make_progress
 
@@ -81,6 +89,12 @@ def review(
     themes: Annotated[
         int | None, typer.Option("--themes", callback=_positive_int, help="Number of themes.")
     ] = None,
+    researcher: Annotated[
+        str,
+        typer.Option(
+            "--researcher", help="Role reading each paper: researcher | physics_researcher."
+        ),
+    ] = "researcher",
     year: Annotated[
         int | None, typer.Option("--year", help="Year for records that give none.")
     ] = None,
@@ -91,6 +105,7 @@ def review(
     json_lines: Json = False,
 ) -> None:
     """Literature review of a corpus: review.md, references.bib, report.html, claims.jsonl."""
+    _quiet_readers()
     from agents.review import ReviewConfig, run_review
 
     client = model_from_options(base_url, model, api_key)
@@ -102,6 +117,7 @@ def review(
         runs_dir=runs_dir,
         max_papers=max_papers,
         themes=themes,
+        researcher=researcher,
         defaults={"year": year} if year is not None else None,
     )
     try:

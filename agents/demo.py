@@ -34,6 +34,12 @@ DEMO_DATASETS: tuple[str, ...] = (
     "sklearn:iris",
     "sklearn:wine",
 )
+#: Installed packages whose documentation joins the standard library's in the demo corpus:
+#: the project's own dependencies, so every installation reads the same packages.
+DEMO_PACKAGES: tuple[str, ...] = (
+    "numpy", "pandas", "scipy", "sklearn", "statsmodels", "matplotlib", "jinja2", "pydantic",
+    "httpx", "networkx", "rich", "bm25s", "pypdf", "bibtexparser", "typer",
+)  # fmt: skip
 #: What the demo's review is about: it matches a few hundred module docstrings.
 DEMO_TOPIC = "parsing and encoding text, files and data formats"
 
@@ -48,12 +54,13 @@ class DemoOutcome:
 def run_demo(out: Path, *, json_lines: bool = False, max_modules: int = 400) -> DemoOutcome:
     """Run both pipelines offline into `out`; prints progress and where the files are."""
     from agents.analysis import AnalysisConfig, run_analysis
-    from agents.cli import print_analysis, print_review
+    from agents.cli import _quiet_readers, print_analysis, print_review
     from agents.review import ReviewConfig, run_review
     from agents.tools.docstring_corpus import write_docstring_corpus
     from swarm.progress import make_progress
 
     t0 = time.perf_counter()
+    _quiet_readers()
     say = (lambda s: print(s, file=sys.stderr)) if json_lines else print
     say(f"[1/2] batch analysis of {len(DEMO_DATASETS)} bundled datasets → {out / 'analysis'}")
     with make_progress(json=json_lines) as sink:
@@ -62,7 +69,7 @@ def run_demo(out: Path, *, json_lines: bool = False, max_modules: int = 400) -> 
         )
     print_analysis(analysis, json_lines)
     corpus = out / "docs-corpus"
-    written = write_docstring_corpus(corpus, limit=max_modules)
+    written = write_docstring_corpus(corpus, limit=max_modules, packages=DEMO_PACKAGES)
     say(f"[2/2] literature review of {written} module docstrings → {out / 'review'}")
     with make_progress(json=json_lines) as sink:
         review = run_review(
@@ -78,4 +85,4 @@ def run_demo(out: Path, *, json_lines: bool = False, max_modules: int = 400) -> 
     return outcome
 
 
-__all__ = ["DEMO_DATASETS", "DEMO_TOPIC", "DemoOutcome", "run_demo"]
+__all__ = ["DEMO_DATASETS", "DEMO_PACKAGES", "DEMO_TOPIC", "DemoOutcome", "run_demo"]

@@ -36,6 +36,24 @@ _ATTRIBUTION = re.compile(
 )
 
 
+#: Verbs a documentation sentence may open with, subject left out ("Provides classes …").
+_DOC_VERBS = frozenset((
+    "provide", "implement", "define", "contain", "support", "offer", "export", "allow",
+    "handle", "create", "return", "represent", "manage", "generate", "parse", "read", "write",
+    "convert", "encode", "decode", "build", "run", "add", "give", "include", "let", "make",
+    "use", "map", "compute", "describe", "extend", "wrap", "hold",
+))  # fmt: skip
+
+
+def _doc_verb(word: str) -> str | None:
+    """The base form of `word` if it is one of `_DOC_VERBS` (any person), else None."""
+    low = word.lower()
+    for base in (low, low[:-1], low[:-2]):
+        if base in _DOC_VERBS and low in (base, base + "s", base + "es"):
+            return base
+    return None
+
+
 def surname(author: str) -> str:
     """The family name of an author as written ("Chiyuan Zhang*" → "Zhang")."""
     name = author.replace("*", "").strip()
@@ -80,13 +98,16 @@ def third_person(sentence: str, subject: str, title: str = "") -> str:
     elif _THIS_PAPER.match(text) and not subject.startswith("“"):
         rest = text[_THIS_PAPER.match(text).end() :].lstrip()
         text = f"The paper by {subject} {rest}"
+    elif subject.startswith("“") and _doc_verb(text.split(" ", 1)[0]) and " " in text:
+        verb, rest = text.split(" ", 1)
+        text = f"{subject} {_agree(_doc_verb(verb) or verb, subject)} {rest}"
     else:
         thing = _THIS_THING.match(text)
         if thing and title:
             text = f"The {title.strip()} {thing.group(1)}{text[thing.end() :]}"
             return _FIRST_PERSON_RE.sub(lambda m: _FIRST_PERSON[m.group(1)], text)
         lead = text[:1].lower() + text[1:] if text[:2].istitle() else text
-        text = f"{subject} report that {lead}"
+        text = f"{subject} {_agree('report', subject)} that {lead}"
     return _FIRST_PERSON_RE.sub(lambda m: _FIRST_PERSON[m.group(1)], text)
 
 

@@ -48,6 +48,8 @@ class ReviewConfig:
         max_papers: the most documents reviewed (one researcher each).
         themes: the number of themes (None: chosen from the number of documents).
         defaults: metadata for records that lack it, e.g. {"year": 2017}.
+        researcher: the role reading each paper: `researcher`, or `physics_researcher`
+            (it reports the sentences that state measured quantities first).
     """
 
     corpus: Path
@@ -60,6 +62,10 @@ class ReviewConfig:
     max_concurrency: int = 64
     threads: int = 8
     defaults: Mapping[str, Any] | None = None
+    researcher: str = "researcher"
+
+
+RESEARCHER_ROLES = ("researcher", "physics_researcher")
 
 
 @dataclass
@@ -86,7 +92,9 @@ class ReviewOutcome:
         return self.files.supported / total if total else 1.0
 
 
-def decompose(plan: ReviewPlan, corpus_size: int) -> list[dict[str, Any]]:
+def decompose(
+    plan: ReviewPlan, corpus_size: int, researcher: str = "researcher"
+) -> list[dict[str, Any]]:
     """The subtasks the orchestrator spawns for its plan."""
     topic = plan.topic
     subtasks: list[dict[str, Any]] = []
@@ -95,7 +103,7 @@ def decompose(plan: ReviewPlan, corpus_size: int) -> list[dict[str, Any]]:
         subtasks.append(
             {
                 "id": f"read:{doc_id}",
-                "role": "researcher",
+                "role": researcher,
                 "instructions": (
                     f"Read document {doc_id!r} and report its contribution and up to 3 key "
                     f"findings relevant to {topic!r}, each with its passage quoted word for word."
@@ -156,10 +164,10 @@ def decompose(plan: ReviewPlan, corpus_size: int) -> list[dict[str, Any]]:
     return subtasks
 
 
-def _orchestrator(planner: SubAgent, corpus_size: int) -> Any:
+def _orchestrator(planner: SubAgent, corpus_size: int, researcher: str) -> Any:
     async def orchestrate(ctx: SubtaskContext) -> ReviewPlan:
         plan = ReviewPlan.model_validate(await planner(ctx))
-        ctx.spawn(decompose(plan, corpus_size))
+        ctx.spawn(decompose(plan, corpus_size, researcher))
         return plan
 
     return orchestrate
@@ -197,6 +205,11 @@ def run_review(config: ReviewConfig, *, sinks: Sequence[EventSink] = ()) -> Revi
     t0 = time.perf_counter()
     if config.max_papers < 1:
         raise UserError(f"max_papers must be >= 1, got {config.max_papers}")
+    if config.researcher not in RESEARCHER_ROLES:
+        raise UserError(
+            f"unknown researcher role {config.researcher!r}; "
+            f"use one of {', '.join(RESEARCHER_ROLES)}"
+        )
     corpus = load_review_corpus(config)
     tools = build_toolbox(corpus)
     roles = review_roles()
@@ -211,7 +224,11 @@ def run_review(config: ReviewConfig, *, sinks: Sequence[EventSink] = ()) -> Revi
         )
         install(swarm, [r for n, r in roles.items() if n != "orchestrator"], tools, executor=pool)
         planner = SubAgent(roles.get_role("orchestrator"), tools, executor=pool)
-        swarm.add_role("orchestrator", _orchestrator(planner, len(corpus)), output=ReviewPlan)
+        swarm.add_role(
+            "orchestrator",
+            _orchestrator(planner, len(corpus), config.researcher),
+            output=ReviewPlan,
+        )
         plan = {
             "goal": f"literature review: {config.topic}",
             "subtasks": [
@@ -249,7 +266,7 @@ def run_review(config: ReviewConfig, *, sinks: Sequence[EventSink] = ()) -> Revi
         relevant=len(plan_out.get("relevant", [])),
         themes=len(plan_out.get("themes", [])),
         subagents=len(result.results),
-        peak_researchers=tracker.peak["researcher"],
+        peak_researchers=tracker.peak[config.researcher],
         duration_s=time.perf_counter() - t0,
         problems=files.problems,
     )

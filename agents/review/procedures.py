@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agents.review._prose import (
@@ -56,6 +57,11 @@ _CONTRIBUTION_CUES = re.compile(
     re.IGNORECASE,
 )
 _NUMBER = re.compile(r"\d")
+#: Code, prompts, list items and headings make poor claims.
+_NOT_PROSE = re.compile(
+    r">>>|\$ |::|\{\{|[=<>!]=|/\*|\*\*|\'\'\'|\"\"\"| # | -- |\bdef |\bTODO\b"
+    r"|^\s*(?:[-*•#|+]|\(?[0-9a-z]\))"
+)
 _MIN_CHARS, _MAX_CHARS = 40, 420
 
 
@@ -88,6 +94,20 @@ def plan_review(run: AgentRun) -> ReviewPlan:
     )
 
 
+def _prose_sentence(text: str) -> bool:
+    """Whether a sentence reads as a statement: prose, not code, a list or a lead-in."""
+    stripped = text.strip()
+    if not _MIN_CHARS <= len(stripped) <= _MAX_CHARS or stripped.endswith((":", ",")):
+        return False
+    if _NOT_PROSE.search(stripped):
+        return False
+    words = stripped.split()
+    if stripped.count("`") > 2 or sum("_" in w for w in words) > 2:
+        return False
+    wordy = sum(w.strip(".,;()'\"“”").isalpha() for w in words)
+    return wordy >= 0.7 * len(words)
+
+
 def _sentence_score(text: str, relevance: float) -> tuple[float, float]:
     """(result score, contribution score) of one sentence."""
     result = 2.0 * len(_RESULT_CUES.findall(text)) + (1.0 if _NUMBER.search(text) else 0.0)
@@ -95,15 +115,18 @@ def _sentence_score(text: str, relevance: float) -> tuple[float, float]:
     return result + relevance, contribution + relevance
 
 
-def research_paper(run: AgentRun) -> PaperNotes:
+#: Scores a sentence: (text, relevance to the topic) -> (result score, contribution score).
+SentenceScore = Callable[[str, float], tuple[float, float]]
+
+
+def research_paper(run: AgentRun, score: SentenceScore = _sentence_score) -> PaperNotes:
     """Researcher: the contribution and key results of one paper, quoted exactly."""
     doc_id = str(run.inputs["doc_id"])
     query = " ".join([str(run.inputs.get("topic") or ""), *run.inputs.get("theme_terms", [])])
     doc = run.call("read_document", doc_id=doc_id)
-    sents = [
-        s
-        for s in run.call("document_sentences", doc_id=doc_id)
-        if _MIN_CHARS <= len(s["text"]) <= _MAX_CHARS
+    every = run.call("document_sentences", doc_id=doc_id)
+    sents = [s for s in every if _prose_sentence(s["text"])] or [
+        s for s in every if _MIN_CHARS <= len(s["text"]) <= _MAX_CHARS
     ]
     relevance: dict[int, float] = {}
     if query.strip():
@@ -111,7 +134,7 @@ def research_paper(run: AgentRun) -> PaperNotes:
             for s in sents:
                 if s["start"] < p["end"] and p["start"] < s["end"]:
                     relevance[s["start"]] = max(relevance.get(s["start"], 0.0), 1.5 - 0.5 * rank)
-    scored = [(s, *_sentence_score(s["text"], relevance.get(s["start"], 0.0))) for s in sents]
+    scored = [(s, *score(s["text"], relevance.get(s["start"], 0.0))) for s in sents]
     subject = attribution(doc["authors"], doc["year"], doc["title"])
     contribution = max(scored, key=lambda x: (x[2], -x[0]["start"]), default=None)
     results = sorted(
@@ -315,6 +338,7 @@ def synthesize(run: AgentRun) -> ReviewProse:
 
 
 __all__ = [
+    "SentenceScore",
     "check_section",
     "compose_prose",
     "plan_review",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agents.review import procedures as proc
+from agents.review.physics import research_physics
 from agents.review.schemas import PaperNotes, ReviewPlan, ReviewProse, Section, SectionCheck
 from agents.roles import RoleRegistry, builtin_roles
 
@@ -74,7 +75,7 @@ def _check_checks(result: SectionCheck, run: AgentRun) -> None:
 
 
 def review_roles() -> RoleRegistry:
-    """orchestrator, researcher, writer, fact_checker and synthesizer for a review."""
+    """orchestrator, researcher (or physics_researcher), writer, fact_checker, synthesizer."""
     base = builtin_roles()
     roles = RoleRegistry()
     roles.register(
@@ -107,6 +108,14 @@ def review_roles() -> RoleRegistry:
             tools=("read_document", "check_claim", "quote"),
             procedure=proc.check_section,
             check=_check_checks,
+        )
+    )
+    roles.register(
+        base.get_role("physics_researcher").derive(
+            output=PaperNotes,
+            tools=("read_document", "document_sentences", "find_passages", "quote"),
+            procedure=research_physics,
+            check=_check_notes,
         )
     )
     roles.register(

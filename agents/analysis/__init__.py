@@ -1,0 +1,35 @@
+"""Batch parallel data analysis: one analyst per (dataset, question), a fact-checker that
+recomputes every reported number, report.html, report.md and findings.jsonl.
+
+    from agents.analysis import AnalysisConfig, run_analysis
+    outcome = run_analysis(AnalysisConfig(["statsmodels:longley"], out=Path("out")))
+"""
+
+from agents.analysis.pipeline import AnalysisConfig, AnalysisOutcome, run_analysis
+from agents.analysis.roles import analysis_roles
+from agents.analysis.schemas import (
+    GENERAL_QUESTION,
+    AnalysisPlan,
+    AnalysisTask,
+    DatasetAnalysis,
+    FindingChecks,
+    ReportPage,
+    ReportText,
+)
+from agents.analysis.tools import AnalysisBoard, build_toolbox
+
+__all__ = [
+    "GENERAL_QUESTION",
+    "AnalysisBoard",
+    "AnalysisConfig",
+    "AnalysisOutcome",
+    "AnalysisPlan",
+    "AnalysisTask",
+    "DatasetAnalysis",
+    "FindingChecks",
+    "ReportPage",
+    "ReportText",
+    "analysis_roles",
+    "build_toolbox",
+    "run_analysis",
+]

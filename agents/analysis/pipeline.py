@@ -1,0 +1,263 @@
+"""Batch parallel data analysis: `run_analysis(AnalysisConfig(...))`.
+
+    outcome = run_analysis(AnalysisConfig(["statsmodels:longley", "sklearn:diabetes"],
+                                          out=Path("out")))
+    outcome.paths["report.md"], outcome.pass_rate
+
+The DAG: `plan` (orchestrator) spawns, per (dataset, question), `analyze:<n>` (data_analyst)
+→ `check:<n>` (fact_checker), then `report` (frontend_engineer → report.html) and
+`summarize` (synthesizer → report.md) after all checks. The failure policy is `continue`:
+a dataset that fails to load or an analysis that fails is reported, never fatal.
+Afterwards `findings.jsonl` lists every reported number with its verdict.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agents.analysis.outputs import finding_records, results_digest, run_problems, write_jsonl
+from agents.analysis.procedures_report import intro_text, render_markdown
+from agents.analysis.roles import analysis_roles
+from agents.analysis.tools import AnalysisBoard, build_toolbox
+from agents.analysis.workers import AnalystWorker, CheckWorker, PlanWorker, ReportWorker
+from agents.subagent import SubAgent
+from agents.tracking import RoleConcurrency
+from swarm.errors import ConfigError, UserError
+from swarm.runtime import Swarm
+from swarm.schema import Plan, RunResult, Subtask, SubtaskStatus
+
+if TYPE_CHECKING:
+    from agents.toolbox import ToolBox
+    from agents.tools.datasets import Dataset
+    from swarm._journal import EventSink
+    from swarm.llm.protocol import ChatModel
+
+
+@dataclass
+class AnalysisConfig:
+    """What to analyse and how.
+
+    Attributes:
+        datasets: specs: `statsmodels:NAME`, `sklearn:NAME`, or .csv/.tsv/.parquet paths.
+        out: the folder for report.md, report.html, findings.jsonl and figures/.
+        questions: asked of every dataset (default: one general question).
+        model: the model for the model policy (None: offline procedures).
+        runs_dir: where the swarm stores the run (None: nowhere).
+        max_concurrency: sub-agents in flight at most.
+        root: file datasets must lie inside it (default: the working directory).
+        threads: worker threads for procedures and tools (analyses run in parallel on them).
+    """
+
+    datasets: list[str]
+    out: Path
+    questions: list[str] = field(default_factory=list)
+    model: ChatModel | None = None
+    runs_dir: Path | None = None
+    max_concurrency: int = 64
+    root: Path | None = None
+    threads: int = 16
+
+    def __post_init__(self) -> None:
+        self.datasets = [str(d).strip() for d in self.datasets]
+        if not self.datasets or not all(self.datasets):
+            raise ConfigError(
+                f"name at least one dataset (got {self.datasets!r}): 'statsmodels:NAME', "
+                "'sklearn:NAME' or a .csv/.tsv/.parquet path"
+            )
+        self.questions = [q.strip() for q in self.questions if q.strip()]
+        self.out = Path(self.out)
+        if self.threads < 1 or self.max_concurrency < 1:
+            raise ConfigError(
+                f"threads and max_concurrency must be >= 1, got {self.threads} and "
+                f"{self.max_concurrency}"
+            )
+
+
+@dataclass
+class AnalysisOutcome:
+    """What a run produced: where the artifacts are and how the fact-check went."""
+
+    out_dir: Path
+    run_id: str
+    status: str
+    paths: dict[str, Path]
+    analyses: int
+    findings: int
+    verified: int
+    mismatched: int
+    unverifiable: int
+    peak_analysts: int
+    problems: list[str]
+    duration_s: float
+
+    @property
+    def pass_rate(self) -> float:
+        """Verified findings over all findings (0.0 when nothing was reported)."""
+        return self.verified / self.findings if self.findings else 0.0
+
+
+def load_datasets(
+    specs: Sequence[str], *, root: Path, executor: Executor
+) -> tuple[dict[str, Dataset], dict[str, str]]:
+    """Load each spec once, in parallel: the datasets by spec, and the specs that failed."""
+    from agents.tools.datasets import load_dataset
+
+    unique = list(dict.fromkeys(specs))
+    futures = {s: executor.submit(load_dataset, s, root=root) for s in unique}
+    loaded: dict[str, Dataset] = {}
+    errors: dict[str, str] = {}
+    for spec, future in futures.items():
+        try:
+            ds = future.result()
+        except UserError as exc:  # unknown name, bad path, unreadable file: reported
+            errors[spec] = str(exc)
+            continue
+        ds.frame.columns = [str(c) for c in ds.frame.columns]
+        loaded[spec] = ds
+    return loaded, errors
+
+
+def _sandbox(board: AnalysisBoard) -> Any:
+    """The sandbox for `run_python`; None (and a problem noted) where it cannot isolate."""
+    from agents.tools.sandbox import Sandbox, SandboxLimits, SandboxUnavailableError
+
+    try:
+        return Sandbox(SandboxLimits())
+    except SandboxUnavailableError as exc:  # fail closed: analysts go without run_python
+        board.add_problem(f"run_python is unavailable, analysts used the other tools: {exc}")
+        return None
+
+
+def build_swarm(
+    config: AnalysisConfig, board: AnalysisBoard, tools: ToolBox, executor: Executor
+) -> Swarm:
+    """A swarm with the five analysis roles, each a `SubAgent` behind its board worker."""
+    roles = analysis_roles(python="run_python" in tools)
+    swarm = Swarm(
+        model=config.model,
+        max_concurrency=config.max_concurrency,
+        failure_policy="continue",
+        runs_dir=config.runs_dir,
+    )
+    wrappers = {
+        "orchestrator": PlanWorker,
+        "data_analyst": AnalystWorker,
+        "fact_checker": CheckWorker,
+        "frontend_engineer": ReportWorker,
+        "synthesizer": ReportWorker,
+    }
+    for name, role in roles.items():
+        agent = SubAgent(role, tools, executor=executor)
+        swarm.add_role(name, wrappers[name](agent, board), output=role.output)
+    return swarm
+
+
+def _initial_plan(config: AnalysisConfig) -> Plan:
+    datasets = list(dict.fromkeys(config.datasets))
+    return Plan(
+        goal=f"batch analysis of {len(datasets)} dataset(s)",
+        subtasks=[
+            Subtask(
+                id="plan",
+                role="orchestrator",
+                instructions="Plan one analysis per (dataset, question).",
+                inputs={"datasets": datasets, "questions": list(config.questions)},
+            )
+        ],
+    )
+
+
+def _record_failures(board: AnalysisBoard, result: RunResult) -> None:
+    for sid, res in result.results.items():
+        if res.status is SubtaskStatus.DONE or sid.startswith("check:"):
+            continue  # a failed check is reported with its analysis
+        what = f"{res.error.type}: {res.error.message}" if res.error else res.status.value
+        board.add_problem(f"{sid} {res.status.value} ({what})")
+
+
+def write_artifacts(board: AnalysisBoard, tools: ToolBox, result: RunResult) -> dict[str, Path]:
+    """report.md, report.html (made here from the board if their subtasks failed) and
+    findings.jsonl."""
+    out = board.out_dir
+    summary = result.outputs.get("summarize")
+    markdown = summary["markdown"] if isinstance(summary, Mapping) else None
+    if markdown is None:
+        markdown = render_markdown(results_digest(board))
+    md_path = out / "report.md"
+    md_path.write_text(markdown, encoding="utf-8")
+    html_path = out / "report.html"
+    if result.outputs.get("report") is None or not html_path.is_file():
+        digest = results_digest(board)
+        tools.get_tool("render_report")(
+            title="Batch data analysis", intro=intro_text(digest), order=None
+        )
+    jsonl = write_jsonl(out / "findings.jsonl", finding_records(board))
+    return {"report.md": md_path, "report.html": html_path, "findings.jsonl": jsonl}
+
+
+def _outcome_problems(board: AnalysisBoard) -> list[str]:
+    problems = run_problems(board)
+    for e in results_digest(board)["analyses"]:
+        if e["status"] != "failed" and (not e["answered"] or e["status"] == "partial"):
+            problems.append(f"{e['id']} ({e['dataset']}): {e['reason'] or 'partial'}")
+    return problems
+
+
+def run_analysis(config: AnalysisConfig, *, sinks: Sequence[EventSink] = ()) -> AnalysisOutcome:
+    """Run the batch analysis to the end and write its artifacts into `config.out`.
+
+    Raises:
+        ConfigError: a bad configuration (no datasets, bad thread count).
+    """
+    t0 = time.perf_counter()
+    out = config.out.expanduser().resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    root = (config.root or Path.cwd()).expanduser().resolve()
+    executor = ThreadPoolExecutor(config.threads, thread_name_prefix="kimmy-analysis")
+    try:
+        datasets, errors = load_datasets(config.datasets, root=root, executor=executor)
+        board = AnalysisBoard(datasets, out_dir=out, load_errors=errors)
+        sandbox = _sandbox(board) if config.model is not None else None
+        tools = build_toolbox(board, sandbox)
+        concurrency = RoleConcurrency()
+        with build_swarm(config, board, tools, executor) as swarm:
+            result = swarm.run_sync(_initial_plan(config), sinks=[concurrency, *sinks])
+        _record_failures(board, result)
+        paths = write_artifacts(board, tools, result)
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)
+    records = finding_records(board)
+    verdicts = [r["verdict"] for r in records]
+    problems = _outcome_problems(board)
+    status = result.status.value
+    if status == "completed" and problems:
+        status = "partial"
+    return AnalysisOutcome(
+        out_dir=out,
+        run_id=result.run_id,
+        status=status,
+        paths=paths,
+        analyses=len(board.tasks),
+        findings=len(records),
+        verified=verdicts.count("verified"),
+        mismatched=verdicts.count("mismatch"),
+        unverifiable=verdicts.count("unverifiable"),
+        peak_analysts=concurrency.peak["data_analyst"],
+        problems=problems,
+        duration_s=time.perf_counter() - t0,
+    )
+
+
+__all__ = [
+    "AnalysisConfig",
+    "AnalysisOutcome",
+    "build_swarm",
+    "load_datasets",
+    "run_analysis",
+    "write_artifacts",
+]

@@ -1,0 +1,291 @@
+"""Offline procedures of the planner, the analyst and the fact-checker.
+
+Each is a deterministic algorithm over the run's tools (`run.call`), run in a worker thread;
+the model policy of the same role calls the same tools. The report roles' procedures are
+in `agents.analysis.procedures_report`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agents.analysis.schemas import (
+    GENERAL_QUESTION,
+    AnalysisPlan,
+    AnalysisTask,
+    DatasetAnalysis,
+    DatasetInfo,
+    FigureOut,
+    FindingChecks,
+)
+from agents.tools.findings import NumericFinding, Verdict
+from agents.tools.stats import AnalysisError
+
+if TYPE_CHECKING:
+    from agents.subagent import AgentRun
+    from swarm.context import SubtaskContext
+
+#: Columns described (distribution statistics, outliers) per analysis at most.
+MAX_DESCRIBED = 12
+#: Columns whose missing-value count is reported per analysis at most.
+MAX_MISSING = 40
+#: Predictors of the default OLS model at most.
+MAX_PREDICTORS = 5
+TOP_PAIRS = 5
+_DESCRIBED_STATS = ("count", "mean", "median", "std", "min", "max", "skew")
+
+
+def is_general(question: str) -> bool:
+    """Whether a question is the default one (profile and model, no column named)."""
+    return " ".join(question.lower().split()) == GENERAL_QUESTION
+
+
+# --- orchestrator ------------------------------------------------------------------------
+
+
+def plan_analyses(run: AgentRun) -> AnalysisPlan:
+    """One task per (loaded dataset, question), in the order given; load errors as problems."""
+    specs = [str(s) for s in run.inputs.get("datasets") or []]
+    questions = [str(q) for q in run.inputs.get("questions") or []] or [GENERAL_QUESTION]
+    listing = run.call("list_datasets")
+    loaded = {d["name"]: DatasetInfo.model_validate(d) for d in listing["datasets"]}
+    tasks: list[AnalysisTask] = []
+    for spec in dict.fromkeys(specs):
+        if spec in loaded:
+            tasks.extend(
+                AnalysisTask(n=len(tasks) + 1, dataset=spec, question=q) for q in questions
+            )
+    problems = [
+        f"dataset {spec!r} was not loaded: {msg}" for spec, msg in listing["errors"].items()
+    ]
+    return AnalysisPlan(
+        goal=f"analyse {len(loaded)} dataset(s) x {len(questions)} question(s)",
+        tasks=tasks,
+        datasets=[loaded[s] for s in dict.fromkeys(specs) if s in loaded],
+        problems=problems,
+    )
+
+
+# --- data analyst ------------------------------------------------------------------------
+
+
+@dataclass
+class _Draft:
+    """An analysis being assembled: findings, figures and problems so far."""
+
+    dataset: str
+    question: str
+    findings: list[NumericFinding] = field(default_factory=list)
+    figures: list[FigureOut] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def add(self, statistic: str, columns: list[str], value: float | None, **extra: Any) -> None:
+        if value is None or not math.isfinite(value):  # undefined (skew of two values)
+            return
+        self.findings.append(
+            NumericFinding(statistic=statistic, columns=columns, value=float(value), **extra)
+        )
+
+
+def _target_for(
+    run: AgentRun, d: _Draft, prof: dict[str, Any], missing: dict[str, int]
+) -> tuple[str | None, list[str]]:
+    """The target and the predictors the question asks for (None target: unanswerable).
+
+    For the general question: the dataset's designated target, else the last numeric
+    column with at least three values (an empty last column cannot be modelled).
+    """
+    numeric = prof["numeric_columns"]
+    if is_general(d.question):
+        designated = prof.get("target")
+        if designated in numeric:
+            return designated, []
+        filled = [c for c in numeric if prof["rows"] - missing.get(c, 0) >= 3]
+        return (filled or numeric)[-1], []
+    asked = run.call("question_columns", dataset=d.dataset, question=d.question)
+    target = asked["target"]
+    if target is None:
+        return None, []
+    return target, [c for c in asked["named_numeric"] if c != target]
+
+
+def _unanswered_reason(d: _Draft, prof: dict[str, Any]) -> str:
+    cols = ", ".join(prof["column_names"][:30])
+    return (
+        f"the question names no numeric column of {d.dataset} (columns: {cols}); "
+        "reported the profile of the data only"
+    )
+
+
+def _fit(run: AgentRun, d: _Draft, target: str, predictors: list[str]) -> dict[str, Any] | None:
+    try:
+        fit = run.call(
+            "fit_ols",
+            dataset=d.dataset,
+            target=target,
+            predictors=predictors or None,
+            max_predictors=MAX_PREDICTORS,
+        )
+    except AnalysisError as exc:
+        d.problems.append(f"no OLS model of {target!r}: {exc}")
+        return None
+    preds = fit["predictors"]
+    d.add("intercept", [target], fit["coef"]["const"], predictors=preds)
+    for name in ("const", *preds):
+        if name != "const":
+            d.add("slope", [target, name], fit["coef"][name], predictors=preds)
+        d.add("se", [target, name], fit["se"][name], predictors=preds)
+        d.add("pvalue", [target, name], fit["pvalues"][name], predictors=preds)
+    for stat in ("r2", "adj_r2", "nobs"):
+        d.add(stat, [target], fit[stat], predictors=preds)
+    return fit
+
+
+def _describe(run: AgentRun, d: _Draft, columns: list[str], missing: dict[str, int]) -> None:
+    described = run.call("describe_columns", dataset=d.dataset, columns=columns)
+    for col in columns:
+        for stat in _DESCRIBED_STATS:
+            d.add(stat, [col], described[col][stat])
+    with_missing = [c for c, n in missing.items() if n > 0 and c not in columns]
+    for col in [*columns, *with_missing][:MAX_MISSING]:
+        d.add("missing", [col], missing[col])
+    for col, n in run.call("count_outliers", dataset=d.dataset, columns=columns).items():
+        d.add("outliers", [col], n)
+
+
+def _correlate(run: AgentRun, d: _Draft) -> list[dict[str, Any]]:
+    pairs = run.call("top_correlations", dataset=d.dataset, top=TOP_PAIRS)
+    for p in pairs:
+        d.add("corr", [p["a"], p["b"]], p["r"])
+    return pairs
+
+
+def _figure(run: AgentRun, d: _Draft, kind: str, columns: list[str]) -> None:
+    made = run.call("make_figure", dataset=d.dataset, kind=kind, columns=columns)
+    d.figures.append(FigureOut.model_validate(made))
+
+
+def _no_numeric(d: _Draft, prof: dict[str, Any], missing: dict[str, int]) -> DatasetAnalysis:
+    for col in list(missing)[:MAX_MISSING]:
+        d.add("missing", [col], missing[col])
+    cols = ", ".join(prof["column_names"][:30])
+    reason = (
+        f"no numeric columns (columns: {cols}): reported missing values per column only; "
+        "distributions, correlations and models need numeric data"
+    )
+    return _result(d, prof, answered=False, reason=reason, summary=f"{prof['rows']} rows; {reason}")
+
+
+def _result(d: _Draft, prof: dict[str, Any], **fields: Any) -> DatasetAnalysis:
+    partial = bool(d.problems) or not fields.get("answered", True)
+    return DatasetAnalysis(
+        dataset=d.dataset,
+        question=d.question,
+        status="partial" if partial else "complete",
+        rows=prof["rows"],
+        columns=prof["columns"],
+        column_names=prof["column_names"],
+        findings=d.findings,
+        figures=d.figures,
+        problems=d.problems,
+        **fields,
+    )
+
+
+def _summary(fit: dict[str, Any] | None, pairs: list[dict[str, Any]], prof: dict[str, Any]) -> str:
+    parts = [f"{prof['rows']} rows, {prof['columns']} columns"]
+    if fit is not None:
+        r2 = "undefined" if fit["r2"] is None else f"{fit['r2']:.3f}"
+        parts.append(
+            f"OLS of {fit['target']} on {', '.join(fit['predictors'])}: "
+            f"R² = {r2} (n = {fit['nobs']})"
+        )
+    if pairs:
+        top = pairs[0]
+        parts.append(f"strongest correlation {top['a']} ~ {top['b']}: r = {top['r']:.3f}")
+    return "; ".join(parts) + "."
+
+
+def analyze_dataset(run: AgentRun) -> DatasetAnalysis:
+    """Profile, missing values, distributions, correlations, OLS, outliers and figures."""
+    d = _Draft(str(run.inputs["dataset"]), str(run.inputs["question"]))
+    prof = run.call("dataset_profile", dataset=d.dataset)
+    missing = run.call("missing_values", dataset=d.dataset)
+    numeric: list[str] = prof["numeric_columns"]
+    if not numeric:
+        return _no_numeric(d, prof, missing)
+    target, asked = _target_for(run, d, prof, missing)
+    fit = _fit(run, d, target, asked) if target is not None else None
+    predictors: list[str] = fit["predictors"] if fit is not None else []
+    leading = [target, *predictors] if target is not None else []
+    columns = list(dict.fromkeys([*leading, *numeric]))[:MAX_DESCRIBED]
+    _describe(run, d, columns, missing)
+    pairs = _correlate(run, d)
+    if target is not None:
+        _figure(run, d, "histogram", [target])
+    if predictors:
+        _figure(run, d, "scatter", [predictors[0], target])
+    if len(numeric) >= 2:
+        _figure(run, d, "heatmap", [])
+    fields: dict[str, Any] = {"target": target, "predictors": predictors}
+    if target is None:
+        fields.update(answered=False, reason=_unanswered_reason(d, prof))
+    elif d.problems:
+        fields["reason"] = "; ".join(d.problems)
+    return _result(d, prof, summary=_summary(fit, pairs, prof), **fields)
+
+
+# --- fact-checker ------------------------------------------------------------------------
+
+
+def failed_dependency(ctx: SubtaskContext, dep: str) -> str:
+    """What went wrong with a failed upstream subtask, for the report."""
+    res = ctx.upstream_results.get(dep)
+    error = res.error if res is not None else None
+    what = f"{error.type}: {error.message}" if error is not None else "no output"
+    return f"{dep} failed ({what})"
+
+
+def check_findings(run: AgentRun) -> FindingChecks:
+    """Recompute every finding of the upstream analysis from the raw data (`verify_finding`)."""
+    analysis_id = str(run.inputs["analysis"])
+    raw = run.upstream.get(analysis_id)
+    if raw is None:
+        return FindingChecks(
+            analysis=analysis_id, problems=[failed_dependency(run.ctx, analysis_id)]
+        )
+    analysis = DatasetAnalysis.model_validate(raw)
+    verdicts = [
+        Verdict.model_validate(run.call("verify_finding", dataset=analysis.dataset, finding=f))
+        for f in analysis.findings
+    ]
+    return tally(analysis_id, analysis.dataset, verdicts)
+
+
+def tally(analysis_id: str, dataset: str, verdicts: list[Verdict]) -> FindingChecks:
+    """A `FindingChecks` with its counts taken from the verdicts."""
+    labels = [v.verdict for v in verdicts]
+    return FindingChecks(
+        analysis=analysis_id,
+        dataset=dataset,
+        verdicts=verdicts,
+        verified=labels.count("verified"),
+        mismatched=labels.count("mismatch"),
+        unverifiable=labels.count("unverifiable"),
+    )
+
+
+__all__ = [
+    "MAX_DESCRIBED",
+    "MAX_MISSING",
+    "MAX_PREDICTORS",
+    "TOP_PAIRS",
+    "analyze_dataset",
+    "check_findings",
+    "failed_dependency",
+    "is_general",
+    "plan_analyses",
+    "tally",
+]

@@ -1,0 +1,123 @@
+"""What each sub-agent of the batch data analysis returns (both policies).
+
+Every number an analyst reports is a `NumericFinding` (`agents.tools.findings`), so the
+fact-checker can recompute it from the raw data; figures travel as base64 PNG.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agents.tools.findings import NumericFinding, Verdict
+
+#: The question asked of every dataset when the user asks none.
+GENERAL_QUESTION = "profile and model the data"
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class DatasetInfo(_Out):
+    """A dataset that loaded: its key (the spec as given), shape and designated target."""
+
+    name: str
+    rows: int
+    columns: int
+    target: str | None = None
+    description: str = ""
+
+
+class AnalysisTask(_Out):
+    """One (dataset, question) pair: becomes `analyze:<n>` and `check:<n>`."""
+
+    n: int = Field(ge=1)
+    dataset: str = Field(min_length=1)
+    question: str = Field(min_length=1)
+
+
+class AnalysisPlan(_Out):
+    """The orchestrator's decomposition: one analysis per (dataset, question)."""
+
+    goal: str = ""
+    tasks: list[AnalysisTask] = Field(default_factory=list)
+    datasets: list[DatasetInfo] = Field(default_factory=list)
+    #: Datasets that could not be loaded, and why (the run goes on without them).
+    problems: list[str] = Field(default_factory=list)
+
+
+class FigureOut(_Out):
+    """A figure an analyst made with the `make_figure` tool (PNG filled in by the pipeline)."""
+
+    figure_id: str = Field(min_length=1)
+    kind: Literal["histogram", "scatter", "heatmap"]
+    title: str = ""
+    columns: list[str] = Field(default_factory=list)
+    png_base64: str = ""
+
+
+class DatasetAnalysis(_Out):
+    """An analyst's report on one dataset for one question.
+
+    `findings` holds every reported number; `answered` is False when the question cannot
+    be answered from this dataset (`reason` says why; the profile is still reported), and
+    `status` is `partial` when part of the analysis was impossible (e.g. no numeric
+    columns, no predictors for a model).
+    """
+
+    dataset: str = Field(min_length=1)
+    question: str = Field(min_length=1)
+    answered: bool = True
+    status: Literal["complete", "partial"] = "complete"
+    reason: str = ""
+    rows: int = 0
+    columns: int = 0
+    column_names: list[str] = Field(default_factory=list)
+    target: str | None = None
+    predictors: list[str] = Field(default_factory=list)
+    summary: str = ""
+    findings: list[NumericFinding] = Field(default_factory=list)
+    figures: list[FigureOut] = Field(default_factory=list)
+    problems: list[str] = Field(default_factory=list)
+
+
+class FindingChecks(_Out):
+    """The fact-checker's verdicts on every finding of one analysis."""
+
+    analysis: str = Field(min_length=1)
+    dataset: str = ""
+    verdicts: list[Verdict] = Field(default_factory=list)
+    verified: int = 0
+    mismatched: int = 0
+    unverifiable: int = 0
+    problems: list[str] = Field(default_factory=list)
+
+
+class ReportPage(_Out):
+    """The frontend engineer's report.html: its title, intro, section order and path."""
+
+    title: str = Field(min_length=1)
+    intro: str = ""
+    order: list[str] = Field(default_factory=list)
+    path: str = ""
+
+
+class ReportText(_Out):
+    """The synthesizer's report.md."""
+
+    markdown: str = Field(min_length=1)
+
+
+__all__ = [
+    "GENERAL_QUESTION",
+    "AnalysisPlan",
+    "AnalysisTask",
+    "DatasetAnalysis",
+    "DatasetInfo",
+    "FigureOut",
+    "FindingChecks",
+    "ReportPage",
+    "ReportText",
+]

@@ -1,0 +1,137 @@
+"""The swarm workers of the batch analysis: each runs its role's `SubAgent` (model policy or
+offline procedure) and keeps the run's `AnalysisBoard` up to date.
+
+- `PlanWorker` (subtask `plan`): the orchestrator's `AnalysisPlan`, then it spawns
+  `analyze:<n>` → `check:<n>` per task, and `report` + `summarize` after all checks.
+- `AnalystWorker`: the analysis, with the dataset's shape and the figures' PNGs filled in
+  from the data (never trusted from a model).
+- `CheckWorker`: the fact-check; a failed analysis is recorded, not sent to a model.
+- `ReportWorker`: records failed dependencies as problems, then builds its report.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import TYPE_CHECKING, Any
+
+from agents.analysis.procedures import failed_dependency
+from agents.analysis.schemas import AnalysisPlan, DatasetAnalysis, FindingChecks
+from swarm.schema import Subtask, SubtaskStatus
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from agents.analysis.tools import AnalysisBoard
+    from agents.subagent import SubAgent
+    from swarm.context import SubtaskContext
+
+
+def analysis_subtasks(plan: AnalysisPlan) -> list[Subtask]:
+    """The subtasks a plan spawns: analyses, their checks, then the two reports."""
+    out: list[Subtask] = []
+    checks: list[str] = []
+    for t in plan.tasks:
+        aid, cid = f"analyze:{t.n}", f"check:{t.n}"
+        out.append(Subtask(
+            id=aid, role="data_analyst",
+            instructions=f"Analyse dataset {t.dataset!r} to answer: {t.question}",
+            inputs={"dataset": t.dataset, "question": t.question, "n": t.n},
+        ))  # fmt: skip
+        out.append(Subtask(
+            id=cid, role="fact_checker", depends_on=[aid],
+            instructions=f"Recompute every number of {aid} from the raw data of {t.dataset!r}.",
+            inputs={"analysis": aid, "dataset": t.dataset},
+        ))  # fmt: skip
+        checks.append(cid)
+    deps = ["plan", *checks]
+    out.append(Subtask(
+        id="report", role="frontend_engineer", depends_on=deps,
+        instructions="Build report.html from the checked analyses (render_report).",
+    ))  # fmt: skip
+    out.append(Subtask(
+        id="summarize", role="synthesizer", depends_on=deps,
+        instructions="Write report.md: the findings across datasets, with their verdicts.",
+    ))  # fmt: skip
+    return out
+
+
+class _BoardWorker:
+    def __init__(self, agent: SubAgent, board: AnalysisBoard) -> None:
+        self.agent = agent
+        self.board = board
+
+
+class PlanWorker(_BoardWorker):
+    """Plans with the orchestrator, then spawns the rest of the DAG."""
+
+    async def __call__(self, ctx: SubtaskContext) -> AnalysisPlan:
+        plan = AnalysisPlan.model_validate(await self.agent(ctx))
+        # A model may leave out load errors; the report must not.
+        missing = [
+            f"dataset {spec!r} was not loaded: {msg}"
+            for spec, msg in self.board.load_errors.items()
+            if not any(spec in p for p in plan.problems)
+        ]
+        plan = plan.model_copy(update={"problems": [*plan.problems, *missing]})
+        for t in plan.tasks:
+            self.board.record_task(f"analyze:{t.n}", t)
+        ctx.spawn(analysis_subtasks(plan))
+        return plan
+
+
+class AnalystWorker(_BoardWorker):
+    """Runs the analyst; fills in the data's shape and the figures; records the analysis."""
+
+    async def __call__(self, ctx: SubtaskContext) -> DatasetAnalysis:
+        out = DatasetAnalysis.model_validate(await self.agent(ctx))
+        dataset = str(ctx.inputs["dataset"])
+        frame = self.board.frame(dataset)
+        figures, problems = [], list(out.problems)
+        for f in out.figures:
+            png = self.board.figures.get(f.figure_id)
+            if png is None:
+                problems.append(f"figure {f.figure_id!r} was not made with make_figure; dropped")
+                continue
+            figures.append(f.model_copy(update={"png_base64": base64.b64encode(png).decode()}))
+        out = out.model_copy(update={
+            "question": str(ctx.inputs["question"]),
+            "rows": int(frame.shape[0]),
+            "columns": int(frame.shape[1]),
+            "column_names": [str(c) for c in frame.columns],
+            "figures": figures,
+            "problems": problems,
+        })  # fmt: skip
+        self.board.record_analysis(ctx.id, out)
+        return out
+
+
+class CheckWorker(_BoardWorker):
+    """Runs the fact-checker over a finished analysis; records the verdicts."""
+
+    async def __call__(self, ctx: SubtaskContext) -> FindingChecks:
+        analysis_id = str(ctx.inputs["analysis"])
+        if ctx.upstream.get(analysis_id) is None:
+            problem = failed_dependency(ctx, analysis_id)
+            self.board.add_problem(problem)
+            dataset = str(ctx.inputs.get("dataset", ""))
+            out = FindingChecks(analysis=analysis_id, dataset=dataset, problems=[problem])
+        else:
+            self.board.record_analysis(
+                analysis_id, DatasetAnalysis.model_validate(ctx.upstream[analysis_id])
+            )
+            out = FindingChecks.model_validate(await self.agent(ctx))
+        self.board.record_checks(ctx.id, out)
+        return out
+
+
+class ReportWorker(_BoardWorker):
+    """Records which checks failed, then runs the frontend engineer or the synthesizer."""
+
+    async def __call__(self, ctx: SubtaskContext) -> BaseModel | Any:
+        for dep, res in ctx.upstream_results.items():
+            if res.status is not SubtaskStatus.DONE:
+                self.board.add_problem(failed_dependency(ctx, dep))
+        return await self.agent(ctx)
+
+
+__all__ = ["AnalystWorker", "CheckWorker", "PlanWorker", "ReportWorker", "analysis_subtasks"]

@@ -1,0 +1,388 @@
+"""A corpus of documents loaded from a folder or a file, with stable ids and confined paths.
+
+`load_corpus` reads Markdown, text, PDF, BibTeX, JSON Lines and JSON files. Nothing in a
+file's content is fatal: an unreadable file or record becomes a `Skipped` entry that the
+pipeline reports. Ids are stable: they come from the record, its URL or its authors, year
+and title, never from the order in which files were read.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import os
+import re
+import stat
+import unicodedata
+from collections import defaultdict
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from agents.tools._readers import SUPPORTED_SUFFIXES, RawRecord, parse_authors, parse_year
+from agents.tools._readers import read_file as _read_file
+from swarm.errors import UserError
+
+__all__ = [
+    "MAX_ID_LENGTH",
+    "SUPPORTED_SUFFIXES",
+    "Corpus",
+    "CorpusError",
+    "Document",
+    "PathOutsideRootError",
+    "Skipped",
+    "UnknownDocumentError",
+    "load_corpus",
+    "safe_path",
+    "sanitize_id",
+]
+
+MAX_ID_LENGTH = 64
+_OUTSIDE = "outside the corpus root"
+_DEFAULT_FIELDS = ("authors", "year", "venue", "url")
+_NOT_DEFAULTABLE = frozenset({"id", "title", "text", "source", "meta"})
+_TITLE_SKIP = frozenset({"a", "an", "the", "on", "of", "in", "for", "to", "and", "towards"})
+_ID_BAD = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+class CorpusError(UserError):
+    """The corpus path is missing, or is a file of an unsupported type."""
+
+
+class PathOutsideRootError(UserError):
+    """A path resolves outside the corpus root."""
+
+
+class UnknownDocumentError(UserError):
+    """No document has the requested id; the message lists up to 5 close ids."""
+
+    def __init__(self, doc_id: str, known: Sequence[str] = ()) -> None:
+        close = difflib.get_close_matches(doc_id, list(known), n=5, cutoff=0.6)
+        if close:
+            hint = f"; close ids: {', '.join(close)}"
+        elif known:
+            hint = f"; ids look like: {', '.join(sorted(known)[:3])}"
+        else:
+            hint = "; the corpus is empty"
+        super().__init__(f"no document with id {doc_id!r} among {len(known)} documents{hint}")
+        self.doc_id = doc_id
+        self.suggestions: tuple[str, ...] = tuple(close)
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One paper or file. `text` is the abstract or body; `title` is kept apart from it."""
+
+    id: str
+    title: str
+    text: str
+    authors: tuple[str, ...] = ()
+    year: int | None = None
+    venue: str | None = None
+    url: str | None = None
+    source: str = ""  # relative path, or "file.jsonl#12" / "refs.bib#key"
+    meta: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """A file or record that gave no document, and why."""
+
+    source: str
+    reason: str
+
+
+@dataclass
+class Corpus:
+    """The loaded documents, in file order, and what was skipped. Treat it as read-only."""
+
+    root: Path
+    documents: list[Document]
+    skipped: list[Skipped] = field(default_factory=list)
+    _index: dict[str, Document] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _index_key: tuple[int, int] = field(default=(0, -1), init=False, repr=False, compare=False)
+
+    def _by_id(self) -> dict[str, Document]:
+        key = (id(self.documents), len(self.documents))
+        if key != self._index_key:
+            self._index = {d.id: d for d in self.documents}
+            self._index_key = key
+        return self._index
+
+    def get(self, doc_id: str) -> Document:
+        """The document with this id.
+
+        Raises:
+            UnknownDocumentError: no such id; the message suggests close ones.
+        """
+        doc = self._by_id().get(doc_id)
+        if doc is None:
+            raise UnknownDocumentError(doc_id, self.ids)
+        return doc
+
+    @property
+    def ids(self) -> list[str]:
+        """Document ids in corpus order."""
+        return [d.id for d in self.documents]
+
+    def __len__(self) -> int:
+        return len(self.documents)
+
+    def __iter__(self) -> Iterator[Document]:
+        return iter(self.documents)
+
+    def __contains__(self, doc_id: object) -> bool:
+        return isinstance(doc_id, str) and doc_id in self._by_id()
+
+
+def safe_path(root: Path, relative: str | Path) -> Path:
+    """`root / relative`, resolved (symlinks followed), if it stays inside `root`.
+
+    Raises:
+        PathOutsideRootError: the path, or a symlink on it, leads outside `root`.
+    """
+    base = Path(root).resolve()
+    target = (base / relative).resolve()
+    if not target.is_relative_to(base):
+        raise PathOutsideRootError(
+            f"path {str(relative)!r} resolves to {str(target)!r}, outside the corpus root "
+            f"{str(base)!r}; only paths inside the root are allowed"
+        )
+    return target
+
+
+# --- walking -------------------------------------------------------------------------------
+
+
+def _supported_types() -> str:
+    return ", ".join(SUPPORTED_SUFFIXES)
+
+
+def _walk(root: Path) -> tuple[list[tuple[Path, str]], list[Skipped]]:
+    """Supported files under `root` as (path, relative source), sorted; and skip notes."""
+    regular: list[tuple[Path, str]] = []
+    links: list[tuple[Path, str]] = []
+    others: list[str] = []
+    skipped: list[Skipped] = []
+
+    def on_error(exc: OSError) -> None:
+        where = Path(exc.filename).relative_to(root).as_posix() if exc.filename else "."
+        skipped.append(Skipped(where, f"cannot list folder: {exc.strerror or exc}"))
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=on_error, followlinks=False):
+        here = Path(dirpath)
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in list(dirnames):
+            if (here / name).is_symlink():  # never followed: a loop or an escape otherwise
+                dirnames.remove(name)
+                rel = (here / name).relative_to(root).as_posix()
+                inside = (here / name).resolve().is_relative_to(root)
+                reason = "symlink to a folder inside the corpus root" if inside else _OUTSIDE
+                skipped.append(Skipped(rel, reason))
+        for name in filenames:
+            path = here / name
+            rel = path.relative_to(root).as_posix()
+            if name.startswith("."):
+                continue
+            if path.suffix.lower() not in SUPPORTED_SUFFIXES:
+                others.append(rel)
+            elif path.is_symlink():
+                links.append((path, rel))
+            else:
+                regular.append((path, rel))
+    real = {p: rel for p, rel in regular}
+    for path, rel in links:
+        target = path.resolve()
+        if not target.is_relative_to(root):
+            skipped.append(Skipped(rel, _OUTSIDE))
+        elif not target.exists():
+            skipped.append(Skipped(rel, "broken symlink"))
+        elif target in real:
+            skipped.append(Skipped(rel, f"symlink to {real[target]}, which is read itself"))
+        else:
+            regular.append((path, rel))
+    if not regular:  # say why an otherwise non-empty folder gave nothing
+        skipped += [
+            Skipped(rel, f"unsupported file type; supported: {_supported_types()}")
+            for rel in others
+        ]
+    return sorted(regular, key=lambda item: item[1]), skipped
+
+
+def _read_all(files: list[tuple[Path, str]], skipped: list[Skipped]) -> list[RawRecord]:
+    records: list[RawRecord] = []
+    for path, rel in files:
+        try:
+            mode = path.stat().st_mode
+        except OSError as exc:
+            skipped.append(Skipped(rel, f"cannot read: {exc.strerror or exc}"))
+            continue
+        if not stat.S_ISREG(mode):  # a FIFO named x.txt would block the read forever
+            skipped.append(Skipped(rel, "not a regular file"))
+            continue
+        result = _read_file(path, rel)
+        records += result.records
+        skipped += [Skipped(src, reason) for src, reason in result.skipped]
+    return records
+
+
+# --- ids -----------------------------------------------------------------------------------
+
+
+def _ascii(text: str) -> str:
+    return unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+
+
+def sanitize_id(raw: str, *, max_length: int = MAX_ID_LENGTH) -> str:
+    """`raw` as an id matching `[A-Za-z0-9][A-Za-z0-9_.-]*`, at most `max_length` chars."""
+    text = _ID_BAD.sub("-", _ascii(raw))
+    text = re.sub(r"^[^A-Za-z0-9]+", "", text)[:max_length].rstrip("-._")
+    return text or "doc"
+
+
+def _slug(text: str) -> str:
+    return sanitize_id(_ascii(text).lower())
+
+
+def _word(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", _ascii(text).lower())
+
+
+def _id_from_url(url: str) -> str | None:
+    parts = urlsplit(url)
+    ids = parse_qs(parts.query).get("id")
+    if ids and ids[0].strip():
+        return ids[0].strip()
+    segments = [s for s in parts.path.split("/") if s]
+    if not segments:
+        return None
+    return re.sub(r"\.(pdf|html?)$", "", segments[-1], flags=re.IGNORECASE) or None
+
+
+def _base_id(rec: RawRecord) -> str:
+    if rec.id:
+        return sanitize_id(rec.id)
+    if rec.url and (from_url := _id_from_url(rec.url)):
+        return sanitize_id(from_url)
+    if rec.whole_file and not rec.authors:
+        return _slug(rec.stem)
+    surname = _word(rec.authors[0].split()[-1]) if rec.authors else ""
+    words = [_word(w) for w in rec.title.split()]
+    first = next((w for w in words if w and w not in _TITLE_SKIP), "")
+    base = f"{surname}{rec.year or ''}{first}"
+    return sanitize_id(base) if base else _slug(rec.stem)
+
+
+def _assign_ids(records: list[RawRecord]) -> list[str]:
+    """Unique ids for `records`, independent of their order (case-insensitively unique)."""
+    bases = [_base_id(r) for r in records]
+    groups: dict[str, list[int]] = defaultdict(list)
+    for i, base in enumerate(bases):
+        groups[base.lower()].append(i)
+    ids = list(bases)
+    for members in groups.values():
+        if len(members) > 1:
+            for i in members:
+                digest = hashlib.sha1((records[i].title + records[i].text).encode()).hexdigest()
+                ids[i] = f"{sanitize_id(bases[i], max_length=MAX_ID_LENGTH - 7)}-{digest[:6]}"
+    # Same title and text (or a suffixed id equal to another's base): number them, in an
+    # order fixed by id and source rather than by file order.
+    used: set[str] = set()
+    final = list(ids)
+    for i in sorted(range(len(ids)), key=lambda i: (ids[i].lower(), records[i].source)):
+        candidate, n = ids[i], 1
+        while candidate.lower() in used:
+            n += 1
+            suffix = f"-{n}"
+            candidate = sanitize_id(ids[i], max_length=MAX_ID_LENGTH - len(suffix)) + suffix
+        used.add(candidate.lower())
+        final[i] = candidate
+    return final
+
+
+# --- loading -------------------------------------------------------------------------------
+
+
+def _check_defaults(defaults: Mapping[str, Any] | None) -> dict[str, Any]:
+    out = dict(defaults or {})
+    for key in out:
+        if key in _NOT_DEFAULTABLE:
+            raise CorpusError(
+                f"defaults cannot set {key!r}; allowed: {', '.join(_DEFAULT_FIELDS)}, "
+                "or any other key (it fills `meta`)"
+            )
+    if "year" in out and parse_year(out["year"]) is None:
+        raise CorpusError(f"defaults year {out['year']!r} is not a year such as 2017")
+    return out
+
+
+def _document(rec: RawRecord, doc_id: str, defaults: Mapping[str, Any]) -> Document:
+    meta = dict(rec.meta)
+    for key, value in defaults.items():
+        if key not in _DEFAULT_FIELDS:
+            meta.setdefault(key, value)
+    return Document(
+        id=doc_id,
+        title=rec.title,
+        text=rec.text,
+        authors=rec.authors,
+        year=rec.year,
+        venue=rec.venue,
+        url=rec.url,
+        source=rec.source,
+        meta=meta,
+    )
+
+
+def _apply_defaults(rec: RawRecord, defaults: Mapping[str, Any]) -> None:
+    if not rec.authors and "authors" in defaults:
+        rec.authors = parse_authors(defaults["authors"])
+    if rec.year is None and "year" in defaults:
+        rec.year = parse_year(defaults["year"])
+    if rec.venue is None and defaults.get("venue") is not None:
+        rec.venue = str(defaults["venue"])
+    if rec.url is None and defaults.get("url") is not None:
+        rec.url = str(defaults["url"])
+
+
+def load_corpus(path: str | Path, *, defaults: Mapping[str, Any] | None = None) -> Corpus:
+    """Load every supported file under a folder (recursively), or one file.
+
+    Hidden files and folders are ignored; symlinks that lead outside the root are skipped,
+    never followed. A folder with no readable document gives an empty corpus, not an error.
+
+    Args:
+        path: a folder, or one .md/.markdown/.txt/.pdf/.bib/.jsonl/.json file.
+        defaults: values for fields a record lacks, e.g. {"year": 2017, "venue": "ICLR 2017"};
+            keys other than authors/year/venue/url fill `meta`.
+
+    Raises:
+        CorpusError: `path` does not exist, is a file of an unsupported type, or `defaults`
+            sets a field that cannot have a default.
+    """
+    given = Path(path).expanduser()
+    fills = _check_defaults(defaults)
+    if not given.exists():
+        raise CorpusError(
+            f"corpus path {str(given)!r} does not exist; give a folder or a file of type "
+            f"{_supported_types()}"
+        )
+    if given.is_dir():
+        root = given.resolve()
+        files, skipped = _walk(root)
+    elif given.suffix.lower() in SUPPORTED_SUFFIXES and given.is_file():
+        resolved = given.resolve()
+        root, files, skipped = resolved.parent, [(resolved, given.name)], []
+    else:
+        raise CorpusError(
+            f"corpus file {str(given)!r} has an unsupported type {given.suffix!r}; "
+            f"supported: {_supported_types()}"
+        )
+    records = _read_all(files, skipped)
+    for rec in records:
+        _apply_defaults(rec, fills)
+    ids = _assign_ids(records)
+    documents = [_document(rec, doc_id, fills) for rec, doc_id in zip(records, ids, strict=True)]
+    return Corpus(root=root, documents=documents, skipped=skipped)

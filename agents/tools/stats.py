@@ -1,0 +1,309 @@
+"""Descriptive statistics, correlations and OLS on a DataFrame (pandas / statsmodels).
+
+These are the numbers an analyst reports; `agents.tools.findings` recomputes them through an
+independent numpy/scipy path. Conventions both sides share: `std` uses ddof=1, `skew` is the
+bias-corrected sample skewness (pandas `Series.skew`, scipy `skew(bias=False)`), correlations
+and descriptive statistics use the non-missing values of each column (pairwise for `corr`),
+OLS drops rows with a missing value in any used column, and Tukey fences use linearly
+interpolated quartiles.
+
+All functions are pure and thread-safe; bad input raises `AnalysisError` naming the column.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import statsmodels.api as sm
+
+from swarm.errors import UserError
+
+__all__ = [
+    "CORR_METHODS",
+    "AnalysisError",
+    "OLSFit",
+    "correlations",
+    "describe",
+    "missing",
+    "numeric_columns",
+    "ols",
+    "outliers",
+    "pick_target",
+    "profile",
+]
+
+CORR_METHODS = ("pearson", "spearman", "kendall")
+_COLLINEAR = 0.98  # |r| above which a candidate predictor duplicates a chosen one
+
+
+class AnalysisError(UserError):
+    """A statistic cannot be computed: unknown or non-numeric column, too few rows, etc."""
+
+
+def numeric_columns(df: pd.DataFrame) -> list[str]:
+    """Return the numeric (non-boolean) columns of `df`, in frame order."""
+    return [
+        c
+        for c in df.columns
+        if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])
+    ]
+
+
+def _require_numeric(df: pd.DataFrame, column: str) -> None:
+    if column not in df.columns:
+        shown = ", ".join(map(str, list(df.columns)[:30]))
+        raise AnalysisError(f"unknown column {column!r}; columns: {shown}")
+    if column not in numeric_columns(df):
+        raise AnalysisError(
+            f"column {column!r} is not numeric (dtype {df[column].dtype}); "
+            f"numeric columns: {', '.join(map(str, numeric_columns(df)))}"
+        )
+
+
+def profile(df: pd.DataFrame) -> dict[str, Any]:
+    """Summarise the shape of a table.
+
+    Returns:
+        rows, columns (count), column_names, dtypes (column -> dtype name), numeric_columns,
+        missing_cells (total) and memory_bytes (deep).
+    """
+    return {
+        "rows": int(df.shape[0]),
+        "columns": int(df.shape[1]),
+        "column_names": [str(c) for c in df.columns],
+        "dtypes": {str(c): str(t) for c, t in df.dtypes.items()},
+        "numeric_columns": [str(c) for c in numeric_columns(df)],
+        "missing_cells": int(df.isna().sum().sum()),
+        "memory_bytes": int(df.memory_usage(deep=True).sum()),
+    }
+
+
+def missing(df: pd.DataFrame) -> dict[str, int]:
+    """Return the number of missing values in each column."""
+    return {str(c): int(n) for c, n in df.isna().sum().items()}
+
+
+def describe(df: pd.DataFrame, columns: Sequence[str] | None = None) -> dict[str, dict[str, float]]:
+    """Describe numeric columns over their non-missing values.
+
+    Args:
+        df: the table.
+        columns: the columns to describe (each must be numeric); default all numeric columns.
+
+    Returns:
+        column -> {count, mean, median, std (ddof=1), min, max, skew}; NaN where undefined
+        (e.g. std of one value).
+
+    Raises:
+        AnalysisError: a named column is missing or not numeric.
+    """
+    cols = list(columns) if columns is not None else numeric_columns(df)
+    out: dict[str, dict[str, float]] = {}
+    for col in cols:
+        _require_numeric(df, col)
+        s = df[col].dropna().astype(float)
+        out[col] = {
+            "count": float(s.size),
+            "mean": float(s.mean()),
+            "median": float(s.median()),
+            "std": float(s.std(ddof=1)),
+            "min": float(s.min()),
+            "max": float(s.max()),
+            "skew": float(s.skew()),
+        }
+    return out
+
+
+def correlations(
+    df: pd.DataFrame, *, top: int = 5, method: str = "pearson"
+) -> list[tuple[str, str, float]]:
+    """Return the `top` numeric column pairs with the largest |r|.
+
+    Pairs are (a, b) with a before b in frame order, using pairwise-complete rows; pairs with
+    an undefined r (a constant column) are left out. Ties keep frame order, so the result is
+    deterministic.
+
+    Raises:
+        AnalysisError: `method` is not pearson/spearman/kendall, or `top` < 1.
+    """
+    if method not in CORR_METHODS:
+        raise AnalysisError(f"unknown correlation method {method!r}; allowed: {CORR_METHODS}")
+    if top < 1:
+        raise AnalysisError(f"top must be at least 1, got {top}")
+    cols = numeric_columns(df)
+    matrix = df[cols].astype(float).corr(method=method).to_numpy()  # (C, C)
+    pairs: list[tuple[float, int, int]] = []
+    for i in range(len(cols)):
+        for j in range(i + 1, len(cols)):
+            r = matrix[i, j]
+            if np.isfinite(r):
+                pairs.append((-abs(float(r)), i, j))
+    pairs.sort()
+    return [(cols[i], cols[j], float(matrix[i, j])) for _, i, j in pairs[:top]]
+
+
+@dataclass(frozen=True)
+class OLSFit:
+    """An OLS fit with a constant; dict keys are "const" then the predictors, in order."""
+
+    target: str
+    predictors: list[str]
+    coef: dict[str, float]
+    se: dict[str, float]
+    pvalues: dict[str, float]
+    r2: float
+    adj_r2: float
+    nobs: int
+    f_pvalue: float
+
+
+def _default_predictors(df: pd.DataFrame, target: str, max_predictors: int) -> list[str]:
+    """Numeric columns by |r| with the target, skipping near-duplicates of chosen ones."""
+    candidates = [c for c in numeric_columns(df) if c != target]
+    if not candidates:
+        raise AnalysisError(f"no numeric predictors for target {target!r}")
+    data = df[[target, *candidates]].astype(float)
+    corr = data.corr()  # pairwise-complete pearson
+    ranked = [c for c in candidates if np.isfinite(corr.at[c, target])]
+    ranked.sort(key=lambda c: -abs(float(corr.at[c, target])))  # stable: ties keep frame order
+    chosen: list[str] = []
+    for c in ranked:
+        if len(chosen) == max_predictors:
+            break
+        if all(not abs(corr.at[c, k]) > _COLLINEAR for k in chosen):
+            chosen.append(c)
+    if not chosen:
+        raise AnalysisError(
+            f"no numeric predictors for target {target!r}: every candidate is constant or empty"
+        )
+    return chosen
+
+
+def _check_predictors(df: pd.DataFrame, target: str, predictors: Sequence[str]) -> list[str]:
+    chosen = list(dict.fromkeys(predictors))  # de-duplicated, order kept
+    if not chosen:
+        raise AnalysisError(f"no numeric predictors given for target {target!r}")
+    for p in chosen:
+        _require_numeric(df, p)
+        if p == target:
+            raise AnalysisError(f"predictor {p!r} is the target itself")
+        if p == "const":
+            raise AnalysisError("a predictor may not be named 'const' (the intercept's name)")
+    return chosen
+
+
+def ols(
+    df: pd.DataFrame,
+    target: str,
+    predictors: Sequence[str] | None = None,
+    *,
+    max_predictors: int = 6,
+) -> OLSFit:
+    """Fit `target ~ const + predictors` by ordinary least squares (statsmodels).
+
+    Args:
+        df: the table.
+        target: the numeric dependent variable.
+        predictors: numeric regressors; default: the numeric columns most correlated with the
+            target (|r|), skipping any with |r| > 0.98 to an already chosen one.
+        max_predictors: the most predictors to choose by default.
+
+    Returns:
+        The fit, over the rows with no missing value in the used columns.
+
+    Raises:
+        AnalysisError: unknown or non-numeric column, no numeric predictors, collinear
+            predictors, or too few complete rows (fewer than predictors + 2).
+    """
+    _require_numeric(df, target)
+    if max_predictors < 1:
+        raise AnalysisError(f"max_predictors must be at least 1, got {max_predictors}")
+    if predictors is None:
+        chosen = _default_predictors(df, target, max_predictors)
+    else:
+        chosen = _check_predictors(df, target, predictors)
+    data = df[[target, *chosen]].astype(float).dropna()
+    if len(data) < len(chosen) + 2:
+        raise AnalysisError(
+            f"too few complete rows ({len(data)}) to fit {target!r} on {len(chosen)} "
+            f"predictor(s); need at least {len(chosen) + 2}"
+        )
+    design = sm.add_constant(data[chosen], has_constant="add")  # (N, 1 + P)
+    if np.linalg.matrix_rank(design.to_numpy()) < design.shape[1]:
+        raise AnalysisError(f"predictors {chosen} are collinear (with each other or the constant)")
+    res = sm.OLS(data[target], design).fit()
+    names = ["const", *chosen]
+    return OLSFit(
+        target=target,
+        predictors=chosen,
+        coef={n: float(res.params[n]) for n in names},
+        se={n: float(res.bse[n]) for n in names},
+        pvalues={n: float(res.pvalues[n]) for n in names},
+        r2=float(res.rsquared),
+        adj_r2=float(res.rsquared_adj),
+        nobs=int(res.nobs),
+        f_pvalue=float(res.f_pvalue),
+    )
+
+
+def outliers(df: pd.DataFrame, column: str, *, k: float = 1.5) -> int:
+    """Count values outside the Tukey fences [Q1 - k*IQR, Q3 + k*IQR] (missing values ignored).
+
+    Raises:
+        AnalysisError: the column is missing or not numeric, or k < 0.
+    """
+    _require_numeric(df, column)
+    if k < 0:
+        raise AnalysisError(f"k must be non-negative, got {k}")
+    s = df[column].dropna().astype(float)
+    if s.empty:
+        return 0
+    q1, q3 = float(s.quantile(0.25)), float(s.quantile(0.75))
+    iqr = q3 - q1
+    return int(((s < q1 - k * iqr) | (s > q3 + k * iqr)).sum())
+
+
+def _mention(text: str, column: str) -> int | None:
+    """Position of the first whole-word, case-insensitive mention of `column` in `text`."""
+    forms = {column, column.replace("_", " ")}
+    hits = []
+    for form in forms:
+        pattern = rf"(?<![A-Za-z0-9_]){re.escape(form)}(?![A-Za-z0-9_])"
+        m = re.search(pattern, text, flags=re.IGNORECASE)
+        if m:
+            hits.append(m.start())
+    return min(hits) if hits else None
+
+
+def pick_target(df: pd.DataFrame, hint: str | None, designated: str | None) -> str | None:
+    """Choose the dependent variable for a question.
+
+    Args:
+        df: the table.
+        hint: the question text; a numeric column named in it (case-insensitive whole word,
+            "_" may be written as a space) wins. If several are named, the designated one
+            wins, else the one mentioned first.
+        designated: the dataset's designated target, used when the hint names none.
+
+    Returns:
+        A numeric column (the fallback is the last one with two or more distinct values), or
+        None when the table has no numeric column.
+    """
+    numeric = [str(c) for c in numeric_columns(df)]
+    if not numeric:
+        return None
+    if hint:
+        named = {c: pos for c in numeric if (pos := _mention(hint, c)) is not None}
+        if designated in named:
+            return designated
+        if named:
+            return min(named, key=lambda c: (named[c], -len(c)))
+    if designated in numeric:
+        return designated
+    varying = [c for c in numeric if df[c].nunique(dropna=True) >= 2]
+    return varying[-1] if varying else numeric[-1]

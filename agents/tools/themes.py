@@ -1,0 +1,215 @@
+"""Themes of a set of documents: TF-IDF, LSA and k-means, with labels from the top terms.
+
+Terms are stemmed with the shared tokenizer (so "network" and "networks" are one feature)
+and shown in their most frequent written form. Labels rank a theme's terms by how much
+more weight they have in that theme than in the others, so two themes rarely share one.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import warnings
+from collections import Counter, defaultdict
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from agents.tools.corpus import Document
+from agents.tools.search import STOPWORDS, stem
+
+__all__ = ["Theme", "default_k", "find_themes"]
+
+LABEL_TERMS = 3
+TOP_TERMS = 8
+_MAX_COMPONENTS = 100
+_N_INIT = 10
+
+
+@dataclass(frozen=True, slots=True)
+class Theme:
+    """A group of documents; `doc_ids` are ordered by closeness to the theme's centre."""
+
+    id: str
+    label: str
+    terms: tuple[str, ...]
+    doc_ids: tuple[str, ...]
+
+
+def default_k(n: int) -> int:
+    """The number of themes for `n` documents: round(sqrt(n / 2)) within [2, 8], at most n;
+    one theme below 4 documents."""
+    if n < 4:
+        return min(n, 1)
+    return min(n, max(2, min(8, round(math.sqrt(n / 2)))))
+
+
+def _analyzer(surfaces: dict[str, Counter[str]]) -> Callable[[str], list[str]]:
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    stop = STOPWORDS | ENGLISH_STOP_WORDS
+    word = re.compile(r"\b[^\W\d_][^\W_]{2,}\b")
+
+    def analyze(text: str) -> list[str]:
+        out = []
+        for w in word.findall(text.lower()):
+            if w not in stop:
+                s = stem(w)
+                surfaces[s][w] += 1
+                out.append(s)
+        return out
+
+    return analyze
+
+
+def _vectorize(texts: list[str]) -> tuple[Any, list[str], list[str]] | None:
+    """TF-IDF rows (L2-normalized), the stems, and each stem's most frequent written form."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    n = len(texts)
+    for min_df, max_df in ((2, 0.9), (1, 1.0)) if n >= 20 else ((1, 1.0),):
+        surfaces: dict[str, Counter[str]] = defaultdict(Counter)
+        vectorizer = TfidfVectorizer(
+            analyzer=_analyzer(surfaces), sublinear_tf=True, min_df=min_df, max_df=max_df
+        )
+        try:
+            matrix = vectorizer.fit_transform(texts)
+        except ValueError:  # no term left at this min_df/max_df
+            continue
+        stems = list(vectorizer.get_feature_names_out())
+        shown = [min(surfaces[s].items(), key=lambda kv: (-kv[1], kv[0]))[0] for s in stems]
+        return matrix, stems, shown
+    return None
+
+
+def _cluster(matrix: Any, k: int, seed: int) -> np.ndarray:
+    """Cluster labels: k-means on the LSA projection (dense, normalized) of the TF-IDF rows."""
+    from sklearn.cluster import KMeans
+    from sklearn.decomposition import TruncatedSVD
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.preprocessing import normalize
+    from threadpoolctl import threadpool_limits
+
+    n, n_terms = matrix.shape
+    components = min(_MAX_COMPONENTS, n_terms - 1, n - 1)
+    # One BLAS/OpenMP thread: at corpus sizes (hundreds of documents) threads only add
+    # overhead, and under a busy swarm they oversubscribe the cores (10x slower, measured).
+    with threadpool_limits(limits=1), warnings.catch_warnings():
+        # Fewer distinct documents than k: some clusters stay empty and are dropped below.
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        if components >= 2:
+            svd = TruncatedSVD(n_components=components, random_state=seed)
+            points = normalize(svd.fit_transform(matrix))
+        else:
+            points = matrix.toarray()
+        model = KMeans(n_clusters=k, n_init=_N_INIT, random_state=seed).fit(points)
+    return model.labels_
+
+
+def _is_excluded(term: str, shown: str, excluded: set[str]) -> bool:
+    return bool({term, shown, stem(shown)} & excluded)
+
+
+def _ranked_terms(
+    centroids: np.ndarray, stems: list[str], shown: list[str], excluded: set[str]
+) -> list[list[str]]:
+    """Per cluster, terms by weight in the cluster minus mean weight in the other clusters."""
+    out = []
+    total = centroids.sum(axis=0)
+    others = len(centroids) - 1
+    for centroid in centroids:
+        contrast = centroid - ((total - centroid) / others if others else 0.0)
+        order = sorted(range(len(stems)), key=lambda j: (-contrast[j], stems[j]))
+        out.append(
+            [
+                shown[j]
+                for j in order
+                if centroid[j] > 0 and not _is_excluded(stems[j], shown[j], excluded)
+            ]
+        )
+    return out
+
+
+def _unique_label(terms: list[str], used: set[str]) -> str:
+    label = " / ".join(terms[:LABEL_TERMS]) or "(no distinctive terms)"
+    extra = LABEL_TERMS
+    while label in used and extra < len(terms):  # swap the last label term for the next one
+        label = " / ".join([*terms[: LABEL_TERMS - 1], terms[extra]])
+        extra += 1
+    n = 2
+    base = label
+    while label in used:
+        label, n = f"{base} ({n})", n + 1
+    return label
+
+
+def find_themes(
+    documents: Sequence[Document],
+    *,
+    k: int | None = None,
+    seed: int = 0,
+    exclude_terms: Collection[str] = (),
+) -> list[Theme]:
+    """Group documents into themes by their titles and texts.
+
+    Args:
+        documents: the documents (ids must be unique).
+        k: how many themes; default `default_k(len(documents))`; at most one per document.
+        seed: the random state of the SVD and of k-means (the result is deterministic).
+        exclude_terms: words never used in labels or terms, e.g. the review topic's own
+            words (written or stemmed forms both work).
+
+    Returns:
+        Themes sorted by size (largest first) then label, ids "theme-1", "theme-2", ...;
+        every document is in exactly one theme. [] for no documents.
+
+    Raises:
+        ValueError: `k` < 1, or two documents share an id.
+    """
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+        raise ValueError(f"k must be a positive integer or None, got {k!r}")
+    ids = [d.id for d in documents]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i, c in Counter(ids).items() if c > 1)
+        raise ValueError(f"document id {dup!r} occurs more than once; ids must be unique")
+    n = len(ids)
+    if n == 0:
+        return []
+    n_clusters = 1 if n < 4 else min(k or default_k(n), n)
+    vectors = _vectorize([f"{d.title}\n{d.title}\n{d.text}" for d in documents])
+    if vectors is None:
+        return [Theme("theme-1", "(no distinctive terms)", (), tuple(sorted(ids)))]
+    matrix, stems, shown = vectors
+    labels = _cluster(matrix, n_clusters, seed) if n_clusters > 1 else np.zeros(n, dtype=int)
+    members = [np.flatnonzero(labels == c) for c in sorted(set(labels.tolist()))]
+    dense = matrix.toarray()
+    centroids = np.vstack([dense[rows].mean(axis=0) for rows in members])
+    excluded = {w.lower() for t in exclude_terms for w in str(t).split()}
+    excluded |= {stem(w) for w in excluded}
+    ranked = _ranked_terms(centroids, stems, shown, excluded)
+
+    groups: list[tuple[tuple[str, ...], list[str]]] = []
+    for rows, centroid, terms in zip(members, centroids, ranked, strict=True):
+        norm = float(np.linalg.norm(centroid)) or 1.0
+        closeness = dense[rows] @ centroid / norm
+        order = sorted(range(len(rows)), key=lambda i: (-closeness[i], ids[rows[i]]))
+        groups.append((tuple(ids[rows[i]] for i in order), terms))
+    return _label(groups)
+
+
+def _label(groups: list[tuple[tuple[str, ...], list[str]]]) -> list[Theme]:
+    """Themes from (doc_ids, ranked terms) groups: distinct labels, largest theme first."""
+    groups = sorted(groups, key=lambda g: (-len(g[0]), " / ".join(g[1][:LABEL_TERMS]), g[0][0]))
+    labelled: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = []
+    used: set[str] = set()
+    for doc_ids, terms in groups:
+        label = _unique_label(terms, used)
+        used.add(label)
+        labelled.append((label, tuple(terms[:TOP_TERMS]), doc_ids))
+    labelled.sort(key=lambda t: (-len(t[2]), t[0]))
+    return [
+        Theme(f"theme-{number}", label, terms, doc_ids)
+        for number, (label, terms, doc_ids) in enumerate(labelled, 1)
+    ]

@@ -1,0 +1,120 @@
+"""The batch analysis in model mode, end to end against a real loopback OpenAI-API server.
+
+The scripted model (`tests.support.analysis_model`) writes pandas code that runs in the
+sandbox, answers once with invalid JSON (the repair turn must follow), and reports one
+wrong mean, which the fact-checker's recomputation must catch and report.md must flag.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from agents.analysis import AnalysisConfig, AnalysisOutcome, run_analysis
+from agents.tools.datasets import load_dataset
+from agents.tools.sandbox import sandbox_available
+from swarm.llm import OpenAIChat
+from tests.support.analysis_model import AnalysisModel
+from tests.support.openai_server import OpenAIServer
+
+DATASETS = ["statsmodels:longley", "sklearn:diabetes", "statsmodels:stackloss", "sklearn:nope"]
+BAD_JSON, WRONG_MEAN = "sklearn:diabetes", "statsmodels:longley"
+
+pytestmark = pytest.mark.skipif(
+    not sandbox_available()[0], reason=f"no isolated sandbox here: {sandbox_available()[1]}"
+)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[AnalysisOutcome, Any]]:
+    out = tmp_path_factory.mktemp("model")
+    with OpenAIServer(default=AnalysisModel(bad_json=BAD_JSON, wrong_mean=WRONG_MEAN)) as srv:
+        model = OpenAIChat(srv.base_url, "test-model")
+        outcome = run_analysis(AnalysisConfig(DATASETS, out=out, model=model))
+        yield outcome, srv
+
+
+def _bodies(srv: Any, role: str) -> list[dict[str, Any]]:
+    return [
+        r.body for r in srv.chat_requests if f"(role {role})" in r.body["messages"][0]["content"]
+    ]
+
+
+def test_model_mode_writes_the_artifacts(served: tuple[AnalysisOutcome, Any]) -> None:
+    outcome, srv = served
+    assert not srv.errors
+    assert all(p.is_file() for p in outcome.paths.values())
+    html = outcome.paths["report.html"].read_text()
+    assert "Model-made analysis report" in html  # the model's title, via render_report
+    # the model ordered the sections last-first
+    assert html.index("statsmodels:stackloss — ") < html.index("statsmodels:longley — ")
+    md = outcome.paths["report.md"].read_text()
+    assert md.startswith("# Findings (model-written)")
+    assert outcome.analyses == 3
+    assert any("'sklearn:nope'" in p for p in outcome.problems)
+
+
+def test_analysts_ran_pandas_code_in_the_sandbox(served: tuple[AnalysisOutcome, Any]) -> None:
+    outcome, srv = served
+    printed: dict[str, dict[str, Any]] = {}
+    for body in _bodies(srv, "data_analyst"):
+        assert "run_python" in {t["function"]["name"] for t in body.get("tools") or []}
+        dataset = json.loads(body["messages"][1]["content"].split("Inputs:\n")[1])["dataset"]
+        for m in body["messages"]:
+            if m.get("role") == "tool" and '"stdout"' in m["content"]:
+                result = json.loads(m["content"])
+                assert result["ok"], result
+                printed[dataset] = json.loads(result["stdout"])
+    assert set(printed) == set(DATASETS[:3])
+    for dataset, out in printed.items():  # what the code printed is what pandas gives
+        frame = load_dataset(dataset).frame
+        assert out["corr"] == pytest.approx(frame[out["x"]].corr(frame[out["y"]]))
+    records = [json.loads(x) for x in outcome.paths["findings.jsonl"].read_text().splitlines()]
+    assert {r["statistic"] for r in records} == {"mean", "missing", "corr", "slope", "intercept"}
+
+
+def test_invalid_answer_gets_the_repair_turn(served: tuple[AnalysisOutcome, Any]) -> None:
+    outcome, srv = served
+    repairs = [
+        b for b in _bodies(srv, "data_analyst")
+        if "Your answer is invalid" in str(b["messages"][-1].get("content"))
+    ]  # fmt: skip
+    assert len(repairs) == 1
+    assert BAD_JSON in repairs[0]["messages"][1]["content"]
+    assert "oops" in repairs[0]["messages"][-2]["content"]  # the invalid answer, shown back
+    records = [json.loads(x) for x in outcome.paths["findings.jsonl"].read_text().splitlines()]
+    assert any(r["dataset"] == BAD_JSON and r["verdict"] == "verified" for r in records)
+
+
+def test_recomputation_catches_the_wrong_number(served: tuple[AnalysisOutcome, Any]) -> None:
+    outcome, _ = served
+    records = [json.loads(x) for x in outcome.paths["findings.jsonl"].read_text().splitlines()]
+    [wrong] = [r for r in records if r["verdict"] == "mismatch"]
+    frame = load_dataset(WRONG_MEAN).frame
+    col = wrong["columns"][0]
+    assert (wrong["dataset"], wrong["statistic"]) == (WRONG_MEAN, "mean")
+    assert wrong["recomputed"] == pytest.approx(frame[col].mean())
+    assert wrong["value"] == pytest.approx(1.1 * frame[col].mean())
+    assert outcome.mismatched == 1 and outcome.verified == outcome.findings - 1
+    flagged = [ln for ln in outcome.paths["report.md"].read_text().splitlines() if "MISMATCH" in ln]
+    assert len(flagged) == 1 and f"mean of {col}" in flagged[0]
+    assert "MISMATCH" in outcome.paths["report.html"].read_text()
+
+
+def test_model_mode_uses_the_same_tools(served: tuple[AnalysisOutcome, Any]) -> None:
+    _, srv = served
+    checker = _bodies(srv, "fact_checker")
+    assert checker and all(
+        {"verify_analysis", "verify_finding"} <= {t["function"]["name"] for t in b["tools"]}
+        for b in checker
+    )
+    calls = [
+        c["function"]["name"]
+        for b in _bodies(srv, "frontend_engineer")
+        for m in b["messages"]
+        for c in m.get("tool_calls") or []
+    ]
+    assert "render_report" in calls
