@@ -28,14 +28,17 @@ ModelName = Annotated[
 ApiKey = Annotated[str | None, typer.Option("--api-key", help="API key [env KIMMY_API_KEY].")]
 Json = Annotated[bool, typer.Option("--json", help="Events as JSON lines on stdout.")]
 RunsDir = Annotated[
-    Path | None,
+    Path,
     typer.Option(
         "--runs-dir",
         envvar="KIMMY_RUNS_DIR",
-        help="Store the run here (resumable).",
+        help="Where the run is stored (SQLite; `kimmy show` reads it).",
         file_okay=False,
     ),
 ]
+Store = Annotated[bool, typer.Option(help="Store the run (events, results) durably.")]
+#: Where pipeline runs are stored, as for `kimmy run`.
+DEFAULT_RUNS_DIR = Path(".kimmy/runs")
 
 
 def _positive_int(value: int | None) -> int | None:
@@ -73,6 +76,20 @@ def _progress(json_lines: bool) -> Any:
     return make_progress(json=json_lines)
 
 
+def _run_pipeline(run: Any, config: Any, client: Any, show: Any, json_lines: bool) -> None:
+    """Run a pipeline with the progress view, close the model, print the summary; exit 1
+    when anything is missing from the result."""
+    try:
+        with _progress(json_lines) as sink:
+            outcome = run(config, sinks=[sink])
+    finally:
+        if client is not None:
+            asyncio.run(client.aclose())
+    show(outcome, json_lines)
+    if outcome.status != "completed" or outcome.problems:
+        raise typer.Exit(1)
+
+
 def _say(text: str, json_lines: bool) -> None:
     print(text, file=sys.stderr if json_lines else sys.stdout)
 
@@ -101,7 +118,8 @@ def review(
     base_url: BaseUrl = None,
     model: ModelName = None,
     api_key: ApiKey = None,
-    runs_dir: RunsDir = None,
+    runs_dir: RunsDir = DEFAULT_RUNS_DIR,
+    store: Store = True,
     json_lines: Json = False,
 ) -> None:
     """Literature review of a corpus: review.md, references.bib, report.html, claims.jsonl."""
@@ -114,21 +132,13 @@ def review(
         topic=topic,
         out=out,
         model=client,
-        runs_dir=runs_dir,
+        runs_dir=runs_dir if store else None,
         max_papers=max_papers,
         themes=themes,
         researcher=researcher,
         defaults={"year": year} if year is not None else None,
     )
-    try:
-        with _progress(json_lines) as sink:
-            outcome = run_review(config, sinks=[sink])
-    finally:
-        if client is not None:
-            asyncio.run(client.aclose())
-    print_review(outcome, json_lines)
-    if outcome.status != "completed" or outcome.problems:
-        raise typer.Exit(1)
+    _run_pipeline(run_review, config, client, print_review, json_lines)
 
 
 def print_review(outcome: Any, json_lines: bool = False) -> None:
@@ -151,6 +161,9 @@ def print_review(outcome: Any, json_lines: bool = False) -> None:
         _say(f"  problem: {problem}", json_lines)
     for name, path in files.paths.items():
         _say(f"  {name:<15} {path}", json_lines)
+    _say(
+        f"  run {outcome.run_id} (status {outcome.status}): kimmy show {outcome.run_id}", json_lines
+    )
 
 
 def analyze(
@@ -164,7 +177,8 @@ def analyze(
     base_url: BaseUrl = None,
     model: ModelName = None,
     api_key: ApiKey = None,
-    runs_dir: RunsDir = None,
+    runs_dir: RunsDir = DEFAULT_RUNS_DIR,
+    store: Store = True,
     json_lines: Json = False,
 ) -> None:
     """Batch data analysis: one analyst per (dataset, question), all in parallel."""
@@ -176,17 +190,9 @@ def analyze(
         out=out,
         questions=list(question or []),
         model=client,
-        runs_dir=runs_dir,
+        runs_dir=runs_dir if store else None,
     )
-    try:
-        with _progress(json_lines) as sink:
-            outcome = run_analysis(config, sinks=[sink])
-    finally:
-        if client is not None:
-            asyncio.run(client.aclose())
-    print_analysis(outcome, json_lines)
-    if outcome.status != "completed" or outcome.problems:
-        raise typer.Exit(1)
+    _run_pipeline(run_analysis, config, client, print_analysis, json_lines)
 
 
 def print_analysis(outcome: Any, json_lines: bool = False) -> None:
@@ -206,17 +212,22 @@ def print_analysis(outcome: Any, json_lines: bool = False) -> None:
         _say(f"  problem: {problem}", json_lines)
     for name, path in outcome.paths.items():
         _say(f"  {name:<15} {path}", json_lines)
+    _say(
+        f"  run {outcome.run_id} (status {outcome.status}): kimmy show {outcome.run_id}", json_lines
+    )
 
 
 def demo(
     out: Out = Path("kimmy-demo"),
+    runs_dir: RunsDir = DEFAULT_RUNS_DIR,
+    store: Store = True,
     json_lines: Json = False,
 ) -> None:
     """The main job, offline: batch analysis of bundled datasets + a literature review of the
     documentation installed with Python and its packages."""
     from agents.demo import run_demo
 
-    run_demo(out, json_lines=json_lines)
+    run_demo(out, json_lines=json_lines, runs_dir=runs_dir if store else None)
 
 
 def register(app: typer.Typer) -> None:

@@ -51,7 +51,13 @@ class DemoOutcome:
     duration_s: float
 
 
-def run_demo(out: Path, *, json_lines: bool = False, max_modules: int = 400) -> DemoOutcome:
+def run_demo(
+    out: Path,
+    *,
+    json_lines: bool = False,
+    max_modules: int = 400,
+    runs_dir: Path | None = None,
+) -> DemoOutcome:
     """Run both pipelines offline into `out`; prints progress and where the files are."""
     from agents.analysis import AnalysisConfig, run_analysis
     from agents.cli import _quiet_readers, print_analysis, print_review
@@ -65,7 +71,8 @@ def run_demo(out: Path, *, json_lines: bool = False, max_modules: int = 400) -> 
     say(f"[1/2] batch analysis of {len(DEMO_DATASETS)} bundled datasets → {out / 'analysis'}")
     with make_progress(json=json_lines) as sink:
         analysis = run_analysis(
-            AnalysisConfig(datasets=list(DEMO_DATASETS), out=out / "analysis"), sinks=[sink]
+            AnalysisConfig(datasets=list(DEMO_DATASETS), out=out / "analysis", runs_dir=runs_dir),
+            sinks=[sink],
         )
     print_analysis(analysis, json_lines)
     corpus = out / "docs-corpus"
@@ -73,7 +80,13 @@ def run_demo(out: Path, *, json_lines: bool = False, max_modules: int = 400) -> 
     say(f"[2/2] literature review of {written} module docstrings → {out / 'review'}")
     with make_progress(json=json_lines) as sink:
         review = run_review(
-            ReviewConfig(corpus=corpus, topic=DEMO_TOPIC, out=out / "review", max_papers=150),
+            ReviewConfig(
+                corpus=corpus,
+                topic=DEMO_TOPIC,
+                out=out / "review",
+                max_papers=150,
+                runs_dir=runs_dir,
+            ),
             sinks=[sink],
         )
     print_review(review, json_lines)

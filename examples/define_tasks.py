@@ -20,6 +20,7 @@ import ast
 import asyncio
 import importlib.util
 import sys
+import threading
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -54,10 +55,16 @@ def stdlib_sources(limit: int | None) -> list[tuple[str, str]]:
     return out[:limit] if limit else out
 
 
+#: One `ast.parse` at a time: concurrent parses in threads can fail with "AST constructor
+#: recursion depth mismatch" on CPython 3.11 (fixed in later releases).
+_PARSE_LOCK = threading.Lock()
+
+
 def analyse(module: str, path: str) -> ModuleStats:
     """Count what a module defines and how much of its public API has docstrings."""
     source = Path(path).read_text(encoding="utf-8", errors="replace")
-    tree = ast.parse(source)
+    with _PARSE_LOCK:  # CPython 3.11's ast.parse is not thread-safe (gh-106905)
+        tree = ast.parse(source)
     defs = [
         n
         for n in ast.walk(tree)

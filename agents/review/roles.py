@@ -74,58 +74,32 @@ def _check_checks(result: SectionCheck, run: AgentRun) -> None:
         check.start, check.end = found["start"], found["end"]
 
 
+#: Tools of each review role (looked up in `agents.review.tools.build_toolbox`).
+_READING = ("read_document", "document_sentences", "find_passages", "quote")
+_SPECS: tuple[tuple[str, str, type, tuple[str, ...], Any, Any], ...] = (
+    # (role, built-in it derives from, output, tools, procedure, check)
+    ("orchestrator", "orchestrator", ReviewPlan, ("search_corpus", "find_themes", "read_document"),
+     proc.plan_review, _check_plan),
+    ("researcher", "researcher", PaperNotes, _READING, proc.research_paper, _check_notes),
+    ("physics_researcher", "physics_researcher", PaperNotes, _READING, research_physics,
+     _check_notes),
+    ("writer", "writer", Section, (), proc.write_section, _check_section),
+    ("fact_checker", "fact_checker", SectionCheck, ("read_document", "check_claim", "quote"),
+     proc.check_section, _check_checks),
+    ("synthesizer", "writer", ReviewProse, (), proc.synthesize, None),
+)  # fmt: skip
+
+
 def review_roles() -> RoleRegistry:
-    """orchestrator, researcher (or physics_researcher), writer, fact_checker, synthesizer."""
+    """orchestrator, researcher, physics_researcher, writer, fact_checker, synthesizer."""
     base = builtin_roles()
     roles = RoleRegistry()
-    roles.register(
-        base.get_role("orchestrator").derive(
-            output=ReviewPlan,
-            tools=("search_corpus", "find_themes", "read_document"),
-            procedure=proc.plan_review,
-            check=_check_plan,
+    for name, parent, output, tools, procedure, check in _SPECS:
+        roles.register(
+            base.get_role(parent).derive(
+                name=name, output=output, tools=tools, procedure=procedure, check=check
+            )
         )
-    )
-    roles.register(
-        base.get_role("researcher").derive(
-            output=PaperNotes,
-            tools=("read_document", "document_sentences", "find_passages", "quote"),
-            procedure=proc.research_paper,
-            check=_check_notes,
-        )
-    )
-    roles.register(
-        base.get_role("writer").derive(
-            output=Section,
-            tools=(),
-            procedure=proc.write_section,
-            check=_check_section,
-        )
-    )
-    roles.register(
-        base.get_role("fact_checker").derive(
-            output=SectionCheck,
-            tools=("read_document", "check_claim", "quote"),
-            procedure=proc.check_section,
-            check=_check_checks,
-        )
-    )
-    roles.register(
-        base.get_role("physics_researcher").derive(
-            output=PaperNotes,
-            tools=("read_document", "document_sentences", "find_passages", "quote"),
-            procedure=research_physics,
-            check=_check_notes,
-        )
-    )
-    roles.register(
-        base.get_role("writer").derive(
-            name="synthesizer",
-            output=ReviewProse,
-            tools=(),
-            procedure=proc.synthesize,
-        )
-    )
     return roles
 
 

@@ -15,7 +15,7 @@ why it stopped. Containment, layer by layer (`Sandbox.mode` says which the host 
 - **Resource limits**: address space, CPU seconds, file size, open files, processes/threads.
 - **Wall clock and output caps** in the parent: past ``timeout_s`` or ``output_bytes`` the
   child's process group is SIGKILLed and reaped.
-- **Audit hook** (`_sandbox_boot.install_audit_hook`): refuses with a PermissionError (and a
+- **Audit hook** (`_sandbox_hook.install_audit_hook`): refuses with a PermissionError (and a
   ``violation`` in the result) file access outside the working dir (reads are also allowed in
   the Python installation and the system library/share dirs), symlinks, processes, sockets,
   ctypes, and tampering with the hook or the limits.
@@ -33,15 +33,12 @@ world-readable files under ``/usr`` and the Python installation.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import json
 import os
 import secrets
-import selectors
 import shutil
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
@@ -51,6 +48,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agents.tools._sandbox_process import (
+    Pump,
+    child_env,
+    collect_files,
+    kill,
+    read_report,
+    remove_tree,
+    wait_unreaped,
+)
 from swarm.errors import ConfigError, UserError
 
 __all__ = [
@@ -73,8 +79,6 @@ _MODES: dict[str, tuple[str, ...]] = {
     "userns-net": ("--map-root-user", "--net"),
     "none": (),
 }
-_PATH = "/usr/local/bin:/usr/bin:/bin"
-_MAX_FILES = 1000  # files returned at most
 
 
 class SandboxUnavailableError(ConfigError):
@@ -151,13 +155,17 @@ class SandboxResult:
 @functools.cache
 def _probe(mode: str) -> str:
     """Why isolation `mode` does not work here ("" when it does)."""
+    if not _MODES[mode]:
+        return ""
     if mode in ("jail", "net") and os.geteuid() != 0:
         return "needs root"
-    if _MODES[mode] and shutil.which("unshare") is None:
+    unshare = shutil.which("unshare")
+    if unshare is None:
         return "the `unshare` command (util-linux) is not installed"
-    command = ["unshare", *_MODES[mode], "--", "true"] if _MODES[mode] else ["true"]
     try:
-        done = subprocess.run(command, capture_output=True, timeout=10, check=False)
+        done = subprocess.run(
+            [unshare, *_MODES[mode], "--", "/bin/true"], capture_output=True, timeout=10
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return str(exc)
     return "" if done.returncode == 0 else done.stderr.decode(errors="replace").strip() or "failed"
@@ -207,138 +215,6 @@ def _content(name: str, value: bytes | str | Path) -> bytes:
         f"sandbox input {name!r} has a value of type {type(value).__name__}: "
         f"use bytes, str (text) or pathlib.Path (a file to copy)"
     )
-
-
-class _Pump:
-    """Feeds stdin and collects stdout/stderr up to a cap, until EOF, the deadline or the cap."""
-
-    def __init__(self, proc: subprocess.Popen[bytes], stdin: bytes, cap: int) -> None:
-        self.proc, self.cap, self.pending = proc, cap, memoryview(stdin)
-        assert proc.stdout is not None and proc.stderr is not None
-        self.out = {proc.stdout.fileno(): bytearray(), proc.stderr.fileno(): bytearray()}
-        self.truncated = False
-
-    def run(self, deadline: float) -> str | None:
-        """Pump until both outputs end; returns "timeout", "output" or None."""
-        with selectors.DefaultSelector() as sel:
-            for fd in self.out:
-                sel.register(fd, selectors.EVENT_READ)
-            if self.proc.stdin is not None:
-                os.set_blocking(self.proc.stdin.fileno(), False)
-                sel.register(self.proc.stdin.fileno(), selectors.EVENT_WRITE)
-            while len(sel.get_map()) > 0:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return "timeout"
-                for key, _ in sel.select(remaining):
-                    if key.fd in self.out:
-                        self._read(sel, key.fd)
-                    else:
-                        self._write(sel, key.fd)
-                if self.truncated:
-                    return "output"
-        return None
-
-    def _read(self, sel: selectors.BaseSelector, fd: int) -> None:
-        chunk = os.read(fd, 65536)
-        if not chunk:
-            sel.unregister(fd)
-            return
-        buffer = self.out[fd]
-        room = self.cap - len(buffer)
-        buffer += chunk[:room]
-        self.truncated = self.truncated or len(chunk) > room
-
-    def _write(self, sel: selectors.BaseSelector, fd: int) -> None:
-        try:
-            written = os.write(fd, self.pending[:65536])
-        except BrokenPipeError:
-            written = len(self.pending)
-        self.pending = self.pending[written:]
-        if not self.pending:
-            sel.unregister(fd)
-            assert self.proc.stdin is not None
-            self.proc.stdin.close()
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """SIGKILL the child's process group (it leads its own session), then reap the child."""
-    if proc.returncode is None:  # not yet reaped: its pid (= the group id) is still ours
-        with contextlib.suppress(ProcessLookupError):  # the group may be gone already
-            os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-
-
-def _collect_files(
-    work: Path, inputs: Mapping[str, bytes], budget: int
-) -> tuple[dict[str, bytes], tuple[str, ...]]:
-    """The regular files under `work` that are new or changed, up to `budget` bytes in all."""
-    files: dict[str, bytes] = {}
-    skipped: list[str] = []
-    for top, dirs, names in os.walk(work):  # does not follow symlinks
-        if Path(top) == work:
-            dirs[:] = [name for name in dirs if not name.startswith(".")]
-            names = [name for name in names if not name.startswith(".")]
-        dirs.sort()
-        for name in sorted(names):
-            path = Path(top) / name
-            rel = path.relative_to(work).as_posix()
-            info = os.lstat(path)
-            if not stat.S_ISREG(info.st_mode):
-                continue
-            if info.st_size > budget or len(files) >= _MAX_FILES:
-                skipped.append(rel)
-                continue
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-            with os.fdopen(fd, "rb") as handle:
-                data = handle.read(budget + 1)
-            if inputs.get(rel) == data:
-                continue
-            files[rel] = data[:budget]
-            budget -= len(files[rel])
-    return files, tuple(skipped)
-
-
-def _read_report(path: Path) -> tuple[str | None, bool]:
-    """(first violation, whether a MemoryError ended the code) from the boot's report file."""
-    violation, memory = None, False
-    for line in path.read_bytes().decode("utf-8", errors="replace").splitlines():
-        kind, _, message = line.partition("\t")
-        if kind == "violation" and violation is None:
-            violation = message
-        memory = memory or kind == "memory"
-    return violation, memory
-
-
-def _wait_unreaped(proc: subprocess.Popen[bytes], deadline: float) -> bool:
-    """Wait until the child exits, leaving it unreaped (its group id stays ours to kill).
-
-    Returns False at the deadline.
-    """
-    delay = 0.001
-    while os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(delay)
-        delay = min(delay * 2, 0.05)
-    return True
-
-
-def _remove_tree(root: Path) -> None:
-    def unlock(func: Any, path: str, _exc: Any) -> None:  # a dir the code made read-only
-        os.chmod(os.path.dirname(path), 0o700)
-        func(path)
-
-    shutil.rmtree(root, onerror=unlock)
-
-
-def _env(work: Path) -> dict[str, str]:
-    env = {"PATH": _PATH, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TZ": "UTC", "HOME": str(work)}
-    env |= {"TMPDIR": str(work / ".tmp"), "USER": "sandbox", "LOGNAME": "sandbox"}
-    env |= {"MPLBACKEND": "Agg", "MPLCONFIGDIR": str(work / ".matplotlib")}
-    env["JOBLIB_MULTIPROCESSING"] = "0"  # no processes anyway; spares a warning on stderr
-    threads = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS")
-    return env | dict.fromkeys(threads, "1")
 
 
 class Sandbox:
@@ -420,7 +296,7 @@ class Sandbox:
         try:
             return self._run_in(root, code, inputs, stdin)
         finally:
-            _remove_tree(root)
+            remove_tree(root)
 
     async def arun(self, code: str, **kw: Any) -> SandboxResult:
         """`run` in a worker thread, so the event loop keeps going (the run is not cancellable
@@ -477,28 +353,28 @@ class Sandbox:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             cwd=work,
-            env=_env(work),
+            env=child_env(work),
             start_new_session=True,
         )
-        pump = _Pump(proc, (stdin or "").encode("utf-8"), self.limits.output_bytes)
+        pump = Pump(proc, (stdin or "").encode("utf-8"), self.limits.output_bytes)
         killed: str | None = "timeout"  # until the child is known to have ended in time
         try:
             killed = pump.run(deadline)
-            if killed is None and not _wait_unreaped(proc, deadline):
+            if killed is None and not wait_unreaped(proc, deadline):
                 killed = "timeout"
         finally:
-            _kill_group(proc)  # also takes whatever it left behind in its group
+            kill(proc, forked="--fork" in _MODES[self.mode])  # and what it left in its group
             for stream in (proc.stdin, proc.stdout, proc.stderr):
                 if stream is not None and not stream.closed:
                     stream.close()
         duration = time.monotonic() - start
-        violation, memory = _read_report(root / "report")
+        violation, memory = read_report(root / "report")
         returncode = None if killed else proc.returncode
         if killed is None and memory:
             killed = "memory"
         elif killed is None and returncode in (-signal.SIGKILL, -signal.SIGXCPU):
             killed = "timeout"  # the CPU-time limit
-        files, skipped = _collect_files(work, inputs, self.limits.max_files_bytes)
+        files, skipped = collect_files(work, inputs, self.limits.max_files_bytes)
         out, err = (bytes(buffer) for buffer in pump.out.values())
         return SandboxResult(
             ok=killed is None and returncode == 0,

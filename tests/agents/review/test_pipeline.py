@@ -130,6 +130,11 @@ def test_cli_review_and_its_errors(tmp_path: Path, capsys: pytest.CaptureFixture
     assert code == 0, printed
     assert "claims supported" in printed and str(out / "review.md") in printed
     assert (out / "claims.jsonl").exists()
+    # the run is stored like any other: `kimmy show` reads it back
+    run_id = printed.split("  run ", 1)[1].split()[0]
+    assert main(["show", run_id]) == 0
+    shown = capsys.readouterr().out
+    assert "researcher" in shown and "fact_checker" in shown and "synthesizer" in shown
     assert main(["review", str(tmp_path / "nope"), "--topic", "x"]) == 2
     assert "nope" in capsys.readouterr().err
     assert main(["review", str(ICLR_JSON), "--max-papers", "0"]) == 2
