@@ -6,6 +6,12 @@ BIN := $(VENV)/bin
 
 .PHONY: demo test bench lint clean
 
+# The kernel tests need PyTorch and Triton (its interpreter runs the kernels on the CPU).
+# The CPU wheel of torch is installed first and pinned: a bare `torch` requirement would pull
+# a multi-GB CUDA build. pyproject.toml keeps ranges, so users keep their own torch.
+TORCH_CPU := torch==2.13.0
+TRITON := triton==3.9.0
+
 $(BIN)/kimmy: pyproject.toml
 	@test -n "$(PYTHON)" || { echo "Python 3.11+ is needed (set PYTHON=...)"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
@@ -13,13 +19,18 @@ $(BIN)/kimmy: pyproject.toml
 	$(BIN)/pip install -q -e '.[dev]'
 	@touch $@
 
-## demo: the main job, offline: batch analysis of 12 bundled datasets + a literature review
+## demo: the main job, offline: batch analysis of 14 bundled datasets + a literature review
 ## of the documentation installed with Python (no model server needed)
 demo: $(BIN)/kimmy
 	$(BIN)/kimmy demo --out kimmy-demo
 
-## test: lint, then the whole test suite
-test: $(BIN)/kimmy
+$(VENV)/.model: $(BIN)/kimmy
+	$(BIN)/pip install -q $(TORCH_CPU) $(TRITON)
+	$(BIN)/pip install -q -e '.[dev,model]'
+	@touch $@
+
+## test: lint, then the whole test suite (kernels included, on the CPU)
+test: $(VENV)/.model
 	$(BIN)/ruff check .
 	$(BIN)/pytest -q
 

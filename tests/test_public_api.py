@@ -5,7 +5,6 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import agents
 import kernels
 import model
 import rewards
@@ -61,9 +60,58 @@ def test_swarm_exports_exactly_its_public_api() -> None:
             assert getattr(pkg, name) is not None, f"{pkg.__name__}.{name}"
 
 
+AGENTS_API = {
+    "BUILTIN_ROLE_NAMES",
+    "AgentRun",
+    "AgentStepLimitError",
+    "Answer",
+    "Role",
+    "RoleRegistry",
+    "SubAgent",
+    "Tool",
+    "ToolBox",
+    "ToolError",
+    "builtin_roles",
+    "install",
+    "make_tool",
+}
+
+
+def test_agents_exports_exactly_its_public_api() -> None:
+    import agents
+    import agents.analysis
+    import agents.review
+
+    assert set(agents.__all__) == AGENTS_API
+    for pkg in (agents, agents.review, agents.analysis):
+        assert pkg.__doc__
+        for name in pkg.__all__:
+            assert getattr(pkg, name) is not None, f"{pkg.__name__}.{name}"
+
+
+def test_import_agents_stays_light() -> None:
+    code = (
+        "import sys, agents; "
+        "print(','.join(m for m in ('torch', 'pandas', 'sklearn', 'matplotlib', 'bm25s', "
+        "'statsmodels') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+
+
 def test_packages_not_yet_built_say_so() -> None:
-    for pkg in (agents, rewards, model, kernels):
+    for pkg in (rewards, model):
         assert pkg.__doc__ and pkg.__all__ == []
+
+
+KERNELS_API = {"kda"}
+
+
+def test_kernels_exports_exactly_its_public_api() -> None:
+    assert kernels.__doc__ and set(kernels.__all__) == KERNELS_API
+    code = "import sys, kernels; print('torch' in sys.modules, 'triton' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]  # kernels.kda (torch) loads on first use
 
 
 def test_import_swarm_pulls_in_nothing_heavy() -> None:

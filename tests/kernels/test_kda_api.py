@@ -1,0 +1,45 @@
+"""The public API of `kernels.kda` is pinned."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+
+KDA_API = {
+    "KDAInputError",
+    "KDAPath",
+    "causal_conv1d",
+    "chunk_kda",
+    "fused_recurrent_kda",
+    "kda",
+    "kda_gate",
+    "l2norm",
+    "naive_kda",
+    "rel_err",
+    "select_kda_path",
+    "torch_chunk_kda",
+    "triton_usable",
+}
+
+
+def test_kda_exports_exactly_its_public_api() -> None:
+    import kernels
+
+    kda_pkg = kernels.kda
+    assert kda_pkg.__doc__ and set(kda_pkg.__all__) == KDA_API
+    for name in kda_pkg.__all__:
+        assert getattr(kda_pkg, name) is not None, name
+
+
+def test_kda_functions_share_one_signature() -> None:
+    import inspect
+
+    from kernels.kda import chunk_kda, fused_recurrent_kda, kda, naive_kda, torch_chunk_kda
+
+    want = ["scale", "initial_state", "output_final_state", "use_qk_l2norm", "cu_seqlens"]
+    for fn in (naive_kda, torch_chunk_kda, chunk_kda, fused_recurrent_kda, kda):
+        params = inspect.signature(fn).parameters
+        assert list(params)[:5] == ["q", "k", "v", "g", "beta"], fn.__name__
+        kw_only = [n for n, p in params.items() if p.kind is p.KEYWORD_ONLY]
+        assert kw_only[:5] == want, fn.__name__
