@@ -275,10 +275,13 @@ def validate(plan: Annotated[Path, typer.Argument(help="Plan file (JSON).")]) ->
 
 
 def _register_pipelines() -> None:
-    """`kimmy review / analyze / demo` live with the agents (their imports load on use)."""
+    """`kimmy review / analyze / demo` live with the agents, `kimmy rewards / rollouts` with
+    the rewards (their heavy imports load on use)."""
     from agents.cli import register
+    from rewards.cli import register as register_rewards
 
     register(app)
+    register_rewards(app)
 
 
 _register_pipelines()

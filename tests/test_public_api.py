@@ -100,8 +100,55 @@ def test_import_agents_stays_light() -> None:
 
 
 def test_packages_not_yet_built_say_so() -> None:
-    for pkg in (rewards, model):
+    for pkg in (model,):
         assert pkg.__doc__ and pkg.__all__ == []
+
+
+REWARDS_API = {
+    "SCHEMA_VERSION",
+    "AnalysisGrader",
+    "CompletionGrader",
+    "CriticalSteps",
+    "Episode",
+    "Grader",
+    "GraderError",
+    "Judgement",
+    "ModelCall",
+    "ModelJudge",
+    "OrchestratorTurn",
+    "ReviewGrader",
+    "RewardBreakdown",
+    "RewardConfigError",
+    "RolloutRecord",
+    "Schedule",
+    "ToolUse",
+    "Trajectory",
+    "build_trajectory",
+    "combine",
+    "completion_reward",
+    "critical_steps",
+    "grader_for",
+    "group_advantages",
+    "instantiation_reward",
+    "load_rollouts",
+    "load_trajectory",
+    "score",
+    "to_trl",
+    "write_rollouts",
+}
+
+
+def test_rewards_exports_exactly_its_public_api() -> None:
+    assert rewards.__doc__ and set(rewards.__all__) == REWARDS_API
+    for name in rewards.__all__:
+        assert getattr(rewards, name) is not None, f"rewards.{name}"
+    code = (
+        "import sys, rewards; "
+        "print(','.join(m for m in ('torch', 'pandas', 'numpy', 'agents', 'httpx') "
+        "if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""  # rewards never imports agents; nothing heavy
 
 
 KERNELS_API = {"kda"}
