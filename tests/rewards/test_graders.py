@@ -23,14 +23,7 @@ from swarm import Swarm
 from swarm.context import SubtaskContext
 from swarm.errors import ModelBehaviourError
 from swarm.llm import ScriptedChat
-
-ICLR_JSON = (
-    Path(__file__).resolve().parents[2].parent
-    / "shared"
-    / "data"
-    / "papers"
-    / "iclr2017_citations_in_2018.json"
-)
+from tests.agents.review.conftest import ICLR_JSON
 
 
 def _claims(out: Path) -> list[dict[str, Any]]:

@@ -29,14 +29,7 @@ from swarm import Swarm
 from swarm import events as ev
 from swarm.context import SubtaskContext
 from swarm.schema import Subtask, SubtaskResult, SubtaskStatus
-
-ICLR_JSON = (
-    Path(__file__).resolve().parents[2].parent
-    / "shared"
-    / "data"
-    / "papers"
-    / "iclr2017_citations_in_2018.json"
-)
+from tests.agents.review.conftest import ICLR_JSON
 
 # --- a small DAG whose numbers are computed by hand -------------------------------------------
 #

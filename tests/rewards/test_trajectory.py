@@ -25,14 +25,8 @@ from swarm.limits import Backoff
 from swarm.llm import ChatResponse, ScriptedChat, TokenLogprob
 from swarm.schema import Usage
 from swarm.store import RunStore
+from tests.agents.review.conftest import ICLR_JSON
 
-ICLR_JSON = (
-    Path(__file__).resolve().parents[2].parent
-    / "shared"
-    / "data"
-    / "papers"
-    / "iclr2017_citations_in_2018.json"
-)
 TIMEOUT_S = 20.0
 WORKERS = ["w0", "w1", "w2", "flaky", "broken", "empty", "s0"]
 
