@@ -6,9 +6,10 @@ BIN := $(VENV)/bin
 
 .PHONY: demo test bench lint clean
 
-# The kernel tests need PyTorch and Triton (its interpreter runs the kernels on the CPU).
-# The CPU wheel of torch is installed first and pinned: a bare `torch` requirement would pull
-# a multi-GB CUDA build. pyproject.toml keeps ranges, so users keep their own torch.
+# The kernel tests need PyTorch and Triton (its interpreter runs the kernels on the CPU), the
+# executor tests Ray (a local multi-node cluster). The CPU wheel of torch is installed first
+# and pinned: a bare `torch` requirement would pull a multi-GB CUDA build. pyproject.toml
+# keeps ranges, so users keep their own torch.
 TORCH_CPU := torch==2.13.0
 TRITON := triton==3.9.0
 
@@ -24,13 +25,13 @@ $(BIN)/kimmy: pyproject.toml
 demo: $(BIN)/kimmy
 	$(BIN)/kimmy demo --out kimmy-demo
 
-$(VENV)/.model: $(BIN)/kimmy
+$(VENV)/.extras: $(BIN)/kimmy
 	$(BIN)/pip install -q $(TORCH_CPU) $(TRITON)
-	$(BIN)/pip install -q -e '.[dev,model]'
+	$(BIN)/pip install -q -e '.[dev,model,ray]'
 	@touch $@
 
-## test: lint, then the whole test suite (kernels included, on the CPU)
-test: $(VENV)/.model
+## test: lint, then the whole test suite (kernels and the Ray executor included, on the CPU)
+test: $(VENV)/.extras
 	$(BIN)/ruff check .
 	$(BIN)/pytest -q
 

@@ -1,6 +1,7 @@
 """Fan-out overhead: N sub-agents whose model call is `asyncio.sleep(0.05)`, then a reduce.
 
     python benchmarks/bench_fanout.py [--n 100 1000 10000] [--runs 7] [--peers] [--json]
+    python benchmarks/bench_fanout.py --executor ray [--n 100 1000 10000] [--runs 7]
 
 For each N: plain `asyncio.gather` over the same coroutines (the floor), and the swarm with
 the store off and on. Every swarm configuration runs in a fresh subprocess, alternating its
@@ -10,6 +11,12 @@ The swarm's sub-agents call the model through the metered client (rate limit, ad
 admission, accounting), exactly as real ones do; the gather baseline calls it directly.
 `--peers` also runs `../shared/bench/peers/run.sh N asyncio langgraph` and reports our
 time as a ratio to LangGraph's `Send` fan-out on the same workload.
+
+`--executor ray` measures the Ray executor instead (store off, a local Ray with 2 CPUs as
+the peer baseline uses): its overhead per sub-agent against the local executor's (each in
+its own process, ratio to gather as above) and against the plain Ray-actor peer baseline
+(`../shared/bench/peers/bench_ray.py --variant actor`, run with this interpreter the way
+`run.sh N ray` runs it). It appends its own section to the results file.
 
 Writes the table to benchmarks/results/fanout.md; `--json` prints the figures as one object.
 """
@@ -85,10 +92,10 @@ async def _gather_once(n: int, model: SleepChat) -> dict[str, Any]:
     return _reduce(list(await asyncio.gather(*(sub_agent(i) for i in range(n)))))
 
 
-def _swarm_runner(n: int, model: SleepChat, runs_dir: str | None) -> Any:
+def _swarm_runner(n: int, model: SleepChat, runs_dir: str | None, executor: str = "local") -> Any:
     from swarm import Plan, Subtask, SubtaskContext, Swarm
 
-    swarm = Swarm(model=model, max_concurrency=n, runs_dir=runs_dir)
+    swarm = Swarm(model=model, max_concurrency=n, runs_dir=runs_dir, executor=executor)
     messages = [{"role": "user", "content": "go"}]
 
     @swarm.role("worker")
@@ -136,7 +143,12 @@ def child(mode: str, n: int, runs: int) -> dict[str, Any]:
         return await _gather_once(n, model)
 
     swarm_once = None
-    if mode != "gather":
+    if mode == "ray":
+        import ray
+
+        ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
+        swarm_once = _swarm_runner(n, model, None, executor="ray")
+    elif mode != "gather":
         swarm_once = _swarm_runner(n, model, tmp.name if mode == "store" else None)
     walls, gathers = [], []
     for k in range(runs + 1):  # the first round is the warm-up
@@ -248,6 +260,76 @@ def _table(rows: list[dict[str, Any]], peers: dict[int, dict[str, Any]], runs: i
     return "\n".join(lines) + "\n"
 
 
+def _ray_peer(n: int, runs: int) -> dict[str, Any]:
+    """The plain Ray-actor baseline, as `run.sh N ray` runs it (with this interpreter)."""
+    script = PEERS.parent / "bench_ray.py"
+    if not script.is_file():
+        return {"error": f"{script} not found"}
+    cmd = [sys.executable, str(script), "--n", str(n), "--lat", str(LATENCY_S)]
+    cmd += ["--variant", "actor", "--runs", str(runs)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, cwd=PEERS.parent)
+    rows = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith('{"framework"')]
+    return rows[0] if rows else {"error": (proc.stderr or "no output")[-300:]}
+
+
+def _ray_table(rows: list[dict[str, Any]], runs: int) -> str:
+    lines = [
+        "## Ray executor (`python benchmarks/bench_fanout.py --executor ray`)",
+        "",
+        "Same workload, store off. The Ray executor runs on a local Ray started with"
+        " `ray.init(num_cpus=2)` (one host actor), the driver keeping the scheduler; each"
+        " configuration in its own process, ratio to the gather runs of that process. The"
+        " plain Ray-actor baseline is `../shared/bench/peers/bench_ray.py --variant actor`"
+        " (one async actor, N method calls, `ray.get`), run as `run.sh N ray` runs it."
+        f" Median of {runs} runs after a warm-up; Python {platform.python_version()},"
+        f" {os.cpu_count()} CPUs, " + time.strftime("%Y-%m-%d") + ".",
+        "",
+        "| N | local (s) | ray (s) | ray / local | local overhead (µs) | ray overhead (µs)"
+        " | ray vs gather | plain Ray actor (s) | ray / plain Ray actor |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        peer = r["peer"].get("median_wall_s")
+        rel = f"{r['ray_wall_s'] / peer:.2f}×" if peer else r["peer"].get("error", "n/a")
+        lines.append(
+            f"| {r['n']:,} | {r['local_wall_s']:.4f} | {r['ray_wall_s']:.4f} |"
+            f" {r['ray_wall_s'] / r['local_wall_s']:.2f}× | {r['local_overhead_us']:,.1f} |"
+            f" {r['ray_overhead_us']:,.1f} | {r['ray_ratio']:.2f}× | {peer or 'n/a'} | {rel} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def ray_main(args: argparse.Namespace) -> int:
+    """`--executor ray`: measure, then append (or replace) the Ray section of the results."""
+    rows = []
+    for n in args.n:
+        gather = _measure("gather", n, args.runs)
+        local = _row(n, gather, _measure("off", n, args.runs), store=False)
+        ray_row = _row(n, gather, _measure("ray", n, args.runs), store=False)
+        row = {
+            "n": n,
+            "local_wall_s": local["wall_s"],
+            "local_overhead_us": local["overhead_us_per_agent"],
+            "ray_wall_s": ray_row["wall_s"],
+            "ray_overhead_us": ray_row["overhead_us_per_agent"],
+            "ray_ratio": ray_row["ratio"],
+            "peer": _ray_peer(n, args.runs),
+        }
+        rows.append(row)
+        if not args.json:
+            print(
+                f"n={n:>6} local={row['local_wall_s']:.4f}s ray={row['ray_wall_s']:.4f}s"
+                f" plain-ray={row['peer'].get('median_wall_s')}s"
+            )
+    out = Path(args.out)
+    text = out.read_text(encoding="utf-8") if out.is_file() else ""
+    text = text.split("\n## Ray executor")[0].rstrip("\n") + "\n\n" if text else ""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text + _ray_table(rows, args.runs), encoding="utf-8")
+    print(json.dumps({"ray_rows": rows}) if args.json else f"section appended to {out}")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, nargs="+", default=[100, 1000, 10000])
@@ -255,11 +337,16 @@ def main() -> int:
     parser.add_argument("--peers", action="store_true", help="also run LangGraph (needs PyPI)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "fanout.md"))
-    parser.add_argument("--child", choices=["gather", "off", "store"], help=argparse.SUPPRESS)
+    parser.add_argument("--executor", choices=["local", "ray"], default="local")
+    parser.add_argument(
+        "--child", choices=["gather", "off", "store", "ray"], help=argparse.SUPPRESS
+    )
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(args.child, args.n[0], args.runs)))
         return 0
+    if args.executor == "ray":
+        return ray_main(args)
     rows, peers = [], {}
     for n in args.n:
         gather = _measure("gather", n, args.runs)

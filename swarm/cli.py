@@ -168,6 +168,17 @@ def run(
     runs_dir: RunsDir = Path(DEFAULT_RUNS_DIR),
     store: Annotated[bool, typer.Option(help="Store the run durably (resumable).")] = True,
     json_lines: Json = False,
+    executor: Annotated[
+        str,
+        typer.Option(
+            "--executor",
+            help="Where sub-agents run: local, or ray (needs `pip install 'kimmy-swarm[ray]'`).",
+        ),
+    ] = "local",
+    ray_address: Annotated[
+        str | None,
+        typer.Option("--ray-address", help="Ray cluster to join: auto, HOST:PORT, ray://…"),
+    ] = None,
 ) -> None:
     """Run a plan: one sub-agent per subtask, dependencies first."""
     from swarm.planfile import load_plan
@@ -186,6 +197,8 @@ def run(
             deadline_s=deadline,
             max_depth=max_depth,
             adaptive=adaptive,
+            executor=executor,
+            ray_address=ray_address,
         ),
     )
     swarm.check(parsed)  # a bad plan fails before the server is even asked

@@ -75,6 +75,21 @@ class MeteredModel:
         self._observer.after_call(self._subtask, time.perf_counter() - t0, response, None)
         return response
 
+    async def record_remote_call(
+        self, latency_s: float, response: ChatResponse | None, error: ModelError | None
+    ) -> None:
+        """Account a call this subtask made elsewhere (on a Ray host) as if made here.
+
+        Usage, the token budget, the `ModelCalled` event and the adaptive limit see it as
+        a local call; it takes and gives back an admission slot, and passes the rate
+        limit, so a backed-off run also slows the replay (and with it new dispatches).
+        """
+        if not self._observer.admit_now():
+            await self._observer.before_call()
+        if response is not None:
+            self.usage = self.usage + response.usage
+        self._observer.after_call(self._subtask, latency_s, response, error)
+
     async def aclose(self) -> None:  # the swarm owns the inner model's lifetime
         return None
 

@@ -35,6 +35,7 @@ from swarm.steps import FailurePolicy
 if TYPE_CHECKING:
     import networkx as nx
 
+    from swarm.executors.ray import RayExecutor
     from swarm.llm.protocol import ChatModel
     from swarm.store import RunStore
 
@@ -64,6 +65,12 @@ class Swarm:
         sinks: receivers of every event (progress views, streams).
         backoff: retry delays (exponential with jitter); default `Backoff()`.
         seed: seeds the retry jitter.
+        executor: where sub-agents run: `local` (this process, default) or `ray` (host
+            actors spread over a Ray cluster; needs `pip install 'kimmy-swarm[ray]'`).
+            The scheduler, retries, budgets and the store stay here either way.
+        ray_address: the Ray cluster to join when Ray is not initialized (`auto`,
+            `HOST:PORT`, `ray://…`); None starts a local one.
+        ray_hosts: Ray host actors (default: one per node with CPUs).
     """
 
     def __init__(
@@ -87,6 +94,9 @@ class Swarm:
         backoff: Backoff | None = None,
         seed: int | None = None,
         max_subtasks: int = DEFAULT_MAX_SUBTASKS,
+        executor: str = "local",
+        ray_address: str | None = None,
+        ray_hosts: int | None = None,
     ) -> None:
         if isinstance(rate_limit, str):
             rate_limit = RateLimit.parse(rate_limit)
@@ -101,8 +111,12 @@ class Swarm:
             adaptive=adaptive,
             backoff=backoff if backoff is not None else Backoff(),
             seed=seed,
+            executor=executor,
+            ray_address=ray_address,
+            ray_hosts=ray_hosts,
         )
         self.model = model
+        self._executor: RayExecutor | None = None
         self.workers: dict[str, Worker] = {}
         self.role_outputs: dict[str, str] = {}
         self.schemas: dict[str, type[BaseModel]] = dict(schemas or {})
@@ -183,10 +197,43 @@ class Swarm:
             max_subtasks=self.max_subtasks,
         )
 
-    def _scheduler(self, store: RunStore | None, sinks: Sequence[EventSink]) -> Scheduler:
+    async def _run_workers(self) -> Mapping[str, Worker]:
+        """The workers a run uses: the roles' own, or Ray proxies of them.
+
+        The Ray hosts are started on first use and kept for later runs; they are rebuilt
+        when the roles or the model changed (`close()` stops them).
+        """
+        if self.config.executor == "local":
+            return self.workers
+        ex = self._executor
+        if ex is None or ex.workers != self.workers or ex.model is not self.model:
+            from swarm.executors import make_executor
+
+            if ex is not None:
+                ex.shutdown()
+            ex = self._executor = make_executor(
+                self.workers,
+                self.model,
+                address=self.config.ray_address,
+                hosts=self.config.ray_hosts,
+            )
+        await ex.start()
+        return ex.proxies()
+
+    @property
+    def executor(self) -> RayExecutor | None:
+        """The Ray executor once a run has started it (None for the local executor)."""
+        return self._executor
+
+    def _scheduler(
+        self,
+        store: RunStore | None,
+        sinks: Sequence[EventSink],
+        workers: Mapping[str, Worker] | None = None,
+    ) -> Scheduler:
         return Scheduler(
             self.config,
-            workers=self.workers,
+            workers=self.workers if workers is None else workers,
             model=self.model,
             schemas=self.schemas,
             store=store,
@@ -209,7 +256,10 @@ class Swarm:
         return self._store
 
     def close(self) -> None:
-        """Close the run store (it reopens if the swarm runs again)."""
+        """Close the run store and stop Ray hosts (both restart if the swarm runs again)."""
+        if self._executor is not None:
+            self._executor.shutdown()
+            self._executor = None
         if self._store is not None:
             self._store.close()
             self._store = None
@@ -235,11 +285,14 @@ class Swarm:
         self.check(plan)
         run_id = run_id or new_run_id()
         settings = {**self.config.settings(), **self.settings}
+        workers = await self._run_workers()
         store = self._open_store()
         if store is not None:
             store.create_run(run_id, plan, settings)
             store.begin_session(run_id)
-        return await self._scheduler(store, sinks).run(plan, run_id=run_id, settings=settings)
+        return await self._scheduler(store, sinks, workers).run(
+            plan, run_id=run_id, settings=settings
+        )
 
     async def resume(self, run_id: str, *, sinks: Sequence[EventSink] = ()) -> RunResult:
         """Continue a stored run: finished (`done`) results are reused, the rest runs.
@@ -260,8 +313,9 @@ class Swarm:
                 f"have; known roles: {', '.join(sorted(self.workers)) or '(none)'}",
                 ids=[s.id for s in stored.plan.subtasks if s.role in missing],
             )
+        workers = await self._run_workers()
         store.begin_session(stored.run_id)
-        return await self._scheduler(store, sinks).run(
+        return await self._scheduler(store, sinks, workers).run(
             stored.plan,
             run_id=stored.run_id,
             done=stored.results,

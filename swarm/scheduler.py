@@ -44,8 +44,22 @@ class SchedulerConfig:
     adaptive: bool = True
     backoff: Backoff = field(default_factory=Backoff)
     seed: int | None = None
+    #: Where sub-agents run: `local` (this process) or `ray` (see `swarm.executors`).
+    executor: str = "local"
+    #: The Ray cluster to join (`auto`, `HOST:PORT`, `ray://…`); None: the running or a
+    #: local one.
+    ray_address: str | None = None
+    #: Ray host actors (default: one per node with CPUs).
+    ray_hosts: int | None = None
 
     def __post_init__(self) -> None:
+        from swarm.executors import check_executor
+
+        check_executor(self.executor)
+        if self.ray_hosts is not None and (
+            not isinstance(self.ray_hosts, int) or self.ray_hosts < 1
+        ):
+            raise ConfigError(f"ray_hosts must be an integer ≥ 1 or None, got {self.ray_hosts!r}")
         if not isinstance(self.max_concurrency, int) or self.max_concurrency < 1:
             raise ConfigError(
                 f"max_concurrency must be an integer ≥ 1, got {self.max_concurrency!r}"

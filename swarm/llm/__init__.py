@@ -2,6 +2,7 @@
 
 - `OpenAIChat`: any OpenAI-compatible HTTP server (vLLM, SGLang, llama.cpp, …).
 - `ScriptedChat`: a strict scripted model for tests.
+- `BalancedChat`: several endpoints behind one model (least outstanding requests).
 
 Importing this package is cheap: pydantic only. `OpenAIChat` (and with it httpx) is imported
 on first use, so `import swarm` stays light for programs that never talk HTTP.
@@ -9,6 +10,7 @@ on first use, so `import swarm` stays light for programs that never talk HTTP.
 
 from typing import TYPE_CHECKING, Any
 
+from swarm.llm.balanced import BalancedChat
 from swarm.llm.protocol import ChatModel
 from swarm.llm.scripted import ScriptedChat, UnexpectedModelCall
 from swarm.llm.types import (
@@ -33,6 +35,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "BalancedChat",
     "ChatModel",
     "ChatResponse",
     "FunctionCall",

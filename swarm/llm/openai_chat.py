@@ -79,6 +79,14 @@ class OpenAIChat:
         if max_connections < 1:
             raise ConfigError(f"max_connections {max_connections!r} is not an integer >= 1")
         self._model = model
+        #: The constructor's options, to rebuild the client elsewhere (see `__reduce__`).
+        self._options: dict[str, Any] = {
+            "api_key": api_key,
+            "timeout_s": timeout_s,
+            "connect_timeout_s": connect_timeout_s,
+            "max_connections": max_connections,
+            "headers": dict(headers or {}),
+        }
         #: The model id, or `auto@<base_url>` until the first call has asked the server.
         self.name: str = model or f"auto@{self.base_url}"
         self.timeout_s = float(timeout_s)
@@ -219,6 +227,11 @@ class OpenAIChat:
     def __repr__(self) -> str:
         return f"OpenAIChat(base_url={self.base_url!r}, model={self._model!r})"
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as the constructor's arguments (a Ray host rebuilds the model so): the
+        copy opens its own connections; a model id already looked up travels with it."""
+        return (_rebuild, (self.base_url, self._model, self._options))
+
     # --- internals ---------------------------------------------------------------------
 
     def _http(self) -> _ShardedClient:
@@ -320,6 +333,10 @@ class OpenAIChat:
                 f"is not JSON: {snippet(response.text)}",
                 status=response.status_code,
             ) from exc
+
+
+def _rebuild(base_url: str, model: str | None, options: dict[str, Any]) -> OpenAIChat:
+    return OpenAIChat(base_url, model, **options)
 
 
 #: Connections per httpx client. httpcore's pool scans every connection of its client (with a

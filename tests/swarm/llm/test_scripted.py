@@ -152,6 +152,7 @@ def test_scripted_chat_satisfies_chat_model_protocol() -> None:
 
 def test_public_api_is_pinned() -> None:
     assert sorted(swarm.llm.__all__) == [
+        "BalancedChat",
         "ChatModel",
         "ChatResponse",
         "FunctionCall",
