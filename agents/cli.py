@@ -85,9 +85,14 @@ def _run_pipeline(run: Any, config: Any, client: Any, show: Any, json_lines: boo
     finally:
         if client is not None:
             asyncio.run(client.aclose())
-    show(outcome, json_lines)
+    show(outcome, json_lines, stored=config.runs_dir is not None)
     if outcome.status != "completed" or outcome.problems:
         raise typer.Exit(1)
+
+
+def _say_run(outcome: Any, json_lines: bool, stored: bool) -> None:
+    where = f": kimmy show {outcome.run_id}" if stored else " (not stored)"
+    _say(f"  run {outcome.run_id} (status {outcome.status}){where}", json_lines)
 
 
 def _say(text: str, json_lines: bool) -> None:
@@ -141,7 +146,7 @@ def review(
     _run_pipeline(run_review, config, client, print_review, json_lines)
 
 
-def print_review(outcome: Any, json_lines: bool = False) -> None:
+def print_review(outcome: Any, json_lines: bool = False, *, stored: bool = True) -> None:
     """The summary lines of a review run."""
     files = outcome.files
     _say(
@@ -161,9 +166,7 @@ def print_review(outcome: Any, json_lines: bool = False) -> None:
         _say(f"  problem: {problem}", json_lines)
     for name, path in files.paths.items():
         _say(f"  {name:<15} {path}", json_lines)
-    _say(
-        f"  run {outcome.run_id} (status {outcome.status}): kimmy show {outcome.run_id}", json_lines
-    )
+    _say_run(outcome, json_lines, stored)
 
 
 def analyze(
@@ -195,7 +198,7 @@ def analyze(
     _run_pipeline(run_analysis, config, client, print_analysis, json_lines)
 
 
-def print_analysis(outcome: Any, json_lines: bool = False) -> None:
+def print_analysis(outcome: Any, json_lines: bool = False, *, stored: bool = True) -> None:
     """The summary lines of an analysis run."""
     _say(
         f"analysis: {outcome.analyses} analyses ({outcome.peak_analysts} in flight at peak), "
@@ -212,9 +215,7 @@ def print_analysis(outcome: Any, json_lines: bool = False) -> None:
         _say(f"  problem: {problem}", json_lines)
     for name, path in outcome.paths.items():
         _say(f"  {name:<15} {path}", json_lines)
-    _say(
-        f"  run {outcome.run_id} (status {outcome.status}): kimmy show {outcome.run_id}", json_lines
-    )
+    _say_run(outcome, json_lines, stored)
 
 
 def demo(

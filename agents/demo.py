@@ -74,7 +74,7 @@ def run_demo(
             AnalysisConfig(datasets=list(DEMO_DATASETS), out=out / "analysis", runs_dir=runs_dir),
             sinks=[sink],
         )
-    print_analysis(analysis, json_lines)
+    print_analysis(analysis, json_lines, stored=runs_dir is not None)
     corpus = out / "docs-corpus"
     written = write_docstring_corpus(corpus, limit=max_modules, packages=DEMO_PACKAGES)
     say(f"[2/2] literature review of {written} module docstrings → {out / 'review'}")
@@ -89,7 +89,7 @@ def run_demo(
             ),
             sinks=[sink],
         )
-    print_review(review, json_lines)
+    print_review(review, json_lines, stored=runs_dir is not None)
     outcome = DemoOutcome(analysis, review, time.perf_counter() - t0)
     say(
         f"demo finished in {outcome.duration_s:.1f} s — open {out / 'review' / 'review.md'} "

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 
 from swarm.errors import ConfigError
 from swarm.schema import ROLE_PATTERN
+from swarm.workers import BUILTIN_ROLES
 
 if TYPE_CHECKING:
     from agents.subagent import AgentRun
@@ -172,11 +173,12 @@ def builtin_roles() -> RoleRegistry:
     Their offline procedures come from the pipelines (`agents.review`, `agents.analysis`),
     which derive each role with its pipeline's tools, schema and procedure.
     """
-    return RoleRegistry({name: Role(name, prompt) for name, prompt in _BUILTIN_PROMPTS.items()})
+    return RoleRegistry({name: Role(name, _BUILTIN_PROMPTS[name]) for name in BUILTIN_ROLE_NAMES})
 
 
-#: The names of the built-in roles.
-BUILTIN_ROLE_NAMES: tuple[str, ...] = tuple(_BUILTIN_PROMPTS)
+#: The names of the built-in roles: the runtime's (`kimmy run` answers them with one model
+#: call each); here each gets a full system prompt.
+BUILTIN_ROLE_NAMES: tuple[str, ...] = tuple(BUILTIN_ROLES)
 
 __all__ = [
     "BUILTIN_ROLE_NAMES",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from swarm.events import Event, SubtaskFinished, SubtaskRetrying, SubtaskStarted
+from swarm.events import Event, SubtaskFinished, SubtaskStarted
 
 
 class RoleConcurrency:
@@ -22,7 +22,7 @@ class RoleConcurrency:
 
     def handle(self, event: Event) -> None:
         if isinstance(event, SubtaskStarted):
-            if event.subtask_id in self._role_of:  # a retry of one still counted as running
+            if event.subtask_id in self._role_of:  # a retry: still counted as running
                 return
             self._role_of[event.subtask_id] = event.role
             self.started[event.role] += 1
@@ -32,8 +32,6 @@ class RoleConcurrency:
             role = self._role_of.pop(event.result.id, None)
             if role is not None:
                 self.running[role] -= 1
-        elif isinstance(event, SubtaskRetrying):
-            return
 
 
 __all__ = ["RoleConcurrency"]

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import ValidationError
 
 from swarm.errors import ConfigError, ModelError, ModelRateLimitedError, SpawnError
+from swarm.events import AgentStep, ToolCalled
 from swarm.llm.types import ChatResponse, MessageLike
 from swarm.schema import NO_USAGE, Subtask, SubtaskResult, Usage
 
@@ -220,8 +221,6 @@ class SubtaskContext:
             outcome: `tools`, `answer` or `invalid`.
         """
         if self._emit is not None:
-            from swarm.events import AgentStep
-
             self._emit(
                 AgentStep,
                 subtask_id=self.subtask.id,
@@ -236,8 +235,6 @@ class SubtaskContext:
     ) -> None:
         """Record one tool call of the sub-agent (`ToolCalled`)."""
         if self._emit is not None:
-            from swarm.events import ToolCalled
-
             self._emit(
                 ToolCalled,
                 subtask_id=self.subtask.id,

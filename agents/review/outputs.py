@@ -64,6 +64,13 @@ def _gather(result: RunResult, topic: str, corpus_size: int) -> _Parts:
     return _Parts(plan, sections, checks, prose, problems)
 
 
+def _cited(parts: _Parts, corpus: Corpus) -> list[str]:
+    """Every document a section compares or a claim cites (ids of the corpus, sorted)."""
+    ids = {r.doc_id for s in parts.sections for r in s.rows}
+    ids |= {d for s in parts.sections for c in s.claims for d in c.cited}
+    return sorted(d for d in ids if d in corpus)
+
+
 def _reference(doc: Document) -> str:
     authors = ", ".join(doc.authors) if doc.authors else "Anonymous"
     year = doc.year if doc.year is not None else "n.d."
@@ -145,12 +152,9 @@ def render_markdown(parts: _Parts, corpus: Corpus) -> str:
         lines.append("")
     if parts.problems:
         lines += ["## Problems during the run", ""] + [f"- {p}" for p in parts.problems] + [""]
-    cited = sorted(
-        {d for s in parts.sections for c in s.claims for d in c.cited}
-        | {r.doc_id for s in parts.sections for r in s.rows}
-    )
+    cited = _cited(parts, corpus)
     lines += ["## References", ""]
-    lines += [f"- {_reference(corpus.get(d))}" for d in cited if d in corpus]
+    lines += [f"- {_reference(corpus.get(d))}" for d in cited]
     return "\n".join(lines) + "\n"
 
 
@@ -195,10 +199,7 @@ def write_review(out: Path, corpus: Corpus, result: RunResult, *, topic: str) ->
 
     out.mkdir(parents=True, exist_ok=True)
     parts = _gather(result, topic, len(corpus))
-    cited = sorted(
-        {d for s in parts.sections for r in s.rows for d in [r.doc_id]}
-        | {d for s in parts.sections for c in s.claims for d in c.cited if d in corpus}
-    )
+    cited = _cited(parts, corpus)
     paths = {
         "review.md": out / "review.md",
         "references.bib": out / "references.bib",
