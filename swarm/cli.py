@@ -226,8 +226,11 @@ def resume(
     concurrency = max_concurrency or int(settings.get("max_concurrency", 64))
     options = {
         k: settings[k]
-        for k in ("timeout_s", "max_retries", "failure_policy", "max_depth", "adaptive")
-        if k in settings
+        for k in (
+            "timeout_s", "max_retries", "failure_policy", "max_depth", "adaptive",
+            "executor", "ray_address", "ray_hosts",
+        )
+        if settings.get(k) is not None
     }
     budget = settings.get("budget") or {}
     swarm = _swarm(
