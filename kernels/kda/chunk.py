@@ -32,13 +32,6 @@ SEGMENT = 16 * CHUNK_SIZE  # tokens processed at once; the state carries across 
 SAFE_SPAN = 60.0  # largest |Γ − Γ_mid| factored into GEMM operands (e^60 ≈ 1e26 < fp32 max)
 
 
-def _to_chunks(x: torch.Tensor, c: int) -> torch.Tensor:
-    """(B, T, H, ...) with T a multiple of c → (B, H, NT, c, ...)."""
-    b, t, h = x.shape[:3]
-    x = x.reshape(b, t // c, c, h, *x.shape[3:])
-    return x.movedim(3, 1).contiguous()  # one layout copy; later reshapes are free
-
-
 def _pad_time(x: torch.Tensor, t_pad: int) -> torch.Tensor:
     """Zero-pad the time axis (dim 1) to t_pad. Zero k, v, g and β leave the state unchanged."""
     extra = t_pad - x.shape[1]
@@ -71,9 +64,12 @@ def _diag_blocks(
     shape = q4.shape
     q4, k4, g4 = (x.reshape(-1, SUB_CHUNK, shape[-1]) for x in (q4, k4, g4))  # (blocks, 16, K)
     rel = g4 - g4[:, SUB_CHUNK // 2 : SUB_CHUNK // 2 + 1, :]  # Γ − Γ_mid
-    wide = (rel.abs().amax((1, 2)) > SAFE_SPAN).nonzero().squeeze(-1)  # (wide blocks,)
-    rel = rel.clamp(-SAFE_SPAN, SAFE_SPAN)  # only changes the wide blocks, replaced below
-    up, k_down = rel.exp(), k4 * (-rel).exp()  # (blocks, 16, K)
+    lo, hi = rel.flatten(1).aminmax(dim=1)  # one pass; (blocks,) each
+    wide = (torch.maximum(hi, -lo) > SAFE_SPAN).nonzero().squeeze(-1)  # (wide blocks,)
+    if wide.numel():
+        rel = rel.clamp(-SAFE_SPAN, SAFE_SPAN)  # only changes the wide blocks, replaced below
+    up = rel.exp()  # (blocks, 16, K), within [e^−60, e^60]
+    k_down = k4 / up  # k e^{Γ_mid − Γ}
     a_d = ((k4 * up) @ k_down.mT).tril(-1)  # (blocks, 16, 16)
     p_d = ((q4 * up) @ k_down.mT).tril()
     if wide.numel():
@@ -108,24 +104,43 @@ def _intra(q: torch.Tensor, k: torch.Tensor, gc: torch.Tensor) -> tuple[torch.Te
 
 
 def _unit_lower_inverse(lower: torch.Tensor) -> torch.Tensor:
-    """(I + L)^{-1} for strictly lower-triangular L `(..., C, C)`, C a power of two.
+    """(I + L)^{-1} for strictly lower-triangular L `(..., C, C)`.
 
-    Blockwise: inv([[A, 0], [X, D]]) = [[A⁻¹, 0], [−D⁻¹ X A⁻¹, D⁻¹]], doubling the block size
-    from 1 to C, all blocks of a level in one batched GEMM (far faster than per-matrix LAPACK).
+    One batched unit-triangular solve against I (LAPACK/MKL trsm; its diagonal is taken as
+    1, so L's zero diagonal is never read); differentiable through autograd.
     """
-    *lead, c, _ = lower.shape
-    inv = lower.new_ones(*lead, c, 1, 1)  # (..., blocks, s, s) with s = 1
-    s = 1
-    while s < c:
-        nb = c // (2 * s)
-        diag = lower.reshape(*lead, nb, 2 * s, nb, 2 * s).diagonal(dim1=-4, dim2=-2)
-        x = diag.movedim(-1, -3)[..., s:, :s]  # (..., nb, s, s)
-        a_inv, d_inv = inv[..., 0::2, :, :], inv[..., 1::2, :, :]
-        low = -(d_inv @ x @ a_inv)
-        top = torch.cat([a_inv, torch.zeros_like(a_inv)], dim=-1)
-        inv = torch.cat([top, torch.cat([low, d_inv], dim=-1)], dim=-2)  # (..., nb, 2s, 2s)
-        s *= 2
-    return inv[..., 0, :, :]
+    eye = torch.eye(lower.shape[-1], dtype=lower.dtype, device=lower.device)
+    return torch.linalg.solve_triangular(
+        lower, eye.expand_as(lower), upper=False, unitriangular=True
+    )
+
+
+def _to_chunks(x: torch.Tensor, c: int) -> torch.Tensor:
+    """(B, T, H, ...) with T a multiple of c → (NT, B·H, c, ...): chunk-major, one copy."""
+    b, t, h = x.shape[:3]
+    x = x.reshape(b, t // c, c, h, *x.shape[3:]).movedim(3, 2).movedim(1, 0)
+    return x.reshape(t // c, b * h, c, *x.shape[4:]).contiguous()  # (NT, B·H, c, ...)
+
+
+def _recurrence(
+    w: torch.Tensor,  # (NT, BH, C, K)
+    u: torch.Tensor,  # (NT, BH, C, V)
+    k_dec: torch.Tensor,  # (NT, BH, K, C)
+    decay: torch.Tensor,  # (NT, BH, K, 1)
+    state: torch.Tensor,  # (BH, K, V)
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The sequential part, two GEMMs per chunk: V′ = U − W S, S ← Diag(e^{Γ_C}) S + K̃ᵀ V′.
+
+    Returns V′ `(NT, BH, C, V)`, the state entering each chunk `(NT, BH, K, V)` and the final
+    state; the outputs are formed from them afterwards in one batched GEMM.
+    """
+    v_new, states = [], []
+    for i in range(w.shape[0]):
+        states.append(state)
+        v_i = torch.baddbmm(u[i], w[i], state, alpha=-1.0)  # V′ = U − W S, (BH, C, V)
+        state = torch.baddbmm(decay[i] * state, k_dec[i], v_i)  # (BH, K, V)
+        v_new.append(v_i)
+    return torch.stack(v_new), torch.stack(states), state
 
 
 def _chunk_forward(
@@ -136,30 +151,25 @@ def _chunk_forward(
     beta: torch.Tensor,  # (B, T, H)
     state: torch.Tensor,  # (B, H, K, V)
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    t = q.shape[1]
+    b, t, h = q.shape[:3]
     c = CHUNK_SIZE
     t_pad = -(-t // c) * c
-    q, k, v, g = (_to_chunks(_pad_time(x, t_pad), c) for x in (q, k, v, g))  # (B, H, NT, C, ·)
-    beta = _to_chunks(_pad_time(beta, t_pad), c)  # (B, H, NT, C)
-    gc = g.cumsum(-2)  # Γ, (B, H, NT, C, K)
-    a, p = _intra(q, k, gc)  # (B, H, NT, C, C)
+    q, k, v, g = (_to_chunks(_pad_time(x, t_pad), c) for x in (q, k, v, g))  # (NT, BH, C, ·)
+    beta = _to_chunks(_pad_time(beta, t_pad), c)  # (NT, BH, C)
+    gc = g.cumsum(-2)  # Γ, (NT, BH, C, K)
+    a, p = _intra(q, k, gc)  # (NT, BH, C, C)
     tm = _unit_lower_inverse(beta[..., :, None] * a) * beta[..., None, :]  # T = (I+L)⁻¹ Diag(β)
-    e = gc.exp()  # (B, H, NT, C, K)
-    w = tm @ (e * k)  # (B, H, NT, C, K)
-    u = tm @ v  # (B, H, NT, C, V)
-    g_last = gc[..., -1, :]  # (B, H, NT, K)
-    k_dec = (k * (g_last[..., None, :] - gc).exp()).mT  # (B, H, NT, K, C)
-    wq = torch.cat([w, q * e], dim=-2)  # (B, H, NT, 2C, K): one GEMM against S per chunk
-    decay = g_last.exp()[..., None]  # (B, H, NT, K, 1)
-    outs = []
-    for i in range(t_pad // c):  # the sequential part: three GEMMs per chunk
-        ws, qs = (wq[:, :, i] @ state).split(c, dim=-2)  # W S and (Q ⊙ E) S, (B, H, C, V)
-        v_new = u[:, :, i] - ws  # V′
-        outs.append(qs + p[:, :, i] @ v_new)  # (B, H, C, V)
-        state = decay[:, :, i] * state + k_dec[:, :, i] @ v_new  # (B, H, K, V)
-    o = torch.stack(outs, dim=2)  # (B, H, NT, C, V)
-    o = o.movedim(1, 3).reshape(o.shape[0], t_pad, o.shape[1], o.shape[-1])  # (B, T_pad, H, V)
-    return o[:, :t], state
+    e = gc.exp()  # (NT, BH, C, K)
+    w = tm @ (e * k)  # (NT, BH, C, K)
+    u = tm @ v  # (NT, BH, C, V)
+    g_last = gc[..., -1:, :]  # (NT, BH, 1, K)
+    k_dec = (k * (g_last - gc).exp()).mT  # (NT, BH, K, C)
+    decay = g_last.exp().mT  # (NT, BH, K, 1)
+    kd, vd = k.shape[-1], v.shape[-1]
+    v_new, states, final = _recurrence(w, u, k_dec, decay, state.reshape(b * h, kd, vd))
+    o = (q * e) @ states + p @ v_new  # O = (Q ⊙ E) S + P V′, (NT, BH, C, V)
+    o = o.reshape(t_pad // c, b, h, c, vd).movedim(0, 1).movedim(2, 3)  # (B, NT, C, H, V)
+    return o.reshape(b, t_pad, h, vd)[:, :t], final.reshape(b, h, kd, vd)
 
 
 def _segmented_forward(
