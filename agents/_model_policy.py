@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from swarm.errors import LimitError, ModelBehaviourError
+from swarm.errors import LimitError, ModelBehaviourError, validation_problems
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -77,15 +77,6 @@ def parse_answer(content: str | None) -> Any:
         raise
 
 
-def _problem(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        return "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or '(answer)'}: {e['msg']}"
-            for e in exc.errors()[:8]
-        )
-    return str(exc)
-
-
 async def run_model_policy(run: AgentRun, executor: Executor | None) -> BaseModel:
     """Run the agent loop to a valid answer (see the module docstring for the errors)."""
     role, ctx = run.role, run.ctx
@@ -116,17 +107,18 @@ async def run_model_policy(run: AgentRun, executor: Executor | None) -> BaseMode
             answer = run.validate(parse_answer(response.content))
         except (ValidationError, ValueError) as exc:  # JSONDecodeError is a ValueError
             ctx.record_step(step, policy="model", outcome="invalid")
+            problem = validation_problems(exc, limit=8, root="(answer)")
             if repaired:
                 raise ModelBehaviourError(
                     f"role {role.name!r} (subtask {ctx.id!r}): the answer is still invalid "
-                    f"after the repair turn: {_problem(exc)}"
+                    f"after the repair turn: {problem}"
                 ) from exc
             repaired = True
             messages.append(
                 {
                     "role": "user",
                     "content": (
-                        f"Your answer is invalid: {_problem(exc)}\nReply again with ONLY one "
+                        f"Your answer is invalid: {problem}\nReply again with ONLY one "
                         "corrected JSON object matching the schema."
                     ),
                 }

@@ -23,7 +23,7 @@ from typing import Any, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from swarm.errors import ConfigError, UserError
+from swarm.errors import ConfigError, UserError, validation_problems
 
 
 class ToolError(UserError):
@@ -77,10 +77,7 @@ class Tool:
         try:
             parsed = self.params.model_validate(dict(arguments))
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}"
-                for e in exc.errors()[:5]
-            )
+            problems = validation_problems(exc, root="(arguments)")
             raise ToolError(f"tool {self.name!r}: bad arguments: {problems}") from None
         return {name: getattr(parsed, name) for name in type(parsed).model_fields}
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from swarm.errors import UserError
+from swarm.errors import UserError, validation_problems
 
 if TYPE_CHECKING:
     from rewards.parl import RewardBreakdown
@@ -278,11 +278,8 @@ def _parse_line(path: Path, n: int, line: str) -> RolloutRecord:
     try:
         return RolloutRecord.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"]) or "(record)"
-        raise RolloutSchemaError(
-            f"{path}:{n}: bad {ROLLOUT_SCHEMA} record at {loc}: {first['msg']}"
-        ) from None
+        problem = validation_problems(exc, limit=1, root="(record)")
+        raise RolloutSchemaError(f"{path}:{n}: bad {ROLLOUT_SCHEMA} record at {problem}") from None
 
 
 def load_rollouts(path: str | Path) -> list[RolloutRecord]:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from swarm.errors import ModelBehaviourError, UserError
+from swarm.errors import ModelBehaviourError, UserError, validation_problems
 
 if TYPE_CHECKING:
     from rewards.trajectory import Trajectory
@@ -247,7 +247,7 @@ class ModelJudge:
             try:
                 return _parse(response.content)
             except (ValueError, ValidationError) as exc:  # JSONDecodeError is a ValueError
-                problem = _problem(exc)
+                problem = validation_problems(exc, root="(answer)")
                 if turn == 2:
                     raise ModelBehaviourError(
                         f"judge {self.name!r}: the answer is still invalid after the repair "
@@ -286,15 +286,6 @@ def _parse(content: str | None) -> Judgement:
     if not text:
         raise ValueError("the answer is empty")
     return Judgement.model_validate(json.loads(text))
-
-
-def _problem(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        return "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or '(answer)'}: {e['msg']}"
-            for e in exc.errors()[:5]
-        )
-    return str(exc)
 
 
 __all__ = [

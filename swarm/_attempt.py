@@ -14,7 +14,7 @@ from pydantic import BaseModel, ValidationError
 from swarm import events as ev
 from swarm._trusted import trusted
 from swarm.context import MeteredModel, SubtaskContext
-from swarm.errors import OutputValidationError, SubtaskTimeoutError
+from swarm.errors import OutputValidationError, SubtaskTimeoutError, validation_problems
 from swarm.schema import NO_USAGE, ErrorInfo, SubtaskResult, SubtaskStatus, Timings, Usage
 
 if TYPE_CHECKING:
@@ -65,11 +65,9 @@ def normalize(run: RunLoop, st: Subtask, output: Any) -> Any:
         try:
             output = schema.model_validate(output).model_dump(mode="json")
         except ValidationError as exc:
-            first = exc.errors()[0]
-            loc = ".".join(str(p) for p in first["loc"]) or "(root)"
             raise OutputValidationError(
                 f"output of subtask {st.id!r} does not match schema {st.output_schema!r}: "
-                f"{loc}: {first['msg']}"
+                f"{validation_problems(exc, limit=1, root='(root)')}"
             ) from None
     if not _is_json(output):
         raise OutputValidationError(

@@ -13,7 +13,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import ValidationError
 
-from swarm.errors import ConfigError, ModelError, ModelRateLimitedError, SpawnError
+from swarm.errors import (
+    ConfigError,
+    ModelError,
+    ModelRateLimitedError,
+    SpawnError,
+    validation_problems,
+)
 from swarm.events import AgentStep, ToolCalled
 from swarm.llm.types import ChatResponse, MessageLike
 from swarm.schema import NO_USAGE, Subtask, SubtaskResult, Usage
@@ -199,10 +205,9 @@ class SubtaskContext:
             try:
                 parsed.append(Subtask.model_validate(item))
             except ValidationError as exc:
-                first = exc.errors()[0]
-                loc = ".".join(str(p) for p in first["loc"]) or "(subtask)"
+                problem = validation_problems(exc, limit=1, root="(subtask)")
                 raise SpawnError(
-                    f"spawn from {self.subtask.id!r}: bad subtask {loc}: {first['msg']}"
+                    f"spawn from {self.subtask.id!r}: bad subtask {problem}"
                 ) from None
         return self._spawn(self.subtask, parsed, feeds)
 

@@ -165,6 +165,38 @@ class OutputValidationError(SwarmError):
     """A sub-agent's output does not match its subtask's output schema."""
 
 
+def validation_problems(
+    exc: Exception,
+    *,
+    limit: int = 5,
+    root: str = "(value)",
+    show_input: bool = False,
+    count_rest: bool = False,
+) -> str:
+    """A pydantic `ValidationError` as one line: `loc: message; loc: message`.
+
+    Args:
+        exc: the error (anything else: its `str`).
+        limit: how many of its errors to name.
+        root: what to call a location at the top level.
+        show_input: add ` (got <value>)`, the offending input, cut to 60 characters.
+        count_rest: end with `; and N more` when errors were left out.
+    """
+    errors = getattr(exc, "errors", None)
+    if not callable(errors):
+        return str(exc)
+    found = errors()
+    parts = []
+    for err in found[:limit]:
+        text = f"{'.'.join(str(p) for p in err['loc']) or root}: {err['msg']}"
+        if show_input:
+            shown = repr(err.get("input"))
+            text += f" (got {shown[:57] + '...' if len(shown) > 60 else shown})"
+        parts.append(text)
+    more = len(found) - limit
+    return "; ".join(parts) + (f"; and {more} more" if count_rest and more > 0 else "")
+
+
 __all__ = [
     "BudgetExceededError",
     "ConfigError",
@@ -193,4 +225,5 @@ __all__ = [
     "UnknownRoleError",
     "UnknownSchemaError",
     "UserError",
+    "validation_problems",
 ]

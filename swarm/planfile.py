@@ -8,21 +8,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from swarm.errors import ConfigError, PlanValidationError
+from swarm.errors import ConfigError, PlanValidationError, validation_problems
 from swarm.schema import Plan
 
 
 def _first_errors(exc: ValidationError, limit: int = 3) -> str:
-    parts = []
-    for err in exc.errors()[:limit]:
-        loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        bad = err.get("input")
-        shown = repr(bad)
-        if len(shown) > 60:
-            shown = shown[:57] + "..."
-        parts.append(f"{loc}: {err['msg']} (got {shown})")
-    more = exc.error_count() - limit
-    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
+    return validation_problems(
+        exc, limit=limit, root="(top level)", show_input=True, count_rest=True
+    )
 
 
 def parse_plan(data: str | bytes | dict[str, Any], *, source: str = "plan") -> Plan:
