@@ -190,7 +190,8 @@ def causal_conv1d(
     if tuple(state.shape) != (b, d, width - 1):
         raise KDAInputError(f"state has shape {list(state.shape)}; expected {[b, d, width - 1]}")
     xs = torch.cat([state.to(x.dtype), x.transpose(1, 2)], dim=-1)  # (B, D, W − 1 + T)
-    y = F.conv1d(xs.float(), w.float()[:, None, :], groups=d).transpose(1, 2)  # (B, T, D)
+    acc = torch.promote_types(x.dtype, torch.float32)  # fp32 at least, fp64 stays fp64
+    y = F.conv1d(xs.to(acc), w.to(acc)[:, None, :], groups=d).transpose(1, 2)  # (B, T, D)
     if activation == "silu":
         y = F.silu(y)
     return y.to(x.dtype), xs[..., xs.shape[-1] - (width - 1) :]
