@@ -132,7 +132,7 @@ def kda_gate(
         lower_bound: the safe gate's bound (< 0), or None for the softplus gate.
 
     Returns:
-        g `[..., H, K]` in fp32, every entry ≤ 0.
+        g `[..., H, K]` in fp32 (fp64 for fp64 f), every entry ≤ 0.
 
     Raises:
         KDAInputError: A_log / dt_bias sizes do not match f, or lower_bound ≥ 0.
@@ -140,12 +140,13 @@ def kda_gate(
     h, kd = f.shape[-2:]
     if A_log.numel() != h:
         raise KDAInputError(f"A_log has {A_log.numel()} elements; expected H = {h}")
-    x = f.float()
+    acc = torch.promote_types(f.dtype, torch.float32)  # fp32 at least, fp64 stays fp64
+    x = f.to(acc)
     if dt_bias is not None:
         if dt_bias.numel() != h * kd:
             raise KDAInputError(f"dt_bias has {dt_bias.numel()} elements; expected H·K = {h * kd}")
-        x = x + dt_bias.float().view(h, kd)
-    a = A_log.float().view(h, 1).exp()  # (H, 1)
+        x = x + dt_bias.to(acc).view(h, kd)
+    a = A_log.to(acc).view(h, 1).exp()  # (H, 1)
     if lower_bound is None:
         return -a * F.softplus(x)
     if lower_bound >= 0:

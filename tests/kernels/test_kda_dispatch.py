@@ -30,6 +30,8 @@ NAMES = ("q", "k", "v", "g", "beta")
         ("cuda", 1, True, "auto", KDAPath.TRITON_CHUNK),
         ("cuda", 4096, False, "torch", KDAPath.TORCH_CHUNK),
         ("cpu", 1, False, "auto", KDAPath.NAIVE),
+        ("cpu", 4, False, "auto", KDAPath.NAIVE),
+        ("cpu", 5, False, "auto", KDAPath.TORCH_CHUNK),  # the Python loop loses from here
         ("cpu", 4096, False, "auto", KDAPath.TORCH_CHUNK),
         ("cpu", 8, True, "auto", KDAPath.TORCH_CHUNK),
         ("cpu", 4096, True, "triton", KDAPath.TRITON_CHUNK),  # the interpreter, as in tests

@@ -1,0 +1,77 @@
+"""Training a Kimi Linear LM on local text: corpora and token windows (`data`), the loop with
+eval loss, metrics JSONL, HF-format checkpoints and exact resume (`loop`), and
+`kimmy train lm` (`cli`).
+
+    from model.train import TrainConfig, python_docs_texts, tokenize_corpus, train
+    data = tokenize_corpus(python_docs_texts(), tokenizer)
+    train_part, eval_part = data.split(0.1)
+    result = train(lm, train_part, eval_part, TrainConfig(steps=200), out_dir=Path("run"))
+
+Names load on first access (as in `kernels`), so `model.train.cli`, which the `kimmy`
+command line imports, does not pull in torch through this package.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from model.train.data import (
+        CorpusError,
+        TokenData,
+        python_docs_texts,
+        read_text_corpus,
+        tokenize_corpus,
+    )
+    from model.train.loop import (
+        METRICS_FILE,
+        TRAINER_STATE,
+        TrainConfig,
+        TrainResult,
+        eval_loss,
+        latest_checkpoint,
+        lr_factor,
+        make_optimizer,
+        train,
+    )
+
+_HOME = {
+    "CorpusError": "data",
+    "TokenData": "data",
+    "python_docs_texts": "data",
+    "read_text_corpus": "data",
+    "tokenize_corpus": "data",
+    "METRICS_FILE": "loop",
+    "TRAINER_STATE": "loop",
+    "TrainConfig": "loop",
+    "TrainResult": "loop",
+    "eval_loss": "loop",
+    "latest_checkpoint": "loop",
+    "lr_factor": "loop",
+    "make_optimizer": "loop",
+    "train": "loop",
+}
+
+__all__ = [
+    "METRICS_FILE",
+    "TRAINER_STATE",
+    "CorpusError",
+    "TokenData",
+    "TrainConfig",
+    "TrainResult",
+    "eval_loss",
+    "latest_checkpoint",
+    "lr_factor",
+    "make_optimizer",
+    "python_docs_texts",
+    "read_text_corpus",
+    "tokenize_corpus",
+    "train",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOME:
+        return getattr(importlib.import_module(f"model.train.{_HOME[name]}"), name)
+    raise AttributeError(f"module 'model.train' has no attribute {name!r}")

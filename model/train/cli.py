@@ -1,0 +1,218 @@
+"""`kimmy train lm`: train a small Kimi Linear LM on local text, on CPU or a GPU if present.
+
+    kimmy train lm --out runs/tiny                        # the Python docs, tiny preset
+    kimmy train lm notes/ papers.json --out runs/p --steps 500 --optimizer adamw
+    kimmy train lm --out runs/tiny --resume --steps 400   # continue from the last checkpoint
+
+A byte-level BPE tokenizer is trained on the corpus and saved in every checkpoint; with
+`--resume` the checkpoint's model config and tokenizer are used (the model flags are then
+ignored). Only typer is imported here: torch and the model load when the command runs, so
+the rest of `kimmy` starts fast.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+if TYPE_CHECKING:
+    from model.config import KimiLinearConfig
+    from model.train.loop import TrainResult
+
+__all__ = ["EVAL_FRACTION", "lm_cmd", "model_config", "register"]
+
+#: Share of the token stream held out for the eval loss.
+EVAL_FRACTION = 0.1
+
+
+class Preset(StrEnum):
+    tiny = "tiny"
+    small = "small"
+
+
+class OptimizerName(StrEnum):
+    muonclip = "muonclip"
+    adamw = "adamw"
+
+
+class DeviceName(StrEnum):
+    auto = "auto"
+    cpu = "cpu"
+    cuda = "cuda"
+
+
+class ResidualName(StrEnum):
+    standard = "standard"
+    full_attnres = "full_attnres"
+    block_attnres = "block_attnres"
+
+
+#: Per preset: (layers, hidden size, KDA/MLA heads, head dim, experts).
+PRESETS = {Preset.tiny: (4, 64, 4, 16, 4), Preset.small: (8, 256, 4, 64, 8)}
+
+
+def model_config(
+    *,
+    preset: str,
+    vocab_size: int,
+    special_ids: tuple[int | None, int | None, int | None],
+    layers: int | None = None,
+    hidden: int | None = None,
+    residual: str = "standard",
+) -> KimiLinearConfig:
+    """The model of a preset, resized by `layers`/`hidden` (FFN 2·hidden, experts hidden/2,
+    MLA every 4th and the last layer), for a tokenizer's vocabulary and (bos, eos, pad) ids.
+
+    Raises:
+        ModelConfigError: an unknown preset or a size the config rejects.
+    """
+    from model.config import KimiLinearConfig, hybrid_layers
+    from model.errors import ModelConfigError
+
+    if preset not in PRESETS:
+        raise ModelConfigError(f"preset {preset!r} is not one of {', '.join(PRESETS)}")
+    n, d, heads, head_dim, experts = PRESETS[Preset(preset)]
+    n, d = layers or n, hidden or d
+    bos, eos, pad = special_ids
+    return KimiLinearConfig.tiny(
+        vocab_size=vocab_size,
+        hidden_size=d,
+        intermediate_size=2 * d,
+        moe_intermediate_size=max(1, d // 2),
+        num_hidden_layers=n,
+        num_attention_heads=heads,
+        num_key_value_heads=heads,
+        kv_lora_rank=2 * head_dim,
+        qk_nope_head_dim=head_dim,
+        qk_rope_head_dim=head_dim // 2,
+        v_head_dim=head_dim,
+        linear_attn_config=hybrid_layers(n, num_heads=heads, head_dim=head_dim),
+        num_experts=experts,
+        bos_token_id=bos,
+        eos_token_id=eos,
+        pad_token_id=pad,
+        residual=residual,
+    )
+
+
+def _device(name: str) -> str:
+    import torch
+
+    from model.errors import ModelConfigError
+
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ModelConfigError("--device cuda: no CUDA device is available; use auto or cpu")
+    return name
+
+
+def _skipped(path: Path, reason: str) -> None:
+    typer.echo(f"kimmy: skipped {path}: {reason}", err=True)
+
+
+def _run(paths: list[Path], out: Path, opts: dict[str, Any]) -> TrainResult:
+    """Read the corpus, build or reload tokenizer and model, train; user errors propagate."""
+    import torch
+
+    from model.config import KimiLinearConfig
+    from model.errors import CheckpointError
+    from model.modeling import KimiLinearForCausalLM
+    from model.tokenizer import load_tokenizer, train_bpe_tokenizer
+    from model.train.data import python_docs_texts, read_text_corpus, tokenize_corpus
+    from model.train.loop import TrainConfig, latest_checkpoint, train
+
+    device = _device(opts.pop("device"))
+    texts = read_text_corpus(paths, on_skip=_skipped) if paths else python_docs_texts()
+    model_opts = {k: opts.pop(k) for k in ("preset", "layers", "hidden", "residual")}
+    vocab_size = opts.pop("vocab_size")
+    resume = opts.pop("resume")
+    cfg = TrainConfig(**opts)  # validated before the slow parts
+    if resume:
+        ckpt = latest_checkpoint(out)
+        if ckpt is None:
+            raise CheckpointError(f"--resume: no complete checkpoint-* folder in {out}")
+        tokenizer: Any = load_tokenizer(ckpt)
+        config = KimiLinearConfig.from_pretrained(ckpt)
+    else:
+        tokenizer = train_bpe_tokenizer(texts, vocab_size=vocab_size)
+        ids = (tokenizer.bos_token_id, tokenizer.eos_token_id, tokenizer.pad_token_id)
+        config = model_config(vocab_size=tokenizer.vocab_size, special_ids=ids, **model_opts)
+    train_part, eval_part = tokenize_corpus(texts, tokenizer).split(EVAL_FRACTION)
+    torch.manual_seed(cfg.seed)  # the initial weights depend on the seed only
+    model = KimiLinearForCausalLM(config).to(device)
+    return train(model, train_part, eval_part, cfg, out_dir=out, tokenizer=tokenizer, resume=resume)
+
+
+def _int(help_text: str, *, low: int = 1) -> Any:
+    return typer.Option(help=help_text, min=low)
+
+
+Paths = Annotated[
+    list[Path] | None,
+    typer.Argument(
+        help="Text files or folders (.txt .md .rst .json .jsonl); none: the Python "
+        "documentation shipped with the interpreter.",
+        show_default=False,
+    ),
+]
+Out = Annotated[
+    Path, typer.Option("--out", help="Run folder: checkpoints and metrics.jsonl.", file_okay=False)
+]
+Layers = Annotated[int | None, _int("Layers (default: the preset's).")]
+Hidden = Annotated[int | None, _int("Hidden size (default: the preset's).")]
+
+
+def lm_cmd(
+    out: Out,
+    paths: Paths = None,
+    preset: Annotated[Preset, typer.Option(help="Model size.")] = Preset.tiny,
+    layers: Layers = None,
+    hidden: Hidden = None,
+    steps: Annotated[int, _int("Optimizer steps.")] = 200,
+    batch_size: Annotated[int, _int("Sequences per step.")] = 8,
+    seq_len: Annotated[int, _int("Tokens per sequence.")] = 128,
+    optimizer: Annotated[OptimizerName, typer.Option(help="Optimizer.")] = OptimizerName.muonclip,
+    lr: Annotated[float, typer.Option(help="Peak learning rate.")] = 3e-3,
+    vocab_size: Annotated[int, _int("Most BPE tokens.", low=259)] = 2048,
+    eval_every: Annotated[int, _int("Steps between eval losses.")] = 50,
+    checkpoint_every: Annotated[int, _int("Steps between checkpoints.")] = 100,
+    resume: Annotated[bool, typer.Option(help="Continue from the last checkpoint.")] = False,
+    seed: Annotated[int, _int("Seed of the weights and batches.", low=0)] = 0,
+    device: Annotated[DeviceName, typer.Option(help="Where to train.")] = DeviceName.auto,
+    residual: Annotated[
+        ResidualName, typer.Option(help="Residual stream.")
+    ] = ResidualName.standard,
+) -> None:
+    """Train a small Kimi Linear LM on local text, with eval loss, checkpoints and resume."""
+    from model.errors import KimiModelError
+
+    opts: dict[str, Any] = {
+        "preset": preset.value, "layers": layers, "hidden": hidden, "residual": residual.value,
+        "vocab_size": vocab_size, "resume": resume, "device": device.value,
+        "steps": steps, "batch_size": batch_size, "seq_len": seq_len,
+        "optimizer": optimizer.value, "lr": lr, "eval_every": eval_every,
+        "checkpoint_every": checkpoint_every, "seed": seed,
+    }  # fmt: skip
+    try:
+        result = _run(list(paths or []), out, opts)
+    except KimiModelError as e:
+        typer.echo(f"kimmy: error: {e}", err=True)
+        raise typer.Exit(2) from e
+    loss = "n/a" if result.final_eval_loss is None else f"{result.final_eval_loss:.4f}"
+    typer.echo(
+        f"kimmy: trained {result.steps} steps: eval loss {loss}, {result.tokens_seen} tokens, "
+        f"{result.tokens_per_s:.0f} tokens/s; checkpoint: {result.checkpoint}"
+    )
+
+
+def register(app: typer.Typer) -> None:
+    """Add `train` (with its `lm` command) to the `kimmy` app."""
+    train_app = typer.Typer(
+        help="Train models on local data.", no_args_is_help=True, add_completion=False
+    )
+    train_app.command("lm")(lm_cmd)
+    app.add_typer(train_app, name="train")
