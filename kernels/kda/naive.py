@@ -28,20 +28,21 @@ def compute_dtype(x: torch.Tensor) -> torch.dtype:
 
 
 def _recurrent(
-    q: torch.Tensor,  # (T, H, K), already scaled
-    k: torch.Tensor,  # (T, H, K)
-    v: torch.Tensor,  # (T, H, V)
-    g: torch.Tensor,  # (T, H, K)
-    beta: torch.Tensor,  # (T, H)
-    state: torch.Tensor,  # (H, K, V)
+    q: torch.Tensor,  # (T, ..., H, K), already scaled
+    k: torch.Tensor,  # (T, ..., H, K)
+    v: torch.Tensor,  # (T, ..., H, V)
+    g: torch.Tensor,  # (T, ..., H, K)
+    beta: torch.Tensor,  # (T, ..., H)
+    state: torch.Tensor,  # (..., H, K, V)
 ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The recurrence over time; any leading batch dims after T run together."""
     outs = []
     for t in range(q.shape[0]):
-        state = state * g[t].exp()[..., None]  # (H, K, V)
-        pred = torch.einsum("hk,hkv->hv", k[t], state)  # (H, V)
-        delta = beta[t][:, None] * (v[t] - pred)  # (H, V)
-        state = state + k[t][..., None] * delta[:, None, :]  # (H, K, V)
-        outs.append(torch.einsum("hk,hkv->hv", q[t], state))  # (H, V)
+        state = state * g[t].exp()[..., None]  # (..., H, K, V)
+        pred = torch.einsum("...hk,...hkv->...hv", k[t], state)  # (..., H, V)
+        delta = beta[t][..., None] * (v[t] - pred)  # (..., H, V)
+        state = state + k[t][..., None] * delta[..., None, :]  # (..., H, K, V)
+        outs.append(torch.einsum("...hk,...hkv->...hv", q[t], state))  # (..., H, V)
     o = torch.stack(outs) if outs else v.new_zeros(v.shape)
     return o, state
 
@@ -90,6 +91,13 @@ def naive_kda(
     if use_qk_l2norm:
         qf, kf = l2norm(qf), l2norm(kf)
     qf = qf * scale
+    if cu_seqlens is None:  # equal lengths: the whole batch steps together
+        state = qf.new_zeros(shp.B, shp.H, shp.K, shp.V)
+        if initial_state is not None:
+            state = state + initial_state.to(dt)
+        tb = (x.transpose(0, 1) for x in (qf, kf, vf, gf, bf))  # (T, B, ...)
+        o, state = _recurrent(*tb, state)  # (T, B, H, V), (B, H, K, V)
+        return o.transpose(0, 1).to(v.dtype), state if output_final_state else None
     outs, finals = [], []
     for n, (b, (s, e)) in enumerate(_sequences(shp.B, shp.T, cu_seqlens)):
         state = qf.new_zeros(shp.H, shp.K, shp.V)

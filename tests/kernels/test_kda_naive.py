@@ -93,10 +93,11 @@ def test_gate_formulas_and_bounds() -> None:
     f = torch.randn(3, 5, 2, 4, dtype=torch.float64)
     a_log, dt_bias = torch.tensor([0.0, 1.0]), torch.randn(8, dtype=torch.float64)
     g = kda_gate(f, a_log, dt_bias)
-    want = -a_log.exp().view(2, 1) * torch.nn.functional.softplus(
-        f.float() + dt_bias.float().view(2, 4)
+    want = -a_log.double().exp().view(2, 1) * torch.nn.functional.softplus(
+        f + dt_bias.view(2, 4)
     )
-    assert torch.allclose(g, want) and g.dtype == torch.float32 and (g <= 0).all()
+    assert torch.allclose(g, want) and g.dtype == torch.float64 and (g <= 0).all()
+    assert kda_gate(f.bfloat16(), a_log, dt_bias).dtype == torch.float32  # fp32 at least
     safe = kda_gate(f * 100, a_log, dt_bias, lower_bound=-5.0)
     assert (safe >= -5.0).all() and (safe <= 0).all()
     with pytest.raises(KDAInputError, match="A_log has 3 elements"):
