@@ -106,16 +106,17 @@ def test_gate_formulas_and_bounds() -> None:
         kda_gate(f, a_log, lower_bound=1.0)
 
 
-def test_short_conv_decodes_token_by_token_like_one_call() -> None:
+@pytest.mark.parametrize("n", [9, 40])  # the shifted-sum path (≤ 16 tokens) and conv1d's
+def test_short_conv_decodes_token_by_token_like_one_call(n: int) -> None:
     gen = torch.Generator().manual_seed(5)
-    x = torch.randn(2, 9, 6, dtype=torch.float64, generator=gen)
+    x = torch.randn(2, n, 6, dtype=torch.float64, generator=gen)
     w = torch.randn(6, 1, 4, dtype=torch.float64, generator=gen)  # the checkpoint's layout
     y, state = causal_conv1d(x, w)
     xs = torch.nn.functional.pad(x, (0, 0, 3, 0))  # zeros before the start
-    manual = sum(w[None, None, :, 0, i] * xs[:, i : i + 9] for i in range(4))
+    manual = sum(w[None, None, :, 0, i] * xs[:, i : i + n] for i in range(4))
     assert torch.allclose(y, torch.nn.functional.silu(manual))
     st = None
-    for t in range(9):
+    for t in range(n):
         y_t, st = causal_conv1d(x[:, t : t + 1], w, state=st)
         assert torch.allclose(y_t, y[:, t : t + 1])
     assert torch.equal(st, state) and torch.equal(state, x[:, -3:].transpose(1, 2))
