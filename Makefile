@@ -27,7 +27,7 @@ demo: $(BIN)/kimmy
 
 $(VENV)/.extras: $(BIN)/kimmy
 	$(BIN)/pip install -q $(TORCH_CPU) $(TRITON)
-	$(BIN)/pip install -q -e '.[dev,model,ray]'
+	$(BIN)/pip install -q -e '.[dev,model,ray,serve]'
 	@touch $@
 
 ## test: lint, then the whole test suite (kernels and the Ray executor included, on the CPU)

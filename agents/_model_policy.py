@@ -44,14 +44,23 @@ def _schema_text(run: AgentRun) -> str:
 
 
 def task_messages(run: AgentRun) -> list[dict[str, Any]]:
-    """The opening conversation: the role's system prompt, then the task."""
+    """The opening conversation: the role's system prompt, then the task.
+
+    The system message is the same for every sub-agent of a role (prompt, answer schema);
+    what differs — the sub-agent's id, its task, inputs and upstream results — is in the
+    user message. A server with prefix caching then prefills the role prompt once for all
+    of them (`kimmy serve` keeps its cache at the end of the system messages).
+    """
     ctx = run.ctx
     system = (
-        f"{run.role.system_prompt}\n\nYou are sub-agent {ctx.id!r} (role {run.role.name}) in a "
-        "swarm. Use the tools when you need facts. When done, reply with ONLY one JSON object "
+        f"{run.role.system_prompt}\n\nYou are a sub-agent (role {run.role.name}) in a swarm. "
+        "Use the tools when you need facts. When done, reply with ONLY one JSON object "
         f"that matches this JSON schema:\n{_schema_text(run)}"
     )
-    parts = [ctx.instructions or f"Carry out subtask {ctx.id!r}."]
+    parts = [
+        f"You are sub-agent {ctx.id!r} (role {run.role.name}).",
+        ctx.instructions or f"Carry out subtask {ctx.id!r}.",
+    ]
     if ctx.inputs:
         parts.append("Inputs:\n" + _shown(ctx.inputs))
     for dep, res in ctx.upstream_results.items():

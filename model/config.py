@@ -3,9 +3,10 @@
 Field names are the checkpoint's (`model_type: "kimi_linear"`). Layer indices in
 `linear_attn_config` are 1-based, as in the published file and vLLM's loader: layer `i`
 (0-based) is KDA when `i + 1` is in `kda_layers` and MLA when it is in `full_attn_layers`.
-Keys this project does not use (`architectures`, `auto_map`, …) are kept in `extra` and
-written back unchanged. Two keys are our own: `residual` (Attention Residuals) and
-`attn_res_num_blocks`; a checkpoint without them is a standard-residual model.
+Keys this project does not use (`auto_map`, …) are kept in `extra` and written back
+unchanged; `architectures` is written from `residual` (see `KimiLinearConfig.to_dict`).
+Two keys are our own: `residual` (Attention Residuals) and `attn_res_num_blocks`; a
+checkpoint without them is a standard-residual model.
 """
 
 from __future__ import annotations
@@ -229,8 +230,16 @@ class KimiLinearConfig:
             raise ModelConfigError(f"config.json: {e}") from e
 
     def to_dict(self) -> dict[str, Any]:
-        """The `config.json` dict (extra keys first, then ours; `model_type` included)."""
-        d: dict[str, Any] = {"architectures": ["KimiLinearForCausalLM"], **self.extra}
+        """The `config.json` dict (extra keys first, then ours; `model_type` included).
+
+        `architectures` follows `residual`, whatever was read: vLLM picks the model class by
+        it, and serves "KimiLinearForCausalLM" natively, so an Attention Residuals model must
+        name a class that only our vLLM plugin registers (`model/vllm_plugin.py`) rather than
+        be loaded silently as a standard-residual one.
+        """
+        arch = "KimiLinearForCausalLM" if self.residual == "standard" else "KimmyAttnResForCausalLM"
+        d: dict[str, Any] = {"architectures": [arch]}
+        d.update((k, v) for k, v in self.extra.items() if k != "architectures")
         for f in dataclasses.fields(self):
             if f.name == "extra":
                 continue

@@ -3,7 +3,13 @@ and misuse of generation. The model never imports the swarm, so it has its own r
 
 from __future__ import annotations
 
-__all__ = ["CheckpointError", "GenerationError", "KimiModelError", "ModelConfigError"]
+__all__ = [
+    "CheckpointError",
+    "EngineOverloadedError",
+    "GenerationError",
+    "KimiModelError",
+    "ModelConfigError",
+]
 
 
 class KimiModelError(Exception):
@@ -20,3 +26,11 @@ class CheckpointError(KimiModelError):
 
 class GenerationError(KimiModelError, ValueError):
     """Bad arguments to `generate` (lengths, sampling parameters, padding side)."""
+
+
+class EngineOverloadedError(KimiModelError):
+    """The serving engine's queue is full; retry after `retry_after` seconds (HTTP 503)."""
+
+    def __init__(self, message: str, *, retry_after: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after

@@ -292,14 +292,17 @@ def validate(plan: Annotated[Path, typer.Argument(help="Plan file (JSON).")]) ->
 
 def _register_pipelines() -> None:
     """`kimmy review / analyze / demo` live with the agents, `kimmy rewards / rollouts` with
-    the rewards, `kimmy train lm` with the model (their heavy imports load on use)."""
+    the rewards, `kimmy train lm` and `kimmy serve` with the model (their heavy imports load
+    on use)."""
     from agents.cli import register
+    from model.serve.cli import register as register_serve
     from model.train.cli import register as register_train
     from rewards.cli import register as register_rewards
 
     register(app)
     register_rewards(app)
     register_train(app)
+    register_serve(app)
 
 
 _register_pipelines()

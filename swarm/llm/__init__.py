@@ -3,9 +3,12 @@
 - `OpenAIChat`: any OpenAI-compatible HTTP server (vLLM, SGLang, llama.cpp, …).
 - `ScriptedChat`: a strict scripted model for tests.
 - `BalancedChat`: several endpoints behind one model (least outstanding requests).
+- `LocalModel`: `model.serve`'s engine and server started in this process, spoken to
+  through an `OpenAIChat` (needs the `model` and `serve` extras).
 
 Importing this package is cheap: pydantic only. `OpenAIChat` (and with it httpx) is imported
-on first use, so `import swarm` stays light for programs that never talk HTTP.
+on first use, so `import swarm` stays light for programs that never talk HTTP; `LocalModel`
+likewise, and torch only when a `LocalModel` starts.
 """
 
 from typing import TYPE_CHECKING, Any
@@ -23,6 +26,7 @@ from swarm.llm.types import (
 )
 
 if TYPE_CHECKING:
+    from swarm.llm.local import LocalModel
     from swarm.llm.openai_chat import OpenAIChat
 
 
@@ -31,6 +35,10 @@ def __getattr__(name: str) -> Any:
         from swarm.llm.openai_chat import OpenAIChat
 
         return OpenAIChat
+    if name == "LocalModel":
+        from swarm.llm.local import LocalModel
+
+        return LocalModel
     raise AttributeError(f"module 'swarm.llm' has no attribute {name!r}")
 
 
@@ -39,6 +47,7 @@ __all__ = [
     "ChatModel",
     "ChatResponse",
     "FunctionCall",
+    "LocalModel",
     "Message",
     "OpenAIChat",
     "ScriptedChat",

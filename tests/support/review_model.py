@@ -1,8 +1,8 @@
 """A scripted "model" for the literature review in model mode, served over real HTTP.
 
 `review_behaviour()` answers each chat request the way a tool-using model would, from what
-the request holds: the system prompt names the sub-agent and its role, the user message
-carries its inputs and upstream results, `tool` messages carry tool results. It reads real
+the request holds: the user message names the sub-agent and its role and carries its
+inputs and upstream results, `tool` messages carry tool results. It reads real
 documents through the tools and quotes them, so the pipeline's checks pass — except where
 it misbehaves on purpose:
 
@@ -58,8 +58,8 @@ class ReviewModel:
     def __call__(self, request: ServerRequest) -> Reply:
         body = request.body
         messages = body["messages"]
-        subtask, role = _SUBAGENT.search(messages[0]["content"]).groups()
         user = messages[1]["content"]
+        subtask, role = _SUBAGENT.search(user).groups()
         if (
             messages[-1]["role"] == "user"
             and "invalid" in messages[-1]["content"]

@@ -156,6 +156,7 @@ def test_public_api_is_pinned() -> None:
         "ChatModel",
         "ChatResponse",
         "FunctionCall",
+        "LocalModel",
         "Message",
         "OpenAIChat",
         "ScriptedChat",

@@ -1,0 +1,189 @@
+"""`AsyncEngine`: drives an `LLMEngine` from asyncio for servers and in-process clients.
+
+The engine's steps run in a worker thread (they are CPU/GPU bound) one after another;
+requests and aborts submitted from the event loop are queued and applied between steps, so
+the engine itself stays single-threaded. Each request gets a `RequestStream`: an async
+iterator of its `TokenEvent`s that ends after the event carrying `finish_reason`. Closing a
+stream early (a client that disconnects) aborts the request and frees its cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import uuid
+from collections import deque
+from collections.abc import AsyncIterator
+from typing import Any
+
+from model.errors import EngineOverloadedError
+from model.serve.engine import LLMEngine
+from model.serve.types import EngineStats, GenerationParams, TokenEvent
+
+__all__ = ["AsyncEngine", "RequestStream"]
+
+
+class RequestStream:
+    """The events of one request, in order; `abort()` (or leaving early) cancels it."""
+
+    def __init__(self, owner: AsyncEngine, request_id: str, prompt_tokens: int) -> None:
+        self.request_id = request_id
+        self.prompt_tokens = prompt_tokens
+        self.cached_tokens = 0
+        self.finished = False
+        self._owner = owner
+        self._queue: asyncio.Queue[TokenEvent | BaseException] = asyncio.Queue()
+
+    def __aiter__(self) -> AsyncIterator[TokenEvent]:
+        return self._events()
+
+    async def _events(self) -> AsyncIterator[TokenEvent]:
+        try:
+            while True:
+                item = await self._queue.get()
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+                if item.finish_reason is not None:
+                    self.finished = True
+                    return
+        finally:
+            if not self.finished:
+                self.abort()
+
+    def abort(self) -> None:
+        if not self.finished:
+            self.finished = True
+            self._owner._abort(self.request_id)
+
+
+class AsyncEngine:
+    """Owns the step loop task; use `async with AsyncEngine(engine) as ae:`."""
+
+    def __init__(self, engine: LLMEngine, *, model_name: str = "kimmy") -> None:
+        self.engine = engine
+        self.model_name = model_name
+        self._streams: dict[str, RequestStream] = {}
+        self._incoming: deque[tuple[str, list[int], GenerationParams]] = deque()
+        self._aborts: deque[str] = deque()
+        self._lock = threading.Lock()  # guards the two deques (event loop ↔ step thread)
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.error: BaseException | None = None
+
+    async def __aenter__(self) -> AsyncEngine:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def start(self) -> None:
+        if self._task is None:
+            self._loop = asyncio.get_running_loop()
+            self._task = asyncio.create_task(self._run(), name="kimmy-engine-loop")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    # ---- requests ------------------------------------------------------------------------
+    def submit(
+        self,
+        prompt_ids: list[int],
+        params: GenerationParams,
+        *,
+        request_id: str | None = None,
+    ) -> RequestStream:
+        """Queue a request. Raises GenerationError (bad request) or EngineOverloadedError
+        (too much queued) at once, before anything is queued."""
+        rid = request_id or uuid.uuid4().hex
+        eng = self.engine
+        eng.validate(prompt_ids, params, request_id=rid)
+        with self._lock:
+            queued = len(self._incoming) + len(eng.scheduler.waiting)
+            tokens = sum(len(p) for _, p, _ in self._incoming)
+        if queued >= eng.config.max_waiting or (
+            tokens + eng.scheduler.waiting_prefill_tokens + len(prompt_ids)
+            > eng.config.max_waiting_prefill_tokens
+        ):
+            raise EngineOverloadedError(
+                f"{queued} requests are already queued", retry_after=self.retry_after()
+            )
+        stream = RequestStream(self, rid, len(prompt_ids))
+        self._streams[rid] = stream
+        with self._lock:
+            self._incoming.append((rid, list(prompt_ids), params))
+        self._wake.set()
+        return stream
+
+    def retry_after(self) -> float:
+        """Seconds a refused client should wait: ~ the time to drain the queue a little."""
+        return 1.0
+
+    def _abort(self, request_id: str) -> None:
+        self._streams.pop(request_id, None)
+        with self._lock:
+            self._aborts.append(request_id)
+        self._wake.set()
+
+    def stats(self) -> EngineStats:
+        return self.engine.stats()
+
+    # ---- the loop ------------------------------------------------------------------------
+    def _step(self) -> tuple[list[TokenEvent], list[tuple[str, BaseException]], dict[str, int]]:
+        """In the worker thread: apply queued requests/aborts, then one engine step."""
+        failed: list[tuple[str, BaseException]] = []
+        with self._lock:
+            incoming, self._incoming = list(self._incoming), deque()
+            aborts, self._aborts = list(self._aborts), deque()
+        for rid in aborts:
+            if not self.engine.abort(rid):
+                incoming = [r for r in incoming if r[0] != rid]
+        for rid, prompt, params in incoming:
+            try:
+                self.engine.add_request(prompt, params, request_id=rid)
+            except Exception as e:  # noqa: BLE001 — reported to that request's stream
+                failed.append((rid, e))
+        events = self.engine.step() if self.engine.has_unfinished() else []
+        cached = {e.request_id: self.engine.seqs[e.request_id].cached_tokens
+                  for e in events if e.request_id in self.engine.seqs}  # fmt: skip
+        for e in events:
+            if e.finish_reason is not None:
+                self.engine.seqs.pop(e.request_id, None)
+        return events, failed, cached
+
+    async def _run(self) -> None:
+        try:
+            while True:
+                if not (self.engine.has_unfinished() or self._incoming or self._aborts):
+                    self._wake.clear()
+                    await self._wake.wait()
+                events, failed, cached = await asyncio.to_thread(self._step)
+                for rid, exc in failed:
+                    self._deliver(rid, exc)
+                for e in events:
+                    stream = self._streams.get(e.request_id)
+                    if stream is not None:
+                        stream.cached_tokens = cached.get(e.request_id, stream.cached_tokens)
+                    self._deliver(e.request_id, e)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # every open stream learns why it ends
+            self.error = e
+            for rid in list(self._streams):
+                self._deliver(rid, e)
+            raise
+
+    def _deliver(self, rid: str, item: Any) -> None:
+        stream = self._streams.get(rid)
+        if stream is None:
+            return
+        stream._queue.put_nowait(item)
+        if isinstance(item, BaseException) or item.finish_reason is not None:
+            self._streams.pop(rid, None)

@@ -1,0 +1,286 @@
+"""Chat requests to engine inputs, and the model's text back to an assistant message.
+
+Prompt: the messages are rendered with the tokenizer's chat template, or
+`model.tokenizer.DEFAULT_CHAT_TEMPLATE` (Kimi's turn layout) when the folder has none, and
+encoded; special-token strings in the text become their ids.
+
+Tools: the template is not given a `tools` variable; instead the tool list is described in
+the system prompt, appended to the first leading system message (or in a system message of
+its own when there is none):
+
+    # Tools
+    You can call the tools below. To call one, reply with only a JSON object
+    {"name": "<tool name>", "arguments": {<its arguments>}} and nothing else.
+    <tools>
+    {"name": "search", "description": "…", "parameters": {…}}       (one line per tool)
+    </tools>
+
+A forced call (`tool_choice` "required" or a named function) constrains decoding to exactly
+that object (`structured.schema_for_tool_choice`); with "auto" the answer is a tool call
+only if the whole text parses as one. Earlier assistant tool calls are written back in the
+same form, one JSON object per line, when the template is the default one (a checkpoint's
+own template gets OpenAI's `tool_calls` field and renders them itself).
+
+Prefix reuse: `cache_point` is the token length of the rendered leading system messages
+(role prompt + tool list). Every sub-agent of one role shares it, so the engine keeps the
+cache there and later requests skip its prefill.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from model.errors import GenerationError
+from model.serve.protocol import (
+    AssistantMessage,
+    ChatCompletionRequest,
+    ChatMessage,
+    FunctionCallOut,
+    NamedToolChoice,
+    SamplingOptions,
+    TokenLogprobOut,
+    Tool,
+    ToolCallOut,
+    TopLogprobOut,
+)
+from model.serve.structured import schema_for_tool_choice
+from model.serve.types import GenerationParams, TokenEvent, TopToken
+from model.tokenizer import Tokenizer
+
+__all__ = [
+    "TOOLS_HEADER",
+    "ChatPrompt",
+    "OutputMode",
+    "assistant_message",
+    "generation_params",
+    "output_mode",
+    "parse_tool_call",
+    "render_chat",
+    "template_messages",
+    "token_logprob",
+    "tools_prompt",
+]
+
+TOOLS_HEADER = (
+    "# Tools\n"
+    "You can call the tools below. To call one, reply with only a JSON object "
+    '{"name": "<tool name>", "arguments": {<its arguments>}} and nothing else.\n'
+)
+_SYSTEM_ROLES = ("system", "developer")
+
+
+@dataclass(frozen=True)
+class ChatPrompt:
+    """A rendered conversation: its token ids, text, and the length of the shared prefix."""
+
+    ids: list[int]
+    text: str
+    cache_point: int | None  # tokens of the leading system messages; None: there are none
+
+
+@dataclass(frozen=True)
+class OutputMode:
+    """How the output is constrained and read back."""
+
+    json_schema: dict[str, Any] | None  # decoding follows this schema (None: free text)
+    tool_names: tuple[str, ...] = ()  # tools the answer may call (empty: never a tool call)
+    forced: bool = False  # the answer must be a tool call
+
+
+def tools_prompt(tools: Sequence[Tool]) -> str:
+    """The tool list as written into the system prompt (see the module docstring)."""
+    lines = []
+    for tool in tools:
+        fn = tool.function
+        spec = {"name": fn.name, "description": fn.description, "parameters": fn.parameters}
+        clean = {k: v for k, v in spec.items() if v is not None}
+        lines.append(json.dumps(clean, ensure_ascii=False))
+    return TOOLS_HEADER + "<tools>\n" + "\n".join(lines) + "\n</tools>"
+
+
+def _call_line(name: str, arguments: str) -> str:
+    try:
+        args: Any = json.loads(arguments)
+    except json.JSONDecodeError:
+        args = arguments  # written as the model gave it
+    return json.dumps({"name": name, "arguments": args}, ensure_ascii=False)
+
+
+def _template_message(m: ChatMessage, *, native_tools: bool) -> dict[str, Any]:
+    role = "system" if m.role == "developer" else m.role
+    out: dict[str, Any] = {"role": role, "content": m.text()}
+    if m.name is not None:
+        out["name"] = m.name
+    if m.tool_call_id is not None:
+        out["tool_call_id"] = m.tool_call_id
+    if m.tool_calls:
+        if native_tools:
+            out["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.function.name, "arguments": c.function.arguments_text()},
+                }
+                for c in m.tool_calls
+            ]
+        else:
+            lines = [_call_line(c.function.name, c.function.arguments_text()) for c in m.tool_calls]
+            out["content"] = "\n".join([t for t in (out["content"],) if t] + lines)
+    return out
+
+
+def _leading_system(messages: Sequence[dict[str, Any]]) -> int:
+    n = 0
+    while n < len(messages) and messages[n]["role"] == "system":
+        n += 1
+    return n
+
+
+def template_messages(
+    messages: Sequence[ChatMessage], tools: Sequence[Tool] | None, *, native_tools: bool
+) -> list[dict[str, Any]]:
+    """The `{"role", "content", …}` dicts given to the chat template (tools in the system
+    prompt; "developer" written as "system")."""
+    out = [_template_message(m, native_tools=native_tools) for m in messages]
+    if tools:
+        described = tools_prompt(tools)
+        if out and out[0]["role"] == "system":
+            first = out[0]["content"]
+            out[0] = {**out[0], "content": f"{first}\n\n{described}" if first else described}
+        else:
+            out.insert(0, {"role": "system", "content": described})
+    return out
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def render_chat(
+    tokenizer: Tokenizer, messages: Sequence[ChatMessage], tools: Sequence[Tool] | None = None
+) -> ChatPrompt:
+    """Render and encode a conversation, with the generation prompt for the assistant.
+
+    Raises:
+        GenerationError: the template rejected the messages.
+        CheckpointError: the template is broken.
+    """
+    dicts = template_messages(messages, tools, native_tools=tokenizer.chat_template is not None)
+    text = tokenizer.apply_chat_template(dicts, add_generation_prompt=True)
+    ids = tokenizer.encode(text)
+    lead = _leading_system(dicts)
+    cache_point = None
+    if lead:
+        try:
+            head = tokenizer.apply_chat_template(dicts[:lead], add_generation_prompt=False)
+        except GenerationError:  # a template that wants a user turn: no shared prefix then
+            head = ""
+        # the ids the head shares with the full prompt (a BPE merge may cross its end)
+        cache_point = _common_prefix(tokenizer.encode(head), ids) or None
+    return ChatPrompt(ids, text, cache_point)
+
+
+def output_mode(req: ChatCompletionRequest) -> OutputMode:
+    """The schema decoding must follow, and whether the answer is read as a tool call.
+
+    Raises:
+        GenerationError: a malformed tool or tool_choice (see `schema_for_tool_choice`).
+    """
+    answer_schema = req.response_format.schema_dict() if req.response_format else None
+    if not req.tools or req.tool_choice == "none":
+        return OutputMode(answer_schema)
+    tools = [t.model_dump(exclude_none=True) for t in req.tools]
+    choice = req.tool_choice
+    wire = choice.model_dump() if isinstance(choice, NamedToolChoice) else choice
+    names = tuple(t.function.name for t in req.tools)
+    forced = schema_for_tool_choice(tools, wire)
+    if forced is not None:
+        return OutputMode(forced, names, forced=True)
+    return OutputMode(answer_schema, names)
+
+
+def generation_params(
+    req: SamplingOptions,
+    *,
+    max_tokens: int,
+    logprobs: bool = False,
+    top_logprobs: int = 0,
+    json_schema: dict[str, Any] | None = None,
+    cache_point: int | None = None,
+) -> GenerationParams:
+    """The engine's options for a request (OpenAI defaults: temperature 1, top_p 1)."""
+    return GenerationParams(
+        max_tokens=max_tokens,
+        temperature=1.0 if req.temperature is None else req.temperature,
+        top_p=1.0 if req.top_p is None else req.top_p,
+        top_k=max(req.top_k or 0, 0),
+        seed=req.seed,
+        stop=req.stop_list(),
+        stop_token_ids=tuple(req.stop_token_ids or ()),
+        ignore_eos=req.ignore_eos,
+        logprobs=logprobs or top_logprobs > 0,
+        top_logprobs=top_logprobs,
+        json_schema=json_schema,
+        cache_point=cache_point,
+    )
+
+
+def parse_tool_call(text: str, mode: OutputMode) -> ToolCallOut | None:
+    """The tool call `text` holds (`{"name": a tool, "arguments": {…}}`), else None."""
+    if not mode.tool_names:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(value, dict) or value.get("name") not in mode.tool_names:
+        return None
+    args = value.get("arguments", {})
+    if not isinstance(args, dict):
+        return None
+    return ToolCallOut(
+        id=f"call_{uuid.uuid4().hex[:24]}",
+        function=FunctionCallOut(
+            name=value["name"], arguments=json.dumps(args, ensure_ascii=False)
+        ),
+    )
+
+
+def assistant_message(
+    text: str, mode: OutputMode, finish_reason: str
+) -> tuple[AssistantMessage, str]:
+    """The reply and its finish reason: a tool call ("tool_calls") when the text is one."""
+    call = parse_tool_call(text.strip(), mode)
+    if call is not None:
+        return AssistantMessage(content=None, tool_calls=[call]), "tool_calls"
+    return AssistantMessage(content=text), "stop" if finish_reason == "abort" else finish_reason
+
+
+def _token_text(tokenizer: Tokenizer | None, token_id: int) -> str:
+    return f"<{token_id}>" if tokenizer is None else tokenizer.decode([token_id])
+
+
+def _top(t: TopToken) -> TopLogprobOut:
+    return TopLogprobOut(token=t.token, logprob=t.logprob, bytes=list(t.token.encode()))
+
+
+def token_logprob(tokenizer: Tokenizer | None, event: TokenEvent) -> TokenLogprobOut | None:
+    """OpenAI's logprob entry of one generated token (None when none was computed)."""
+    if event.token_id is None or event.logprob is None:
+        return None
+    token = _token_text(tokenizer, event.token_id)
+    return TokenLogprobOut(
+        token=token,
+        logprob=event.logprob,
+        bytes=list(token.encode()),
+        top_logprobs=[_top(t) for t in event.top_logprobs],
+    )

@@ -1,0 +1,264 @@
+"""The inference engine: continuous batching over a hybrid cache with shared-prefix reuse.
+
+    engine = LLMEngine(KimiLinearForCausalLM.from_pretrained(path), tokenizer)
+    outs = engine.generate([prompt_ids_a, prompt_ids_b], GenerationParams(max_tokens=64))
+
+`add_request` queues a request; each `step()` schedules a batch (decodes + prefill chunks
+under a token budget), runs the model through the cache pools, samples one token for every
+sequence whose pending tokens are all fed, and returns the `TokenEvent`s of that step.
+Greedy output equals `model.generate` without a cache (tests: single and batched requests,
+prefix hits and misses, chunk boundaries inside the shared prefix, preemption, eviction).
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from typing import Any
+
+import torch
+
+from model.errors import EngineOverloadedError, GenerationError
+from model.modeling import KimiLinearForCausalLM
+from model.serve.pages import PagePool
+from model.serve.runner import ModelRunner
+from model.serve.sampling import RequestSampler, sample_batch
+from model.serve.scheduler import Scheduler
+from model.serve.sequence import SeqStatus, Sequence
+from model.serve.slots import StatePool
+from model.serve.types import (
+    EngineConfig,
+    EngineStats,
+    GenerationParams,
+    RequestOutput,
+    TokenEvent,
+)
+
+__all__ = ["LLMEngine"]
+
+
+class LLMEngine:
+    """Synchronous engine core (one thread). `AsyncEngine` drives it for servers."""
+
+    def __init__(
+        self,
+        model: KimiLinearForCausalLM,
+        tokenizer: Any = None,
+        config: EngineConfig | None = None,
+        *,
+        grammars: Any = None,
+    ) -> None:
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.config = config or EngineConfig()
+        self.grammars = grammars  # a structured.GrammarCache, built by the caller if wanted
+        mcfg = model.config
+        p = next(model.parameters())
+        types = mcfg.layer_types
+        lac = mcfg.linear_attn_config
+        self.pages = PagePool(
+            num_pages=self.config.num_pages,
+            page_size=self.config.page_size,
+            num_layers=types.count("mla"),
+            width=mcfg.kv_lora_rank + mcfg.qk_rope_head_dim,
+            dtype=p.dtype,
+            device=p.device,
+        )
+        self.slots = StatePool(
+            num_slots=self.config.num_state_slots,
+            num_layers=types.count("kda"),
+            conv_dim=0 if lac is None else lac.num_heads * lac.head_dim,
+            conv_width=0 if lac is None else lac.short_conv_kernel_size,
+            heads=0 if lac is None else lac.num_heads,
+            head_dim=0 if lac is None else lac.head_dim,
+            dtype=p.dtype,
+            device=p.device,
+        )
+        self.scheduler = Scheduler(self.config, self.pages, self.slots, needs_state="kda" in types)
+        self.runner = ModelRunner(model, self.pages, self.slots)
+        self.vocab_size = mcfg.vocab_size
+        self.eos_ids = {mcfg.eos_token_id} if mcfg.eos_token_id is not None else set()
+        if tokenizer is not None and tokenizer.eos_token_id is not None:
+            self.eos_ids.add(tokenizer.eos_token_id)
+        self._order = itertools.count()
+        self.seqs: dict[str, Sequence] = {}
+        self.generated_tokens = 0
+        self.prefill_tokens_computed = 0
+
+    # ---- requests -----------------------------------------------------------------------
+    def add_request(
+        self,
+        prompt_ids: list[int],
+        params: GenerationParams | None = None,
+        *,
+        request_id: str | None = None,
+    ) -> str:
+        """Queue a request; returns its id.
+
+        Raises:
+            GenerationError: empty or too long prompt, token ids outside the vocabulary,
+                a duplicate request id.
+            EngineOverloadedError: the waiting queue is over its limits (retry later).
+        """
+        params = params or GenerationParams()
+        rid = request_id or uuid.uuid4().hex
+        self.validate(prompt_ids, params, request_id=rid)
+        sched = self.scheduler
+        if len(sched.waiting) >= self.config.max_waiting or (
+            sched.waiting_prefill_tokens + len(prompt_ids) > self.config.max_waiting_prefill_tokens
+        ):
+            raise EngineOverloadedError(
+                f"{len(sched.waiting)} requests ({sched.waiting_prefill_tokens} prompt tokens) "
+                "are already waiting",
+                retry_after=1.0,
+            )
+        seq = Sequence(rid, list(prompt_ids), params, next(self._order))
+        seq.sampler = RequestSampler(
+            params,
+            tokenizer=self.tokenizer,
+            eos_token_ids=self.eos_ids,
+            vocab_size=self._sampling_vocab(),
+            grammar=None if params.json_schema is None else self._matcher(params.json_schema),
+        )
+        self.seqs[rid] = seq
+        sched.add(seq)
+        return rid
+
+    def _sampling_vocab(self) -> int:
+        tok = self.tokenizer
+        return self.vocab_size if tok is None else min(self.vocab_size, tok.vocab_size)
+
+    def _matcher(self, schema: dict[str, Any]) -> Any:
+        assert self.grammars is not None  # validate() checked
+        return self.grammars.matcher(schema)
+
+    def validate(self, prompt_ids: list[int], params: GenerationParams, *, request_id: str) -> None:
+        """Raise GenerationError if the request could never run (changes nothing)."""
+        if params.json_schema is not None and self.grammars is None:
+            raise GenerationError(
+                "structured output (json_schema) needs a tokenizer and a grammar cache: "
+                "build the engine with grammars=GrammarCache(tokenizer, ...)"
+            )
+        rid = request_id
+        if not prompt_ids:
+            raise GenerationError("the prompt is empty; it needs at least one token")
+        limit = self.config.max_model_len
+        if len(prompt_ids) + params.max_tokens > limit:
+            raise GenerationError(
+                f"prompt ({len(prompt_ids)} tokens) + max_tokens ({params.max_tokens}) is "
+                f"more than max_model_len {limit}"
+            )
+        bad = [t for t in prompt_ids if not 0 <= t < self.vocab_size]
+        if bad:
+            raise GenerationError(
+                f"token ids {bad[:5]} are outside the vocabulary [0, {self.vocab_size})"
+            )
+        if rid in self.seqs:
+            raise GenerationError(f"request id {rid!r} is already in use")
+
+    def abort(self, request_id: str) -> bool:
+        """Stop a request and free its cache (e.g. the client went away)."""
+        seq = self.scheduler.abort(request_id)
+        if seq is None:
+            return False
+        seq.finish_reason = "abort"
+        self.seqs.pop(request_id, None)
+        return True
+
+    def has_unfinished(self) -> bool:
+        return bool(self.scheduler.waiting or self.scheduler.running)
+
+    # ---- one step ------------------------------------------------------------------------
+    def step(self) -> list[TokenEvent]:
+        batch = self.scheduler.schedule()
+        if not batch:
+            if self.scheduler.waiting and not self.scheduler.running:
+                seq = self.scheduler.waiting[0]
+                raise GenerationError(
+                    f"request {seq.request_id} ({seq.num_tokens} tokens) does not fit the "
+                    f"cache pools ({self.pages.num_pages} pages of {self.pages.page_size})"
+                )
+            return []
+        done: list[tuple[Sequence, torch.Tensor]] = []
+        if batch.decodes:
+            logits = self.runner.run(batch.decodes, 1)
+            done += [(s, logits[i]) for i, s in enumerate(batch.decodes)]
+            for s in batch.decodes:
+                self.scheduler.advance(s, 1)
+        for seq, n in batch.prefills:
+            logits = self.runner.run([seq], n)
+            self.scheduler.advance(seq, n)
+            self.prefill_tokens_computed += n
+            if seq.pending == 0:
+                done.append((seq, logits[0]))
+        return self._sample(done)
+
+    def _sample(self, done: list[tuple[Sequence, torch.Tensor]]) -> list[TokenEvent]:
+        if not done:
+            return []
+        seqs = [s for s, _ in done]
+        picks = sample_batch(torch.stack([row for _, row in done]), [s.sampler for s in seqs])
+        events = []
+        for seq, pick in zip(seqs, picks, strict=True):
+            seq.output_ids.append(pick.token_id)
+            self.generated_tokens += 1
+            text, reason = seq.sampler.accept(pick.token_id)
+            if reason is not None and reason == "length":
+                text += seq.sampler.flush()
+            seq.text += text
+            if pick.logprob is not None:
+                seq.logprobs.append(pick.logprob)
+                seq.top_logprobs.append(pick.top)
+            events.append(
+                TokenEvent(seq.request_id, pick.token_id, text, pick.logprob, pick.top, reason)
+            )
+            if reason is not None:
+                seq.finish_reason = reason
+                self.scheduler.finish(seq)
+        return events
+
+    # ---- conveniences --------------------------------------------------------------------
+    def output(self, request_id: str) -> RequestOutput:
+        seq = self.seqs[request_id]
+        if seq.status is not SeqStatus.FINISHED or seq.finish_reason is None:
+            raise GenerationError(f"request {request_id} has not finished")
+        return RequestOutput(
+            request_id,
+            len(seq.prompt_ids),
+            list(seq.output_ids),
+            seq.text,
+            seq.finish_reason,
+            seq.cached_tokens,
+            list(seq.logprobs),
+            list(seq.top_logprobs),
+        )
+
+    def pop_output(self, request_id: str) -> RequestOutput:
+        out = self.output(request_id)
+        del self.seqs[request_id]
+        return out
+
+    def generate(
+        self, prompts: list[list[int]], params: GenerationParams | None = None
+    ) -> list[RequestOutput]:
+        """Run requests to completion (all queued at once); outputs in prompt order."""
+        ids = [self.add_request(p, params) for p in prompts]
+        while self.has_unfinished():
+            self.step()
+        return [self.pop_output(i) for i in ids]
+
+    def stats(self) -> EngineStats:
+        s = self.scheduler
+        return EngineStats(
+            running=len(s.running),
+            waiting=len(s.waiting),
+            pages_used=self.pages.num_used,
+            pages_total=self.pages.num_pages,
+            slots_used=self.slots.num_used,
+            slots_total=self.slots.num_slots,
+            prompt_tokens=s.prompt_tokens,
+            cached_prompt_tokens=s.cached_prompt_tokens,
+            prefill_tokens_computed=self.prefill_tokens_computed,
+            generated_tokens=self.generated_tokens,
+            preemptions=s.preemptions,
+        )

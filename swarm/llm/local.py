@@ -1,0 +1,165 @@
+"""`LocalModel`: a `ChatModel` whose server runs in this process.
+
+    async with LocalModel.tiny() as model:               # random weights: wiring tests
+        answer = await model.chat([{"role": "user", "content": "Hi"}], max_tokens=8)
+    async with LocalModel.from_pretrained("runs/tiny/checkpoint-000200") as model: ...
+
+It starts `model.serve`'s engine and OpenAI-compatible server (uvicorn in a background
+thread, on 127.0.0.1 and a free port) and talks to it through an `OpenAIChat` like any
+remote server: no private path, so what works here works against `kimmy serve`, and back
+pressure (503 + Retry-After) reaches the swarm's adaptive admission the same way. The model
+side (torch) is imported only when the model starts, so `import swarm` stays light.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from swarm.llm.openai_chat import OpenAIChat
+from swarm.llm.types import ChatResponse, MessageLike
+
+__all__ = ["LocalModel"]
+
+
+class LocalModel:
+    """An in-process model server behind the `ChatModel` protocol.
+
+    Build it with `LocalModel.tiny()` or `LocalModel.from_pretrained(folder)`; it starts on
+    `async with` (or `await model.start()`) and stops on exit (or `await model.aclose()`).
+
+    Args:
+        load: returns `(model, tokenizer, name)`; called in a worker thread at start.
+        max_connections: the client's connection pool (pass the swarm's concurrency).
+        timeout_s: the client's limit for one call.
+        engine_options: `model.serve.cli.build_engine` options (`max_num_seqs`,
+            `max_model_len`, `page_size`, `num_pages`, other `EngineConfig` fields).
+    """
+
+    def __init__(
+        self,
+        load: Callable[[], tuple[Any, Any, str]],
+        *,
+        max_connections: int = 256,
+        timeout_s: float = 600.0,
+        **engine_options: Any,
+    ) -> None:
+        self._load = load
+        self._client_options = {"max_connections": max_connections, "timeout_s": timeout_s}
+        self._engine_options = engine_options
+        self._server: Any = None  # model.serve.server.ServerThread once started
+        self._client: OpenAIChat | None = None
+        self.name = "local"
+
+    @classmethod
+    def tiny(cls, *, seed: int = 0, **options: Any) -> LocalModel:
+        """The `kimmy serve --tiny` model: random weights drawn from `seed`, a BPE tokenizer
+        trained on the Python docs, named "kimmy-tiny". Its answers are noise."""
+
+        def load() -> tuple[Any, Any, str]:
+            from model.serve.cli import TINY_MODEL_NAME, tiny_model, tiny_tokenizer
+
+            tokenizer = tiny_tokenizer()
+            return tiny_model(tokenizer, seed=seed), tokenizer, TINY_MODEL_NAME
+
+        return cls(load, **options)
+
+    @classmethod
+    def from_pretrained(
+        cls, folder: str | Path, *, name: str | None = None, **options: Any
+    ) -> LocalModel:
+        """A checkpoint folder (weights, config, tokenizer), served as `name` (default the
+        folder's name)."""
+        path = Path(folder)
+
+        def load() -> tuple[Any, Any, str]:
+            from model.serve.cli import load_model_dir
+
+            model, tokenizer = load_model_dir(path)
+            return model, tokenizer, name or path.name
+
+        return cls(load, **options)
+
+    @property
+    def base_url(self) -> str:
+        """The server's API root (for other clients), once started."""
+        if self._server is None:
+            raise RuntimeError("LocalModel is not started: use `async with` or `await start()`")
+        return str(self._server.base_url)
+
+    async def start(self) -> None:
+        """Build the model and engine and start the server (seconds: run once)."""
+        if self._server is not None:
+            return
+        self._server = await asyncio.to_thread(self._start_server)
+        self._client = OpenAIChat(self._server.base_url, self.name, **self._client_options)
+
+    def _start_server(self) -> Any:
+        from model.serve.async_engine import AsyncEngine
+        from model.serve.cli import build_engine
+        from model.serve.server import ServerThread, create_app
+
+        model, tokenizer, name = self._load()
+        engine = AsyncEngine(
+            build_engine(model, tokenizer, **self._engine_options), model_name=name
+        )
+        self.name = name
+        return ServerThread(create_app(engine, model_name=name)).start()
+
+    async def chat(
+        self,
+        messages: Sequence[MessageLike],
+        *,
+        tools: Sequence[dict[str, Any]] | None = None,
+        tool_choice: str | dict[str, Any] | None = None,
+        response_format: dict[str, Any] | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        stop: Sequence[str] | None = None,
+        seed: int | None = None,
+        logprobs: bool = False,
+        top_logprobs: int | None = None,
+    ) -> ChatResponse:
+        """One chat completion through the local server (see `OpenAIChat.chat`)."""
+        if self._client is None:
+            raise RuntimeError("LocalModel is not started: use `async with` or `await start()`")
+        return await self._client.chat(
+            messages,
+            tools=tools,
+            tool_choice=tool_choice,
+            response_format=response_format,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            stop=stop,
+            seed=seed,
+            logprobs=logprobs,
+            top_logprobs=top_logprobs,
+        )
+
+    async def aclose(self) -> None:
+        """Close the client, then stop the server and its engine."""
+        client, server = self._client, self._server
+        self._client = self._server = None
+        if client is not None:
+            await client.aclose()
+        if server is not None:
+            await asyncio.to_thread(server.stop)
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        where = "not started" if self._server is None else self._server.base_url
+        return f"LocalModel({self.name!r}, {where})"

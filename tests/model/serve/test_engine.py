@@ -1,0 +1,162 @@
+"""The engine's greedy output equals recomputing the sequence without any cache, whatever
+the batching, prefix hits, chunk boundaries, preemption and eviction did on the way."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from model import GenerationError, KimiLinearConfig, KimiLinearForCausalLM, hybrid_layers
+from model.serve.engine import LLMEngine
+from model.serve.types import EngineConfig, GenerationParams
+
+N = 6  # new tokens per request
+SHARED = 40  # tokens of the shared "role prompt"
+
+
+def _model(**overrides: object) -> KimiLinearForCausalLM:
+    torch.manual_seed(0)
+    return KimiLinearForCausalLM(KimiLinearConfig.tiny(**overrides)).double().eval()
+
+
+HYBRID = _model()
+
+
+def _prompts(seed: int = 1) -> list[list[int]]:
+    g = torch.Generator().manual_seed(seed)
+    shared = torch.randint(3, 512, (SHARED,), generator=g).tolist()
+    tails = [5, 9, 1, 20, 3]
+    ps = [shared + torch.randint(3, 512, (k,), generator=g).tolist() for k in tails]
+    return ps + [torch.randint(3, 512, (n,), generator=g).tolist() for n in (1, 2, 33)]
+
+
+PROMPTS = _prompts()
+PARAMS = GenerationParams(max_tokens=N, temperature=0, cache_point=SHARED, ignore_eos=True)
+
+
+def _reference(lm: KimiLinearForCausalLM, prompts: list[list[int]]) -> list[list[int]]:
+    out = []
+    for p in prompts:
+        ids = lm.generate(torch.tensor([p]), max_new_tokens=N, eos_token_id=[], use_cache=False)
+        out.append(ids[0, len(p) :].tolist())
+    return out
+
+
+REFERENCE = _reference(HYBRID, PROMPTS)
+
+
+def _run(engine: LLMEngine, prompts: list[list[int]]) -> tuple[list[list[int]], list[int]]:
+    """The first request alone (it stores the shared prefix), then the rest together."""
+    outs = engine.generate(prompts[:1], PARAMS) + engine.generate(prompts[1:], PARAMS)
+    return [o.output_ids for o in outs], [o.cached_tokens for o in outs]
+
+
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        EngineConfig(page_size=4, num_pages=200),  # roomy: hits, one chunk per prompt
+        EngineConfig(page_size=8, num_pages=200, max_num_batched_tokens=7),  # chunks cut
+        EngineConfig(page_size=16, num_pages=200, max_num_seqs=2),  # few sequences at once
+    ],
+    ids=["roomy", "chunked", "two-at-a-time"],
+)
+def test_greedy_equals_uncached_generate(cfg: EngineConfig) -> None:
+    engine = LLMEngine(HYBRID, None, cfg)
+    got, cached = _run(engine, PROMPTS)
+    assert got == REFERENCE
+    boundary = SHARED // cfg.page_size * cfg.page_size
+    assert cached[0] == 0 and cached[1:5] == [boundary] * 4  # hits on the shared prefix
+    assert cached[5:] == [0, 0, 0]  # unrelated prompts miss
+    stats = engine.stats()
+    assert stats.running == stats.waiting == stats.pages_used == 0
+    assert stats.cached_prompt_tokens == 4 * boundary
+
+
+def test_prefix_reuse_can_be_switched_off() -> None:
+    engine = LLMEngine(HYBRID, None, EngineConfig(page_size=4, enable_prefix_caching=False))
+    got, cached = _run(engine, PROMPTS)
+    assert got == REFERENCE and cached == [0] * len(PROMPTS)
+
+
+def test_preemption_recomputes_and_still_matches() -> None:
+    engine = LLMEngine(HYBRID, None, EngineConfig(page_size=4, num_pages=14))
+    prompts = [PROMPTS[0][:44], PROMPTS[6], PROMPTS[7], PROMPTS[0][:20], PROMPTS[1][:22]]
+    outs = engine.generate(prompts, PARAMS)
+    assert [o.output_ids for o in outs] == _reference(HYBRID, prompts)
+    assert engine.stats().preemptions > 0
+
+
+def test_eviction_under_pressure_keeps_outputs_right() -> None:
+    """A pool too small to keep every prefix: cached pages and state checkpoints are
+    evicted (LRU) while requests run; outputs stay exact."""
+    cfg = EngineConfig(page_size=4, num_pages=20, num_state_slots=3, max_num_batched_tokens=9)
+    engine = LLMEngine(HYBRID, None, cfg)
+    prompts = _prompts(seed=2)[:5] + _prompts(seed=3)[:5] + _prompts(seed=2)[:5]
+    outs = [engine.generate([p], PARAMS)[0] for p in prompts]
+    assert [o.output_ids for o in outs] == _reference(HYBRID, prompts)
+    assert engine.stats().pages_used == 0 and engine.slots.num_used <= 3
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"linear_attn_config": None},
+        {"linear_attn_config": hybrid_layers(4, num_heads=4, head_dim=16, kind="kda")},
+        {"residual": "block_attnres"},
+    ],
+    ids=["all-mla", "all-kda", "block-attnres"],
+)
+def test_other_layer_schedules(overrides: dict) -> None:
+    lm = _model(**overrides)
+    engine = LLMEngine(lm, None, EngineConfig(page_size=8, max_num_batched_tokens=13))
+    got, cached = _run(engine, PROMPTS)
+    assert got == _reference(lm, PROMPTS)
+    assert cached[1:5] == [SHARED] * 4
+
+
+def test_a_checkpoint_survives_the_decodes_that_follow_it() -> None:
+    """The hit copies the checkpoint; decoding mutates the copy, never the original."""
+    engine = LLMEngine(HYBRID, None, EngineConfig(page_size=8))
+    engine.generate(PROMPTS[:1], PARAMS)
+    ((_, slot),) = engine.slots.checkpoints.items()
+    saved = engine.slots.recurrent[:, slot].clone()
+    engine.generate(PROMPTS[1:3], PARAMS)
+    assert torch.equal(engine.slots.recurrent[:, slot], saved)
+
+
+def test_abort_frees_pages_and_slot() -> None:
+    engine = LLMEngine(HYBRID, None, EngineConfig(page_size=4))
+    rid = engine.add_request(PROMPTS[3], GenerationParams(max_tokens=50, temperature=0))
+    engine.step()
+    assert engine.stats().pages_used > 0
+    assert engine.abort(rid) and not engine.abort(rid)
+    stats = engine.stats()
+    assert stats.running == 0 and stats.pages_used == 0 and not engine.has_unfinished()
+
+
+@pytest.mark.parametrize(
+    ("prompt", "kwargs", "message"),
+    [
+        ([], {}, "the prompt is empty"),
+        ([5] * 4000, {"max_tokens": 200}, "more than max_model_len 4096"),
+        ([5, 600, 7], {}, r"token ids \[600\] are outside the vocabulary \[0, 512\)"),
+        ([5], {"json_schema": {"type": "object"}}, "needs a tokenizer and a grammar cache"),
+    ],
+)
+def test_bad_requests_are_refused_with_the_value(
+    prompt: list[int], kwargs: dict, message: str
+) -> None:
+    engine = LLMEngine(HYBRID, None)
+    with pytest.raises(GenerationError, match=message):
+        engine.add_request(prompt, GenerationParams(**kwargs))
+
+
+def test_duplicate_ids_and_requests_that_never_fit() -> None:
+    engine = LLMEngine(HYBRID, None, EngineConfig(page_size=4, num_pages=3))
+    engine.add_request([5, 6], request_id="a")
+    with pytest.raises(GenerationError, match="'a' is already in use"):
+        engine.add_request([5, 6], request_id="a")
+    engine.abort("a")
+    engine.add_request(list(range(3, 30)), PARAMS)  # 27 tokens need 7 pages; 3 exist
+    with pytest.raises(GenerationError, match="does not fit the cache pools"):
+        engine.step()

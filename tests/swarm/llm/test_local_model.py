@@ -1,0 +1,60 @@
+"""`LocalModel`: the engine and server started in-process, used through the `ChatModel`
+protocol over real HTTP (another client reaches the same server), stopped on exit; a saved
+checkpoint folder serves the same answers as the model in memory."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+import torch
+
+from model.serve.chat import render_chat
+from model.serve.cli import tiny_model, tiny_tokenizer
+from model.serve.protocol import ChatMessage
+from model.serve.structured import validate
+from swarm.llm import ChatModel, LocalModel, OpenAIChat
+
+ASK = [{"role": "system", "content": "You name things."}, {"role": "user", "content": "A name?"}]
+
+
+async def test_tiny_local_model_answers_through_the_chat_model_protocol() -> None:
+    async with LocalModel.tiny(max_num_seqs=4, max_model_len=512) as model:
+        assert isinstance(model, ChatModel) and model.name == "kimmy-tiny"
+        url = model.base_url
+        reply = await model.chat(ASK, max_tokens=6, temperature=0)
+        assert reply.model == "kimmy-tiny" and 1 <= reply.usage.completion_tokens <= 6
+        u = reply.usage
+        assert u.total_tokens == u.prompt_tokens + u.completion_tokens and u.model_calls == 1
+        async with OpenAIChat(url) as other:  # plain HTTP: any client can use the server
+            assert (await other.chat(ASK, max_tokens=6, temperature=0)).content == reply.content
+        schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 6}},
+                  "required": ["name"], "additionalProperties": False}  # fmt: skip
+        fmt = {"type": "json_schema", "json_schema": {"name": "Name", "schema": schema}}
+        named = await model.chat(ASK, response_format=fmt, max_tokens=60, seed=3)
+        assert set(validate(schema, named.content or "")) == {"name"}
+    with pytest.raises(httpx.ConnectError):  # the server is gone with the context
+        httpx.get(f"{url}/models")
+    with pytest.raises(RuntimeError, match="not started"):
+        await model.chat(ASK)
+
+
+async def test_a_saved_checkpoint_serves_the_in_memory_models_answers(tmp_path: Path) -> None:
+    tokenizer = tiny_tokenizer()
+    lm = tiny_model(tokenizer, seed=3)
+    folder = lm.save_pretrained(tmp_path / "reviewer-v1", tokenizer=tokenizer)
+    ids = render_chat(tokenizer, [ChatMessage.model_validate(m) for m in ASK]).ids
+    out = lm.generate(torch.tensor([ids]), max_new_tokens=5, use_cache=False)
+    expected = tokenizer.decode(out[0, len(ids) :].tolist(), skip_special_tokens=True)
+    async with LocalModel.from_pretrained(folder, max_model_len=256) as model:
+        assert model.name == "reviewer-v1"
+        assert (await model.chat(ASK, max_tokens=5, temperature=0)).content == expected
+
+
+def test_the_module_imports_no_torch_until_a_model_starts() -> None:
+    code = "import sys, swarm.llm.local; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.split() == ["False"], out.stderr
