@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import threading
+import time
 import uuid
 from collections import deque
 from collections.abc import AsyncIterator
@@ -22,6 +24,8 @@ from model.serve.engine import LLMEngine
 from model.serve.types import EngineStats, GenerationParams, TokenEvent
 
 __all__ = ["AsyncEngine", "RequestStream"]
+
+_RATE_WINDOW_S = 30.0  # completions counted for the Retry-After estimate
 
 
 class RequestStream:
@@ -72,6 +76,7 @@ class AsyncEngine:
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.error: BaseException | None = None
+        self._finished_at: deque[float] = deque(maxlen=4096)  # times of recent completions
 
     async def __aenter__(self) -> AsyncEngine:
         await self.start()
@@ -123,8 +128,19 @@ class AsyncEngine:
         return stream
 
     def retry_after(self) -> float:
-        """Seconds a refused client should wait: ~ the time to drain the queue a little."""
-        return 1.0
+        """Seconds a refused client should wait: the time the engine needs, at its recent
+        completion rate, to finish as many requests as are queued now (1 s to 60 s; 1 s
+        before any request has finished)."""
+        now = time.monotonic()
+        while self._finished_at and self._finished_at[0] < now - _RATE_WINDOW_S:
+            self._finished_at.popleft()
+        if len(self._finished_at) < 2:
+            return 1.0
+        span = max(now - self._finished_at[0], 1e-3)
+        rate = len(self._finished_at) / span  # requests finished per second
+        with self._lock:
+            queued = len(self._incoming) + len(self.engine.scheduler.waiting)
+        return float(min(max(math.ceil(queued / rate), 1), 60))
 
     def _abort(self, request_id: str) -> None:
         self._streams.pop(request_id, None)
@@ -168,6 +184,8 @@ class AsyncEngine:
                 for rid, exc in failed:
                     self._deliver(rid, exc)
                 for e in events:
+                    if e.finish_reason is not None:
+                        self._finished_at.append(time.monotonic())
                     stream = self._streams.get(e.request_id)
                     if stream is not None:
                         stream.cached_tokens = cached.get(e.request_id, stream.cached_tokens)

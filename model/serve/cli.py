@@ -38,6 +38,7 @@ __all__ = [
 ]
 
 TINY_MODEL_NAME = "kimmy-tiny"
+DEFAULT_NUM_PAGES = 4096
 #: (pad, bos, eos, …): the EOS is Kimi's turn end, so a reply stops where its turn would.
 TINY_SPECIAL_TOKENS = (
     "<|pad|>", "<|bos|>", "<|im_end|>", "<|im_system|>", "<|im_user|>", "<|im_assistant|>",
@@ -113,7 +114,7 @@ def build_engine(
     max_num_seqs: int = 256,
     max_model_len: int | None = None,
     page_size: int = 16,
-    num_pages: int = 4096,
+    num_pages: int = DEFAULT_NUM_PAGES,
     **options: Any,
 ) -> LLMEngine:
     """An `LLMEngine` with structured output (a `GrammarCache` for the tokenizer).
@@ -139,22 +140,39 @@ def build_engine(
     return LLMEngine(model, tokenizer, config, grammars=grammars)
 
 
+def _on_gpu_if_any(model: KimiLinearForCausalLM) -> KimiLinearForCausalLM:
+    import torch
+
+    return model.to("cuda") if torch.cuda.is_available() else model
+
+
 def _fail(message: str) -> typer.Exit:
     typer.echo(f"kimmy: error: {message}", err=True)
     return typer.Exit(2)
 
 
 def _run_vllm(
-    model_dir: Path, host: str, port: int, api_key: str | None, length: int | None
+    model_dir: Path,
+    host: str,
+    port: int,
+    api_key: str | None,
+    length: int | None,
+    *,
+    max_num_seqs: int,
+    page_size: int,
+    tensor_parallel_size: int,
 ) -> int:
-    """`vllm serve MODEL_DIR` in the foreground (served under the folder's name, as here)."""
+    """`vllm serve MODEL_DIR` in the foreground (served under the folder's name, as here);
+    `--max-num-seqs` and `--page-size` go to vLLM as `--max-num-seqs` and `--block-size`."""
     from model.errors import KimiModelError
     from model.serve.vllm_launch import run_vllm
 
+    flags = ["--max-num-seqs", str(max_num_seqs), "--block-size", str(page_size)]
     try:
         return run_vllm(
             model_dir, host=host, port=port, api_key=api_key, max_model_len=length,
-            served_model_name=model_dir.name,
+            served_model_name=model_dir.name, extra_args=flags,
+            tensor_parallel_size=tensor_parallel_size,
         )  # fmt: skip
     except KimiModelError as e:  # VLLMNotAvailableError says what to install
         raise _fail(str(e)) from e
@@ -184,22 +202,36 @@ def serve_cmd(
     max_num_seqs: Annotated[int, _int("Most sequences decoded at once.")] = 256,
     max_model_len: Annotated[int | None, _int("Longest prompt + output, tokens.")] = None,
     page_size: Annotated[int, _int("Tokens per KV-cache page.")] = 16,
-    num_pages: Annotated[int, _int("KV-cache pages.")] = 4096,
+    num_pages: Annotated[int, _int("KV-cache pages (kimmy engine only).")] = 4096,
     engine: Annotated[EngineName, typer.Option(help="Inference engine.")] = EngineName.kimmy,
+    tensor_parallel_size: Annotated[
+        int, typer.Option("--tensor-parallel-size", help="GPUs per model (vllm only).", min=1)
+    ] = 1,
 ) -> None:
     """Serve a model over the OpenAI API (/v1/chat/completions, /v1/completions, /metrics)."""
     if tiny == (model_dir is not None):
         raise _fail("give either MODEL_DIR or --tiny (exactly one)")
+    if engine is EngineName.kimmy and tensor_parallel_size != 1:
+        raise _fail(f"--tensor-parallel-size {tensor_parallel_size} needs --engine vllm")
     if engine is EngineName.vllm:
         if model_dir is None:
             raise _fail("--engine vllm serves a MODEL_DIR; --tiny needs --engine kimmy")
-        raise typer.Exit(_run_vllm(model_dir, host, port, api_key, max_model_len))
+        if num_pages != DEFAULT_NUM_PAGES:
+            raise _fail(
+                f"--num-pages {num_pages} sizes kimmy's own cache; vLLM sizes its KV cache from "
+                "GPU memory (its --gpu-memory-utilization)"
+            )
+        code = _run_vllm(
+            model_dir, host, port, api_key, max_model_len, max_num_seqs=max_num_seqs,
+            page_size=page_size, tensor_parallel_size=tensor_parallel_size,
+        )  # fmt: skip
+        raise typer.Exit(code)
     from model.errors import KimiModelError
 
     try:
         if model_dir is None:
             tokenizer = tiny_tokenizer()
-            model, name = tiny_model(tokenizer), TINY_MODEL_NAME
+            model, name = _on_gpu_if_any(tiny_model(tokenizer)), TINY_MODEL_NAME
             what = "a tiny KimiLinear with random weights (seed 0) and a BPE tokenizer trained "
             what += "on the Python docs: its answers are noise"
         else:

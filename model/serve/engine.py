@@ -179,18 +179,19 @@ class LLMEngine:
                     f"cache pools ({self.pages.num_pages} pages of {self.pages.page_size})"
                 )
             return []
+        # One forward per distinct feed length: decodes (1 token) together, and prefill
+        # chunks of equal length together (e.g. the tails after a shared-prefix hit).
+        groups: dict[int, list[Sequence]] = {}
+        for seq, n in [(s, 1) for s in batch.decodes] + batch.prefills:
+            groups.setdefault(n, []).append(seq)
         done: list[tuple[Sequence, torch.Tensor]] = []
-        if batch.decodes:
-            logits = self.runner.run(batch.decodes, 1)
-            done += [(s, logits[i]) for i, s in enumerate(batch.decodes)]
-            for s in batch.decodes:
-                self.scheduler.advance(s, 1)
-        for seq, n in batch.prefills:
-            logits = self.runner.run([seq], n)
-            self.scheduler.advance(seq, n)
-            self.prefill_tokens_computed += n
-            if seq.pending == 0:
-                done.append((seq, logits[0]))
+        for n, seqs in groups.items():
+            logits = self.runner.run(seqs, n)  # (len(seqs), V)
+            for i, seq in enumerate(seqs):
+                self.scheduler.advance(seq, n)
+                if seq.pending == 0:  # its last token is in: sample the next one
+                    done.append((seq, logits[i]))
+        self.prefill_tokens_computed += sum(n for _, n in batch.prefills)
         return self._sample(done)
 
     def _sample(self, done: list[tuple[Sequence, torch.Tensor]]) -> list[TokenEvent]:

@@ -4,8 +4,9 @@ For a group of sequences that each feed `T` new tokens, the runner gathers their
 latents from the pages (left-padded to the longest context, with an attention mask) and
 their KDA states from their slots into a `HybridCache`, calls the model's ordinary
 `forward(ids, attention_mask=, cache=)`, then writes the new latents into the pages and
-the updated states back into the slots. Decodes (T = 1) run as one group; each prefill
-chunk runs on its own (its conv state must continue exactly where the last chunk ended).
+the updated states back into the slots. The engine groups sequences that feed the same
+number of tokens (all decodes; prefill chunks of equal length); each row continues from its
+own slot, so a chunk's conv and recurrent states go on exactly where its last chunk ended.
 """
 
 from __future__ import annotations

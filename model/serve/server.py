@@ -284,6 +284,8 @@ class _Server:
             events = await io.unless_disconnected(request.receive, io.collect(stream))
         except GenerationError as e:
             raise ApiError(400, str(e)) from e
+        except EngineOverloadedError as e:  # the queue filled between submit and the step
+            raise io.overloaded(e) from e
         finally:
             stream.abort()  # no-op once finished
             self.metrics.sample_tokens()

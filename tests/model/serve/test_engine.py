@@ -72,6 +72,30 @@ def test_greedy_equals_uncached_generate(cfg: EngineConfig) -> None:
     assert stats.cached_prompt_tokens == 4 * boundary
 
 
+def test_equal_chunks_of_different_contexts_run_as_one_group() -> None:
+    """Tails of 5 tokens after a prefix hit (40 cached tokens) and fresh 5-token prompts
+    (nothing cached) feed the same number of tokens, so they share one forward: left-padded
+    latents and each row's own KDA state."""
+    g = torch.Generator().manual_seed(4)
+    shared = PROMPTS[0][:SHARED]
+    tails = [shared + torch.randint(3, 512, (5,), generator=g).tolist() for _ in range(3)]
+    fresh = [torch.randint(3, 512, (5,), generator=g).tolist() for _ in range(2)]
+    prompts = [PROMPTS[0], *tails, *fresh]
+    engine = LLMEngine(HYBRID, None, EngineConfig(page_size=8))
+    groups: list[list[int]] = []
+    run = engine.runner.run
+
+    def spy(seqs: list, t: int) -> torch.Tensor:
+        groups.append(sorted(s.num_computed for s in seqs))
+        return run(seqs, t)
+
+    engine.runner.run = spy  # type: ignore[method-assign]
+    got, cached = _run(engine, prompts)
+    assert got == _reference(HYBRID, prompts)
+    assert cached == [0, SHARED, SHARED, SHARED, 0, 0]
+    assert [0, 0, SHARED, SHARED, SHARED] in groups  # one forward for the five
+
+
 def test_prefix_reuse_can_be_switched_off() -> None:
     engine = LLMEngine(HYBRID, None, EngineConfig(page_size=4, enable_prefix_caching=False))
     got, cached = _run(engine, PROMPTS)

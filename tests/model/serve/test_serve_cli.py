@@ -59,6 +59,8 @@ def test_serve_tiny_answers_health_and_lists_its_model() -> None:
         (["serve"], "give either MODEL_DIR or --tiny"),
         (["serve", "{tmp}", "--tiny"], "give either MODEL_DIR or --tiny"),
         (["serve", "--tiny", "--engine", "vllm"], "--tiny needs --engine kimmy"),
+        (["serve", "{tmp}", "--engine", "vllm", "--num-pages", "9"], "--num-pages 9 sizes kimmy's"),
+        (["serve", "--tiny", "--tensor-parallel-size", "2"], "--tensor-parallel-size 2 needs"),
     ],
 )
 def test_user_errors_exit_2_naming_the_problem(

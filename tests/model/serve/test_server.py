@@ -25,7 +25,7 @@ from model.serve.metrics import ServerMetrics
 from model.serve.protocol import ChatMessage
 from model.serve.server import ServerThread, create_app
 from model.serve.structured import validate
-from model.serve.types import EngineStats
+from model.serve.types import EngineStats, GenerationParams
 from swarm.errors import ModelRateLimitedError, ModelRequestError
 from swarm.llm import OpenAIChat
 
@@ -327,6 +327,19 @@ async def test_a_full_queue_gets_503_with_retry_after() -> None:
                         await model.chat(USER, max_tokens=2)
                 assert info.value.retry_after == 1.0 and info.value.retryable
         await asyncio.to_thread(_wait_until, _idle(engine, before), "both streams are aborted")
+
+
+def test_retry_after_follows_the_recent_completion_rate() -> None:
+    ae = AsyncEngine(_engine())  # not started: submitted requests stay queued
+    assert ae.retry_after() == 1.0  # nothing finished yet
+    now = time.monotonic()
+    ae._finished_at.extend(now - 10 + i * 0.5 for i in range(21))  # 21 in 10 s: ~2 per s
+    for _ in range(30):
+        ae.submit([5, 6, 7], GenerationParams(max_tokens=2))
+    assert ae.retry_after() == 15.0  # 30 queued at 2 per second
+    ae._finished_at.clear()
+    ae._finished_at.extend([now - 100, now - 99])  # outside the window: no rate known
+    assert ae.retry_after() == 1.0
 
 
 def test_metrics_expose_the_engine_state(srv: Served) -> None:
