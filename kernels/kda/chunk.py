@@ -69,7 +69,9 @@ def _diag_blocks(
     if wide.numel():
         rel = rel.clamp(-SAFE_SPAN, SAFE_SPAN)  # only changes the wide blocks, replaced below
     up = rel.exp()  # (blocks, 16, K), within [e^−60, e^60]
-    k_down = k4 / up  # k e^{Γ_mid − Γ}
+    # k e^{Γ_mid − Γ} as a product, not k / up: the backward of a division forms 1 / up²,
+    # which overflows fp32 past |Γ − Γ_mid| ≈ 44 and turns the gate's gradient into NaN
+    k_down = k4 * (-rel).exp()
     a_d = ((k4 * up) @ k_down.mT).tril(-1)  # (blocks, 16, 16)
     p_d = ((q4 * up) @ k_down.mT).tril()
     if wide.numel():

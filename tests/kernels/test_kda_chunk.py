@@ -65,6 +65,17 @@ def test_chunk_gradients_equal_naive(case: Case) -> None:
         assert_rel(f"d{name}", got[name], want[name], 1e-10)
 
 
+def test_fp32_gradients_stay_finite_under_long_decays() -> None:
+    """The steep case in fp32: diagonal blocks whose decay spreads past e^44 once made the
+    backward form 1 / e^{2·44}, overflowing fp32 into NaN gate gradients mid-training."""
+    case = CASES[3]
+    _, _, want = naive_grads(naive_kda, make_inputs(case, torch.float64))
+    _, _, got = naive_grads(torch_chunk_kda, make_inputs(case, torch.float32))
+    for name in want:
+        assert torch.isfinite(got[name]).all(), f"d{name} has non-finite entries"
+        assert_rel(f"d{name}", got[name], want[name], tol(torch.float32, grad=True))
+
+
 def test_chunk_bf16_inputs_within_bf16_tolerance() -> None:
     case = CASES[0]
     inp = make_inputs(case, torch.bfloat16)
