@@ -9,7 +9,7 @@ as for any optimizer. The class only keeps state and calls the pure functions in
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -202,18 +202,24 @@ class MuonClip(torch.optim.Optimizer):
             self._qk_clip(self.qk_clip_tau)
         return loss
 
-    def _muon_step(self, group: dict[str, Any]) -> None:
-        lr, wd = group["lr"], group["weight_decay"]
+    def _with_grads(
+        self, group: dict[str, Any]
+    ) -> Iterator[tuple[torch.Tensor, torch.Tensor, dict[str, Any]]]:
+        """(parameter, its dense gradient, its state) for the group's parameters that have one."""
         for p in group["params"]:
             if p.grad is None:
                 continue
             if p.grad.is_sparse:
                 raise ModelConfigError("MuonClip does not support sparse gradients")
-            state = self.state[p]
+            yield p, p.grad, self.state[p]
+
+    def _muon_step(self, group: dict[str, Any]) -> None:
+        lr, wd = group["lr"], group["weight_decay"]
+        for p, grad, state in self._with_grads(group):
             if "momentum_buffer" not in state:
-                state["momentum_buffer"] = torch.zeros_like(p.grad)
+                state["momentum_buffer"] = torch.zeros_like(grad)
             update = muon_update(
-                p.grad,
+                grad,
                 state["momentum_buffer"],
                 momentum=group["momentum"],
                 nesterov=group["nesterov"],
@@ -224,12 +230,7 @@ class MuonClip(torch.optim.Optimizer):
             p.add_(update, alpha=-lr * rms_match_scale(p.shape))
 
     def _adamw_step(self, group: dict[str, Any]) -> None:
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            if p.grad.is_sparse:
-                raise ModelConfigError("MuonClip does not support sparse gradients")
-            state = self.state[p]
+        for p, grad, state in self._with_grads(group):
             if "step" not in state:
                 state["step"] = 0
                 state["exp_avg"] = torch.zeros_like(p)
@@ -237,7 +238,7 @@ class MuonClip(torch.optim.Optimizer):
             state["step"] += 1
             _adamw_update_(
                 p,
-                p.grad,
+                grad,
                 state["exp_avg"],
                 state["exp_avg_sq"],
                 step=state["step"],
