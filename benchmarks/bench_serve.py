@@ -189,7 +189,7 @@ def engine_bytes_per_sequence(lm: KimiLinearForCausalLM, context: int) -> int:
 
 
 def cache_bytes(hybrid: KimiLinearForCausalLM, mla: KimiLinearForCausalLM) -> dict:
-    from benchmarks.experiments.hybrid import published_layouts
+    from benchmarks.experiments._hybrid_cache import published_layouts
 
     engine = {
         name: [engine_bytes_per_sequence(m, c) for c in CONTEXTS]

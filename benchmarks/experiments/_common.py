@@ -18,7 +18,7 @@ import math
 import os
 import platform
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,7 @@ from model.train import (  # noqa: E402
 RESULTS_DIR = ROOT / "benchmarks" / "results"
 VOCAB_SIZE = 1024
 EVAL_FRACTION = 0.1
+LR_STEP = 1.4  # neighbouring lrs of a sweep differ by this factor (finer than 2×)
 Curve = list[tuple[float, float]]  # (x, y) points, e.g. (training tokens, eval loss)
 
 
@@ -188,6 +189,61 @@ def final_loss(result: TrainResult) -> float:
     wins a comparison."""
     loss = result.final_eval_loss
     return math.inf if loss is None or not math.isfinite(loss) else loss
+
+
+# ---- learning-rate sweeps -------------------------------------------------------------------
+def best_lr(runs: Mapping[float, TrainResult]) -> float:
+    """The lr whose run ended lowest; a diverged run never wins, a tie goes to the smaller lr.
+
+    Raises:
+        KimiModelError: `runs` is empty.
+    """
+    if not runs:
+        raise KimiModelError("best_lr needs at least one run; got none")
+    return min(sorted(runs), key=lambda lr: final_loss(runs[lr]))
+
+
+def lr_sweep(
+    run: Callable[[float], TrainResult],
+    grid: Sequence[float],
+    *,
+    max_lrs: int,
+    step: float = LR_STEP,
+) -> tuple[dict[float, TrainResult], bool]:
+    """Train `run(lr)` at each lr of `grid`; while the best sits at an edge, add the next lr
+    beyond it (× or ÷ `step`, to 2 significant figures), up to `max_lrs` runs, so the edge of
+    a guessed grid is not reported as the optimum. Returns the runs by lr and whether the
+    best ended with a worse lr on each side (bracketed).
+
+    Raises:
+        KimiModelError: `grid` is empty or has a non-positive lr, or `step` is not above 1.
+    """
+    if not grid or min(grid) <= 0 or step <= 1:
+        raise KimiModelError(f"lr_sweep needs positive lrs and a step > 1; got {grid}, {step}")
+    runs: dict[float, TrainResult] = {}
+    todo = list(dict.fromkeys(grid))
+    while todo:
+        lr = todo.pop(0)
+        runs[lr] = run(lr)
+        lrs, best = sorted(runs), best_lr(runs)
+        if not todo and len(lrs) < max_lrs and best in (lrs[0], lrs[-1]):
+            nxt = float(f"{best * step if best == lrs[-1] else best / step:.2g}")
+            todo += [] if nxt in runs else [nxt]
+    lrs, best = sorted(runs), best_lr(runs)
+    return runs, lrs[0] < best < lrs[-1]
+
+
+def sweep_table(first: str, sweeps: Mapping[str, Mapping[float, TrainResult]]) -> list[str]:
+    """One row per (label, lr): final eval loss, the gap to that label's best lr, wall time."""
+    rows = []
+    for label, runs in sweeps.items():
+        best = best_lr(runs)
+        for lr in sorted(runs):
+            gap = final_loss(runs[lr]) - final_loss(runs[best])
+            rows.append([label, f"{lr:.2e}" + (" (best)" if lr == best else ""),
+                         fmt(runs[lr].final_eval_loss, 4), fmt_signed(gap),
+                         fmt(runs[lr].wall_time_s, 0)])  # fmt: skip
+    return md_table([first, "lr", "final eval loss", "vs best", "wall (s)"], rows)
 
 
 # ---- curves --------------------------------------------------------------------------------

@@ -33,16 +33,18 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.experiments._common import (  # noqa: E402
+    LR_STEP,
     Corpus,
     Panel,
     RunScale,
+    best_lr,
     count_params,
     eval_curve,
     final_loss,
     fmt,
-    fmt_signed,
     fmt_tokens,
     load_corpus,
+    lr_sweep,
     md_table,
     metric_series,
     model_config,
@@ -50,6 +52,7 @@ from benchmarks.experiments._common import (  # noqa: E402
     parse_args,
     ratio,
     save_plot,
+    sweep_table,
     tokens_to_reach,
     train_run,
     write_page,
@@ -59,7 +62,6 @@ from model.train import TrainResult  # noqa: E402
 
 NAME = "exp_muonclip"
 OPTIMIZERS = ("adamw", "muonclip")
-LR_STEP = 1.4  # neighbouring lrs of a sweep differ by this factor (finer than 2×)
 TAU = 100.0  # QK-Clip threshold, Kimi K2's value (also MuonClip's default)
 
 
@@ -103,22 +105,15 @@ class Outcome:
 def sweep(
     config: KimiLinearConfig, corpus: Corpus, scale: Scale, optimizer: str
 ) -> tuple[dict[float, TrainResult], bool]:
-    """Train at each lr of the grid (seed 0); while the best is at an edge, add the next lr
-    beyond it (× or ÷ `LR_STEP`), up to `scale.max_lrs`. Returns the runs by lr and whether
-    the best lr ended with a worse lr on each side."""
-    runs: dict[float, TrainResult] = {}
-    todo = list(scale.lrs[optimizer])
-    while todo:
-        lr = todo.pop(0)
+    """The seed-0 `lr_sweep` of one optimizer from its grid, up to `scale.max_lrs` lrs (with
+    evals every `eval_every` steps: seed 0's curve gives the tokens-to-target). Returns the runs
+    by lr and whether the best lr ended with a worse lr on each side."""
+
+    def run(lr: float) -> TrainResult:
         cfg = scale.train_config(seed=0, optimizer=optimizer, lr=lr)
-        runs[lr] = train_run(config, corpus, cfg, f"{optimizer} lr {lr:.2e} seed 0")[1]
-        grid = sorted(runs)
-        best = min(grid, key=lambda x: final_loss(runs[x]))
-        if not todo and len(grid) < scale.max_lrs and best in (grid[0], grid[-1]):
-            todo.append(best * LR_STEP if best == grid[-1] else best / LR_STEP)
-    grid = sorted(runs)
-    best = min(grid, key=lambda x: final_loss(runs[x]))
-    return runs, grid[0] < best < grid[-1]
+        return train_run(config, corpus, cfg, f"{optimizer} lr {lr:.2e} seed 0")[1]
+
+    return lr_sweep(run, scale.lrs[optimizer], max_lrs=scale.max_lrs)
 
 
 def _need(seed: dict[str, TrainResult]) -> float | None:
@@ -161,7 +156,7 @@ def experiment(scale: Scale) -> Outcome:
     sweeps, bracketed, best = {}, {}, {}
     for opt in OPTIMIZERS:
         sweeps[opt], bracketed[opt] = sweep(config, corpus, scale, opt)
-        best[opt] = min(sweeps[opt], key=lambda lr, o=opt: final_loss(sweeps[o][lr]))
+        best[opt] = best_lr(sweeps[opt])
     seed1 = {
         o: train_run(config, corpus, scale.train_config(seed=1, optimizer=o, lr=best[o]),
                      f"{o} lr {best[o]:.2e} seed 1")[1]
@@ -177,17 +172,6 @@ def experiment(scale: Scale) -> Outcome:
 
 
 # ---- the page ------------------------------------------------------------------------------
-def _sweep_table(out: Outcome) -> list[str]:
-    rows = []
-    for opt, runs in out.sweeps.items():
-        for lr in sorted(runs):
-            mark = " (best)" if lr == out.best[opt] else ""
-            gap = final_loss(runs[lr]) - final_loss(runs[out.best[opt]])
-            rows.append([opt, f"{lr:.2e}{mark}", fmt(runs[lr].final_eval_loss, 4),
-                         fmt_signed(gap), fmt(runs[lr].wall_time_s, 0)])  # fmt: skip
-    return md_table(["optimizer", "lr", "final eval loss", "vs best", "wall (s)"], rows)
-
-
 def _seed_table(out: Outcome) -> list[str]:
     rows = []
     for seed, runs in enumerate(out.seeds):
@@ -312,7 +296,7 @@ def render(out: Outcome, argv: Sequence[str]) -> list[str]:
         "",
         "## Learning-rate sweeps (seed 0)",
         "",
-        *_sweep_table(out),
+        *sweep_table("optimizer", out.sweeps),
         "",
         "## Tokens to reach AdamW's final eval loss",
         "",

@@ -55,9 +55,9 @@ def _n_done(db: Path) -> int:
     return n
 
 
-def _interrupt_midway(tmp: Path, sig: signal.Signals) -> subprocess.Popen[bytes]:
+def _interrupt_midway(tmp: Path, sig: signal.Signals) -> tuple[subprocess.Popen[bytes], str]:
     """Start a run and send `sig` once 30% of its results are committed; returns the ended
-    process."""
+    process and the end of its stderr."""
     proc = subprocess.Popen(_driver(tmp, "start"), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     db = tmp / "runs" / DB_NAME
     deadline = time.monotonic() + TIMEOUT_S
@@ -70,12 +70,12 @@ def _interrupt_midway(tmp: Path, sig: signal.Signals) -> subprocess.Popen[bytes]
                 pytest.fail("run did not reach 30% within the timeout")
             time.sleep(0.005)
         os.kill(proc.pid, sig)
-        proc.communicate(timeout=TIMEOUT_S)
+        _, err = proc.communicate(timeout=TIMEOUT_S)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    return proc
+    return proc, err.decode(errors="replace")[-2000:]
 
 
 def _read_log(tmp: Path, start: int = 0) -> list[str]:
@@ -127,7 +127,7 @@ def _resume_and_check(tmp: Path) -> tuple[RunStore, set[str]]:
 
 
 def test_sigkill_mid_run_then_resume_runs_each_subtask_done_exactly_once(tmp_path: Path) -> None:
-    proc = _interrupt_midway(tmp_path, signal.SIGKILL)
+    proc, _ = _interrupt_midway(tmp_path, signal.SIGKILL)
     assert proc.returncode == -signal.SIGKILL
     with RunStore(tmp_path / "runs") as store:
         assert store.load_run(RUN_ID).status.value == "running"  # killed: nothing marked it
@@ -144,8 +144,8 @@ def test_sigkill_mid_run_then_resume_runs_each_subtask_done_exactly_once(tmp_pat
 
 
 def test_ctrl_c_cancels_the_run_and_resume_completes_it(tmp_path: Path) -> None:
-    proc = _interrupt_midway(tmp_path, signal.SIGINT)
-    assert proc.returncode == 130, proc.stderr.decode()[-2000:] if proc.stderr else ""
+    proc, err = _interrupt_midway(tmp_path, signal.SIGINT)
+    assert proc.returncode == 130, err
     with RunStore(tmp_path / "runs") as store:
         stored = store.load_run(RUN_ID)
         assert stored.status.value == "cancelled"
