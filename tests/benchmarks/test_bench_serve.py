@@ -9,17 +9,7 @@ from pathlib import Path
 
 from benchmarks import bench_serve
 from benchmarks.bench_serve import ROLE_LEN, TAIL_LEN
-
-
-def _rows(page: str, header_start: str) -> list[list[str]]:
-    lines = page.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith(header_start))
-    rows = []
-    for line in lines[start + 2 :]:
-        if not line.startswith("|"):
-            break
-        rows.append([c.strip() for c in line.strip("|").split("|")])
-    return rows
+from tests.support.markdown_tables import table_rows
 
 
 def _int(cell: str) -> int:
@@ -31,14 +21,14 @@ def test_quick_run_writes_the_page_with_consistent_figures(tmp_path: Path) -> No
     assert bench_serve.main(["--quick", "--out", str(out)]) == 0
     page = out.read_text()
 
-    runs = _rows(page, "| runner |")
+    runs = table_rows(page, "| runner |")
     assert [r[0] for r in runs] == ["(b) `model.generate`, one request at a time"] + [
         "(a) `LLMEngine`"
     ] * len(bench_serve.QUICK.concurrency)
     assert all(r[-1] == "yes" for r in runs[1:])  # greedy answers equal the loop's
     assert all(float(r[3].replace(",", "")) > 0 for r in runs)
 
-    (on, off) = _rows(page, "| prefix reuse |")
+    (on, off) = table_rows(page, "| prefix reuse |")
     n = bench_serve.QUICK.shared_requests
     prompt = n * (ROLE_LEN + TAIL_LEN)
     assert _int(on[1]) == _int(off[1]) == prompt
@@ -51,7 +41,7 @@ def test_quick_run_writes_the_page_with_consistent_figures(tmp_path: Path) -> No
     assert misses == int(misses) and 1 <= misses <= 4, misses
     assert "Prefill work with reuse:" in page
 
-    engine_bytes = _rows(page, "| model | 4k |")  # the first such table: the engine's pools
+    engine_bytes = table_rows(page, "| model | 4k |")  # the first such table: the engine's pools
     hybrid, mla = engine_bytes[0], engine_bytes[1]
     assert hybrid[0] == "hybrid" and mla[0] == "all-MLA"
     ratios = [float(c.rstrip("×")) for c in hybrid[2::2]]

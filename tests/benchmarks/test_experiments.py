@@ -19,6 +19,7 @@ from benchmarks.experiments._hybrid_cache import decode_rounds
 from model import KimiLinearForCausalLM
 from model.errors import KimiModelError
 from model.train import TrainResult
+from tests.support.markdown_tables import table_rows
 
 PAGES = {
     "muonclip_vs_adamw": (
@@ -56,25 +57,13 @@ def out_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def _table_rows(page: str, header_start: str) -> list[list[str]]:
-    """The body rows of the table whose header line starts with `header_start`."""
-    lines = page.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith(header_start))
-    rows = []
-    for line in lines[start + 2 :]:
-        if not line.startswith("|"):
-            break
-        rows.append([c.strip() for c in line.strip("|").split("|")])
-    return rows
-
-
 @pytest.mark.parametrize("module", list(PAGES))
 def test_quick_run_writes_page_and_plot(out_dir: Path, module: str) -> None:
     name, headers = PAGES[module]
     page = (out_dir / f"{name}.md").read_text(encoding="utf-8")
     assert f"`python benchmarks/experiments/{module}.py --quick`" in page.splitlines()[0]
     for header in headers:
-        rows = _table_rows(page, header)
+        rows = table_rows(page, header)
         assert rows, f"{name}: table {header!r} has no rows"
         numbers = [
             float(x.replace(",", ""))
@@ -89,7 +78,7 @@ def test_quick_run_writes_page_and_plot(out_dir: Path, module: str) -> None:
 
 def test_hybrid_variants_have_similar_parameter_counts(out_dir: Path) -> None:
     page = (out_dir / "exp_hybrid.md").read_text(encoding="utf-8")
-    rows = _table_rows(page, "| model | KDA:MLA |")
+    rows = table_rows(page, "| model | KDA:MLA |")
     assert [r[1] for r in rows] == ["3:1", "0:4", "4:0"]
     counts = [int(r[3].replace(",", "")) for r in rows]
     assert (max(counts) - min(counts)) / min(counts) < 0.05
@@ -97,8 +86,8 @@ def test_hybrid_variants_have_similar_parameter_counts(out_dir: Path) -> None:
 
 def test_hybrid_compares_each_layout_at_the_best_lr_of_its_sweep(out_dir: Path) -> None:
     page = (out_dir / "exp_hybrid.md").read_text(encoding="utf-8")
-    sweep = _table_rows(page, "| layout | lr | final eval loss |")
-    quality = _table_rows(page, "| model | KDA:MLA |")
+    sweep = table_rows(page, "| layout | lr | final eval loss |")
+    quality = table_rows(page, "| model | KDA:MLA |")
     assert [r[0] for r in quality] == ["hybrid 3:1 KDA:MLA", "all-MLA", "all-KDA"]
     for row in quality:
         mine = [r for r in sweep if r[0] == row[0]]
@@ -114,13 +103,13 @@ def test_hybrid_compares_each_layout_at_the_best_lr_of_its_sweep(out_dir: Path) 
 
 def test_cache_formula_matches_the_allocated_cache(out_dir: Path) -> None:
     page = (out_dir / "exp_hybrid.md").read_text(encoding="utf-8")
-    rows = _table_rows(page, "| model | cache.nbytes() after a")
+    rows = table_rows(page, "| model | cache.nbytes() after a")
     assert len(rows) == 3 and all(r[1] == r[2] and r[3] == "yes" for r in rows)
 
 
 def test_hybrid_speed_text_quotes_the_speed_table(out_dir: Path) -> None:
     page = (out_dir / "exp_hybrid.md").read_text(encoding="utf-8")
-    rows = {r[0]: r for r in _table_rows(page, "| model | train tokens/s | vs all-MLA |")}
+    rows = {r[0]: r for r in table_rows(page, "| model | train tokens/s | vs all-MLA |")}
     speed = next(line for line in page.splitlines() if line.startswith("Speed on this CPU"))
     found = re.search(r"the hybrid decodes at ([\d.]+)× and all-KDA at ([\d.]+)×", speed)
     assert found, speed

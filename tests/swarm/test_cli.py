@@ -17,6 +17,7 @@ from swarm.cli import main
 from swarm.events import parse_event
 from swarm.schema import RunResult
 from tests.support.openai_server import OpenAIServer, delay, echo, status
+from tests.support.signals import default_sigint
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -224,6 +225,7 @@ def test_ctrl_c_saves_finished_work_exits_130_and_resumes(tmp_path: Path) -> Non
                 "4",
                 "--json",
             ],
+            preexec_fn=default_sigint,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

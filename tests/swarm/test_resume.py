@@ -28,6 +28,7 @@ from swarm import events as ev
 from swarm.context import SubtaskContext
 from swarm.store import DB_NAME, RunStore
 from tests.support import crash_driver
+from tests.support.signals import default_sigint
 
 DRIVER = Path(crash_driver.__file__)
 RUN_ID = "crash-run"
@@ -58,7 +59,12 @@ def _n_done(db: Path) -> int:
 def _interrupt_midway(tmp: Path, sig: signal.Signals) -> tuple[subprocess.Popen[bytes], str]:
     """Start a run and send `sig` once 30% of its results are committed; returns the ended
     process and the end of its stderr."""
-    proc = subprocess.Popen(_driver(tmp, "start"), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        _driver(tmp, "start"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=default_sigint,
+    )
     db = tmp / "runs" / DB_NAME
     deadline = time.monotonic() + TIMEOUT_S
     try:
