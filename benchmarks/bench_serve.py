@@ -40,6 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.experiments._common import fmt_bytes  # noqa: E402
 from model import KimiLinearConfig, KimiLinearForCausalLM  # noqa: E402
 from model.cache import cache_bytes_per_sequence  # noqa: E402
 from model.serve.engine import LLMEngine  # noqa: E402
@@ -207,18 +208,11 @@ def cache_bytes(hybrid: KimiLinearForCausalLM, mla: KimiLinearForCausalLM) -> di
 
 
 # ---- the page -------------------------------------------------------------------------------
-def _bytes(n: float) -> str:
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n:.0f} B"
-
-
 def _cache_table(rows: dict[str, list[int]], base: str) -> list[str]:
     head = "| model | " + " | ".join(f"{c // 1024}k | vs all-MLA" for c in CONTEXTS) + " |"
     out = [head, "|---|" + "---:|---:|" * len(CONTEXTS)]
     for name, values in rows.items():
-        cells = [f"{_bytes(v)} | {v / b:.3f}×" for v, b in zip(values, rows[base], strict=True)]
+        cells = [f"{fmt_bytes(v)} | {v / b:.3f}×" for v, b in zip(values, rows[base], strict=True)]
         out.append(f"| {name} | " + " | ".join(cells) + " |")
     return out
 
