@@ -2,7 +2,7 @@
 model clients, durable runs and progress. `import swarm` stays light (no torch).
 """
 
-from swarm._journal import EventSink
+from swarm.config import RunConfig
 from swarm.context import SubtaskContext, Worker
 from swarm.dag import critical_path, critical_path_length, topological_generations, validate_plan
 from swarm.errors import (
@@ -16,10 +16,11 @@ from swarm.errors import (
     UserError,
 )
 from swarm.events import Event, parse_event
+from swarm.journal import EventSink
 from swarm.limits import AdaptiveLimit, Backoff, Budget, RateLimit
 from swarm.planfile import load_plan, parse_plan
 from swarm.runtime import Swarm, new_run_id
-from swarm.scheduler import Scheduler, SchedulerConfig
+from swarm.scheduler import Scheduler
 from swarm.schema import (
     ErrorInfo,
     Plan,
@@ -50,10 +51,10 @@ __all__ = [
     "Plan",
     "PlanValidationError",
     "RateLimit",
+    "RunConfig",
     "RunResult",
     "RunStatus",
     "Scheduler",
-    "SchedulerConfig",
     "SpawnError",
     "Subtask",
     "SubtaskContext",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from swarm.config import RunConfig
 from swarm.schema import Plan, RunStatus, SubtaskResult
 
 SCHEMA = """
@@ -105,6 +106,11 @@ class StoredRun:
     next_seq: int
     sessions: int
     created_at: float
+
+    @property
+    def config(self) -> RunConfig:
+        """The `RunConfig` the run was last started with (from its recorded settings)."""
+        return RunConfig.from_settings(self.settings)
 
 
 __all__ = ["SCHEMA", "UPSERT_RESULT", "RunSummary", "StoredRun"]

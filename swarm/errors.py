@@ -1,10 +1,22 @@
-"""The exception tree of Kimmy Swarm: one root, three families.
+"""The exception tree of the swarm side (`swarm`, `agents`, `rewards`): one root, four
+families, and the store.
 
-- `UserError`: bad input (plan, flag, path, configuration). The CLI prints its message as
-  one line and exits non-zero; the message names the bad value and what is allowed.
-- `ModelError`: the model server or the model misbehaved. `retryable` says whether the
-  scheduler may try the sub-agent again (timeouts, 429, 5xx, connection errors).
-- `LimitError`: a budget, a timeout or a spawn limit was hit.
+    SwarmError
+    ├── UserError          bad input (plan, flag, path, configuration): the message names
+    │                      the bad value and what is allowed; the CLI prints it as one line
+    ├── ModelError         the model *server* failed: transport, HTTP status, a body that is
+    │   └── RetryableModelError   no completion; timeouts, 429, 5xx, connection errors retry
+    ├── OutputError        an output is unusable: a worker's does not fit its subtask's
+    │                      schema (`OutputValidationError`), a model's answer stayed invalid
+    │                      after the repair turn (`ModelBehaviourError`)
+    ├── LimitError         a budget, timeout, step or spawn limit was reached
+    └── StoreError         the run store could not write
+
+Whether the scheduler retries a failed attempt is decided by type (`is_retryable`): the
+classes whose `retryable` is true (`RetryableModelError`, `SubtaskTimeoutError`, a remote
+error that was retryable where it was raised), never by an attribute of a foreign exception.
+The model side (`model/`, `kernels/`) has its own roots: `model.errors.KimiModelError`
+and `kernels.errors.KernelError`.
 """
 
 from __future__ import annotations
@@ -13,9 +25,18 @@ from collections.abc import Sequence
 
 
 class SwarmError(Exception):
-    """Root of every error Kimmy Swarm raises on purpose."""
+    """Root of every error the swarm side raises on purpose.
+
+    `retryable` is a property of the type (set on the class), except for errors that stand
+    for an exception raised elsewhere (`RemoteWorkerError`), which carry the original's.
+    """
 
     retryable: bool = False
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """Whether the scheduler may retry an attempt that raised `exc` (by its type)."""
+    return isinstance(exc, SwarmError) and exc.retryable
 
 
 # --- user errors -----------------------------------------------------------------------
@@ -123,8 +144,6 @@ class ModelResponseError(ModelError):
     """The server answered 2xx with a body that is not a chat completion."""
 
 
-class ModelBehaviourError(ModelError):
-    """The model's answer stayed invalid after the repair turn."""
 
 
 # --- limits ----------------------------------------------------------------------------
@@ -161,8 +180,19 @@ class StoreError(SwarmError):
     """The run store could not write: the run stops, and nothing unstored was acknowledged."""
 
 
-class OutputValidationError(SwarmError):
-    """A sub-agent's output does not match its subtask's output schema."""
+# --- unusable outputs ------------------------------------------------------------------
+
+
+class OutputError(SwarmError):
+    """An output is unusable; retrying the same input is not expected to help."""
+
+
+class OutputValidationError(OutputError):
+    """A worker's output does not match its subtask's output schema (or is not JSON)."""
+
+
+class ModelBehaviourError(OutputError):
+    """The model's answer stayed invalid (schema, meaning check) after the repair turn."""
 
 
 def validation_problems(
@@ -212,6 +242,7 @@ __all__ = [
     "ModelResponseError",
     "ModelServerError",
     "ModelTimeoutError",
+    "OutputError",
     "OutputValidationError",
     "PlanLimitError",
     "PlanValidationError",
@@ -225,5 +256,6 @@ __all__ = [
     "UnknownRoleError",
     "UnknownSchemaError",
     "UserError",
+    "is_retryable",
     "validation_problems",
 ]

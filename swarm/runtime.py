@@ -21,16 +21,16 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from swarm._journal import EventSink
+from swarm.config import RunConfig
 from swarm.context import Worker
-from swarm.dag import DEFAULT_MAX_SUBTASKS, check_plan, validate_plan
+from swarm.dag import check_plan, validate_plan
 from swarm.errors import ConfigError, UnknownRoleError
 from swarm.events import Event
-from swarm.limits import Backoff, Budget, RateLimit
+from swarm.journal import EventSink
 from swarm.planfile import load_plan, parse_plan
-from swarm.scheduler import Scheduler, SchedulerConfig
+from swarm.scheduler import Scheduler
 from swarm.schema import ROLE_PATTERN, Plan, RunResult
-from swarm.steps import FailurePolicy
+from swarm.workforce import Workforce
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -49,72 +49,36 @@ PlanLike = Plan | Mapping[str, Any] | str | Path
 
 
 class Swarm:
-    """A configured swarm: roles (workers), a model, limits, and where runs are stored.
+    """A configured swarm: roles (workers), a model, run settings, and where runs are stored.
 
     Args:
+        config: how runs are executed (`RunConfig`: concurrency, timeouts, retries,
+            failure policy, rate limit, budgets, executor, …).
         model: the `ChatModel` sub-agents call (None: workers must not need one).
         roles: workers by role name; more can be added with `role` / `add_role`.
-        max_concurrency: most sub-agents in flight at once.
-        timeout_s, max_retries: per-subtask defaults (a subtask may override them).
-        failure_policy: `skip_dependents` (default), `fail_fast` or `continue`.
-        rate_limit: model calls per period, e.g. `RateLimit(600, 60)` or `"600/m"`.
-        max_subagents, max_total_tokens, deadline_s: the run budget.
-        max_depth: how deep dynamic spawning may nest.
-        adaptive: back off when the model server is overloaded (429/503, latency).
+        schemas: output schemas by name, for plans that name them.
         runs_dir: where runs are stored durably (SQLite); None keeps nothing on disk.
         sinks: receivers of every event (progress views, streams).
-        backoff: retry delays (exponential with jitter); default `Backoff()`.
-        seed: seeds the retry jitter.
-        executor: where sub-agents run: `local` (this process, default) or `ray` (host
-            actors spread over a Ray cluster; needs `pip install 'kimmy-swarm[ray]'`).
-            The scheduler, retries, budgets and the store stay here either way.
-        ray_address: the Ray cluster to join when Ray is not initialized (`auto`,
-            `HOST:PORT`, `ray://…`); None starts a local one.
-        ray_hosts: Ray host actors (default: one per node with CPUs).
+        **settings: `RunConfig` fields, as a shortcut: `Swarm(max_concurrency=8)` is
+            `Swarm(config=RunConfig(max_concurrency=8))`; with `config` they change it.
+
+    Raises:
+        ConfigError: a setting that is not a `RunConfig` field, or a bad value.
     """
 
     def __init__(
         self,
         *,
+        config: RunConfig | None = None,
         model: ChatModel | None = None,
         roles: Mapping[str, Worker] | None = None,
         schemas: Mapping[str, type[BaseModel]] | None = None,
-        max_concurrency: int = 64,
-        timeout_s: float = 600.0,
-        max_retries: int = 2,
-        failure_policy: FailurePolicy | str = FailurePolicy.SKIP_DEPENDENTS,
-        rate_limit: RateLimit | str | None = None,
-        max_subagents: int | None = None,
-        max_total_tokens: int | None = None,
-        deadline_s: float | None = None,
-        max_depth: int = 3,
-        adaptive: bool = True,
         runs_dir: str | Path | None = None,
         sinks: Sequence[EventSink] = (),
-        backoff: Backoff | None = None,
-        seed: int | None = None,
-        max_subtasks: int = DEFAULT_MAX_SUBTASKS,
-        executor: str = "local",
-        ray_address: str | None = None,
-        ray_hosts: int | None = None,
+        **settings: Any,
     ) -> None:
-        if isinstance(rate_limit, str):
-            rate_limit = RateLimit.parse(rate_limit)
-        self.config = SchedulerConfig(
-            max_concurrency=max_concurrency,
-            timeout_s=timeout_s,
-            max_retries=max_retries,
-            failure_policy=failure_policy,  # type: ignore[arg-type]  (validated there)
-            rate_limit=rate_limit,
-            budget=Budget(max_subagents, max_total_tokens, deadline_s),
-            max_depth=max_depth,
-            adaptive=adaptive,
-            backoff=backoff if backoff is not None else Backoff(),
-            seed=seed,
-            executor=executor,
-            ray_address=ray_address,
-            ray_hosts=ray_hosts,
-        )
+        base = config if config is not None else RunConfig()
+        self.config = base.replace(**settings) if settings else base
         self.model = model
         self._executor: RayExecutor | None = None
         self.workers: dict[str, Worker] = {}
@@ -125,9 +89,13 @@ class Swarm:
         self.runs_dir = Path(runs_dir) if runs_dir is not None else None
         self._store: RunStore | None = None
         self.sinks = list(sinks)
-        self.max_subtasks = max_subtasks
         #: Extra settings recorded with each run (the CLI records how to reach the model).
         self.settings: dict[str, Any] = {}
+
+    @property
+    def max_subtasks(self) -> int:
+        """The most subtasks a plan may have (`config.max_subtasks`)."""
+        return self.config.max_subtasks
 
     # --- roles ------------------------------------------------------------------------
 
@@ -231,15 +199,13 @@ class Swarm:
         sinks: Sequence[EventSink],
         workers: Mapping[str, Worker] | None = None,
     ) -> Scheduler:
-        return Scheduler(
-            self.config,
+        workforce = Workforce(
             workers=self.workers if workers is None else workers,
-            model=self.model,
             schemas=self.schemas,
-            store=store,
-            sinks=[*self.sinks, *sinks],
             role_outputs=self.role_outputs,
+            model=self.model,
         )
+        return Scheduler(self.config, workforce, store=store, sinks=[*self.sinks, *sinks])
 
     def _open_store(self) -> RunStore | None:
         """The swarm's store, opened on first use and kept open for its later runs.
@@ -284,7 +250,7 @@ class Swarm:
         plan = self._with_role_outputs(self._coerce(plan))
         self.check(plan)
         run_id = run_id or new_run_id()
-        settings = {**self.config.settings(), **self.settings}
+        settings = {**self.config.to_settings(), **self.settings}
         workers = await self._run_workers()
         store = self._open_store()
         if store is not None:
@@ -296,6 +262,10 @@ class Swarm:
 
     async def resume(self, run_id: str, *, sinks: Sequence[EventSink] = ()) -> RunResult:
         """Continue a stored run: finished (`done`) results are reused, the rest runs.
+
+        It runs with this swarm's `config`; to continue with the settings the run was made
+        with, build the swarm from them: `Swarm(config=store.load_run(id).config, …)`
+        (`kimmy resume` does). The `run_started` event records the config that runs.
 
         Raises:
             ConfigError: this swarm has no `runs_dir`.
@@ -321,7 +291,7 @@ class Swarm:
             done=stored.results,
             resumed=True,
             seq_start=stored.next_seq,
-            settings={**stored.settings, **self.settings},
+            settings={**stored.settings, **self.settings},  # the config's own win there
         )
 
     def run_sync(self, plan: PlanLike, **kwargs: Any) -> RunResult:

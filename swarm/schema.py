@@ -146,7 +146,7 @@ class ErrorInfo(_Frozen):
     @classmethod
     def from_exception(cls, exc: BaseException) -> ErrorInfo:
         """The record of `exc`; unexpected errors (not `SwarmError`) keep their traceback."""
-        from swarm.errors import SwarmError
+        from swarm.errors import SwarmError, is_retryable
 
         tb = None
         if not isinstance(exc, SwarmError):
@@ -154,7 +154,7 @@ class ErrorInfo(_Frozen):
         return cls(
             type=type(exc).__name__,
             message=str(exc) or type(exc).__name__,
-            retryable=bool(getattr(exc, "retryable", False)),
+            retryable=is_retryable(exc),
             traceback=tb,
         )
 

@@ -14,7 +14,7 @@ import pickle
 import traceback
 from typing import Any
 
-from swarm.errors import SwarmError
+from swarm.errors import SwarmError, is_retryable
 
 
 class RemoteWorkerError(SwarmError):
@@ -70,7 +70,7 @@ def encode_error(exc: BaseException) -> dict[str, Any]:
         "module": cls.__module__,
         "qualname": cls.__qualname__,
         "message": str(exc),
-        "retryable": bool(getattr(exc, "retryable", False)),
+        "retryable": is_retryable(exc),
         "state": _plain_state(exc),
         "traceback": "".join(traceback.format_exception(exc)),
         "pickled": blob,

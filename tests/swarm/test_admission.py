@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from swarm._admission import CallGate
+from swarm.call_gate import CallGate
 
 
 async def settle() -> None:

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from swarm._attempt import _is_json
 from swarm.schema import SubtaskStatus
+from swarm.subtask_runner import _is_json
 
 
 @pytest.mark.parametrize(

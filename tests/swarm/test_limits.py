@@ -9,7 +9,6 @@ import pytest
 
 from swarm.errors import ConfigError
 from swarm.limits import AdaptiveLimit, Backoff, Budget, RateLimit
-from swarm.scheduler import SchedulerConfig
 
 
 class Clock:
@@ -179,27 +178,6 @@ def test_budget_validation() -> None:
                {"deadline_s": math.nan}, {"deadline_s": math.inf}):  # fmt: skip
         with pytest.raises(ConfigError, match=next(iter(kw))):
             Budget(**kw)  # type: ignore[arg-type]
-
-
-@pytest.mark.parametrize(
-    "kw, match",
-    [({"max_concurrency": 0}, "max_concurrency"), ({"max_concurrency": 2.5}, "max_concurrency"),
-     ({"timeout_s": 0}, "timeout"), ({"timeout_s": math.nan}, "timeout"),
-     ({"timeout_s": math.inf}, "timeout"), ({"max_retries": -1}, "max_retries"),
-     ({"max_depth": -1}, "max_depth"), ({"failure_policy": "explode"}, "fail_fast")],
-)  # fmt: skip
-def test_scheduler_config_names_the_bad_value(kw: dict[str, object], match: str) -> None:
-    with pytest.raises(ConfigError, match=match):
-        SchedulerConfig(**kw)  # type: ignore[arg-type]
-
-
-def test_scheduler_settings_are_plain_json() -> None:
-    cfg = SchedulerConfig(rate_limit=RateLimit(5, 0.2), budget=Budget(max_subagents=3))
-    settings = cfg.settings()
-    assert settings["failure_policy"] == "skip_dependents"
-    assert settings["rate_limit"] == {"calls": 5, "period_s": 0.2}
-    assert settings["budget"]["max_subagents"] == 3
-    assert settings["backoff"] == {"base_s": 0.5, "cap_s": 30.0}
 
 
 def test_ordinary_latency_variance_is_not_congestion() -> None:

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-import swarm._attempt as attempt_mod
+import swarm.subtask_runner as attempt_mod
 from swarm import Plan, Subtask, SubtaskContext, Swarm
 
 

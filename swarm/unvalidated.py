@@ -1,4 +1,4 @@
-"""Building pydantic models from values the runtime produced itself, without re-validating.
+"""Pydantic models built from values the runtime produced itself, without re-validation.
 
 A sub-agent's bookkeeping builds a few models (its result, its events). Validating values
 this package just made, of the right types by construction, cost more than the rest of

@@ -1,51 +1,73 @@
 """The run's side of every model call: admission, rate limit, accounting, adaptive limit.
 
-`MeteredModel` (in `swarm.context`) calls these hooks around each call a sub-agent makes;
-`RunLoop` mixes them in. Kept apart so the loop reads as scheduling and this as metering.
+`MeteredModel` (in `swarm.context`) calls a `CallMeter` around each call a sub-agent makes.
+The run loop owns one per run and hands it what it needs: the config, the journal, and two
+callbacks — one when the concurrency limit moved (dispatch more, or fewer), one when the
+token budget is spent.
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from asyncio_throttle import Throttler
 
 from swarm import events as ev
+from swarm.call_gate import CallGate
 from swarm.context import overload_status
+from swarm.limits import AdaptiveLimit
 from swarm.schema import NO_USAGE, ErrorInfo
 
 if TYPE_CHECKING:
-    from asyncio_throttle import Throttler
-
-    from swarm._admission import CallGate
-    from swarm._journal import Journal
+    from swarm.config import RunConfig
     from swarm.errors import ModelError
-    from swarm.limits import AdaptiveLimit
+    from swarm.journal import Journal
     from swarm.llm.types import ChatResponse
-    from swarm.scheduler import SchedulerConfig
     from swarm.schema import Subtask
 
 
-class ModelCallHooks:
-    """Admission, rate limiting and accounting of model calls (a mixin of `RunLoop`)."""
+class CallMeter:
+    """Admission, rate limiting and accounting of one run's model calls (a `CallObserver`).
 
-    cfg: SchedulerConfig
-    limiter: AdaptiveLimit | None
-    gate: CallGate | None
-    throttler: Throttler | None
-    journal: Journal
-    tokens: int
-    emit: Any
+    Args:
+        config: the run's settings (concurrency, adaptive, rate limit, token budget).
+        journal: where `ModelCalled` / `ConcurrencyChanged` events go.
+        on_limit_changed: called after the concurrency limit moved.
+        on_tokens_spent: called with the reason once the token budget is spent.
+    """
 
-    def dispatch(self) -> None:  # provided by RunLoop
-        raise NotImplementedError
+    def __init__(
+        self,
+        config: RunConfig,
+        journal: Journal,
+        *,
+        on_limit_changed: Callable[[], None],
+        on_tokens_spent: Callable[[str], object],
+    ) -> None:
+        self.config = config
+        self.journal = journal
+        self.on_limit_changed = on_limit_changed
+        self.on_tokens_spent = on_tokens_spent
+        #: Tokens used by the run's calls so far (this session).
+        self.tokens = 0
+        self.limiter = AdaptiveLimit(config.max_concurrency) if config.adaptive else None
+        self.gate: CallGate | None = CallGate(self.call_limit) if self.limiter is not None else None
+        rl = config.rate_limit
+        self.throttler = Throttler(rl.calls, rl.period_s) if rl is not None else None
 
-    def exhaust(self, reason: str, *, cancels_in_flight: bool = False) -> bool:
-        raise NotImplementedError
+    def close(self) -> None:
+        """Break the reference cycles (the gate and the callbacks point back here)."""
+        self.gate = None
+        self.on_limit_changed = _nothing
+        self.on_tokens_spent = _nothing
 
     def limit(self) -> int:
+        """Sub-agents allowed in flight now."""
         if self.limiter is None:
-            return self.cfg.max_concurrency
-        return min(self.cfg.max_concurrency, self.limiter.limit)
+            return self.config.max_concurrency
+        return min(self.config.max_concurrency, self.limiter.limit)
 
     def call_limit(self) -> float:
         """Model calls allowed in flight: unlimited while healthy, the limit once backed off.
@@ -100,7 +122,7 @@ class ModelCallHooks:
             logprobs = None
             if response is not None and response.logprobs:
                 logprobs = [lp.model_dump() for lp in response.logprobs]
-            self.emit(
+            self.journal.emit(
                 ev.ModelCalled,
                 subtask_id=st.id,
                 latency_s=latency_s,
@@ -110,9 +132,9 @@ class ModelCallHooks:
             )
         if changed is not None and self.limit() != previous:
             self._limit_changed(previous, overloaded=response is None)
-        cap = self.cfg.budget.max_total_tokens
+        cap = self.config.max_total_tokens
         if cap is not None and self.tokens >= cap:
-            self.exhaust(f"token budget of {cap} spent ({self.tokens} tokens used)")
+            self.on_tokens_spent(f"token budget of {cap} spent ({self.tokens} tokens used)")
         if self.gate is not None:  # after the limit moved: wake as many as it now allows
             self.gate.release()
 
@@ -124,8 +146,12 @@ class ModelCallHooks:
             reason = "model latency climbing"
         else:
             reason = "model server healthy: recovering"
-        self.emit(ev.ConcurrencyChanged, limit=now, previous=previous, reason=reason)
-        self.dispatch()
+        self.journal.emit(ev.ConcurrencyChanged, limit=now, previous=previous, reason=reason)
+        self.on_limit_changed()
 
 
-__all__ = ["ModelCallHooks"]
+def _nothing(*_: object) -> None:
+    """A callback arriving after its run ended has nothing left to do."""
+
+
+__all__ = ["CallMeter"]

@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Protocol
 
-from swarm._trusted import trusted
 from swarm.errors import StoreError
+from swarm.unvalidated import trusted
 
 if TYPE_CHECKING:
     from swarm.events import Event

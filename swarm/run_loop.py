@@ -14,17 +14,11 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from asyncio_throttle import Throttler
-
 from swarm import events as ev
-from swarm._admission import CallGate
-from swarm._attempt import never_started, run_subtask
-from swarm._calls import ModelCallHooks
-from swarm._deadlines import Deadlines
-from swarm._journal import Journal
-from swarm._trusted import trusted
+from swarm.call_meter import CallMeter
+from swarm.deadlines import Deadlines
 from swarm.errors import BudgetExceededError, SpawnError
-from swarm.limits import AdaptiveLimit
+from swarm.journal import EventSink, Journal
 from swarm.schema import (
     ErrorInfo,
     Plan,
@@ -36,50 +30,79 @@ from swarm.schema import (
     Usage,
 )
 from swarm.steps import add_subtasks, apply_result, new_state, stop_pending, take_ready
+from swarm.subtask_runner import SubtaskRunner
+from swarm.unvalidated import trusted
 
 if TYPE_CHECKING:
-    from swarm.scheduler import Scheduler
+    from swarm.config import RunConfig
+    from swarm.store import RunStore
+    from swarm.workforce import Workforce
 
 
 def _ignore_after_end(_: object) -> None:
     """A callback (failure, task done) arriving after its run ended has nothing left to do."""
 
 
-class RunLoop(ModelCallHooks):
-    """The state of one execution of a plan, and the callbacks its sub-agents use."""
+class RunLoop:
+    """One execution of a plan: its state, the dispatch loop, and the spawn callback.
+
+    Its parts are composed, each handed what it needs: the `Journal` (events, durability),
+    the `CallMeter` (model calls: admission, rate limit, token budget), the
+    `SubtaskRunner` (attempts of each subtask), and the pure step logic of `swarm.steps`.
+
+    Args:
+        config: the run's settings.
+        workforce: workers, schemas and the model.
+        plan: the (validated) plan.
+        run_id: the run.
+        done: results of an earlier session, reused as they are.
+        seq_start: the number of the run's next event.
+        store: where events are written before they count (None: nowhere).
+        sinks: receivers of every event.
+    """
 
     def __init__(
         self,
-        sched: Scheduler,
+        config: RunConfig,
+        workforce: Workforce,
         plan: Plan,
         run_id: str,
+        *,
         done: Mapping[str, SubtaskResult],
         seq_start: int,
+        store: RunStore | None,
+        sinks: Sequence[EventSink],
     ) -> None:
-        cfg = sched.config
-        self.sched = sched
-        self.cfg = cfg
+        self.cfg = config
+        self.workforce = workforce
         self.plan = plan
         self.run_id = run_id
-        self.state = new_state(plan, policy=cfg.failure_policy, done=done)
+        self.state = new_state(plan, policy=config.failure_policy, done=done)
         self.journal = Journal(
-            run_id, store=sched.store, sinks=sched.sinks, seq_start=seq_start, on_fatal=self.fail
+            run_id, store=store, sinks=sinks, seq_start=seq_start, on_fatal=self.fail
         )
         self.emit = self.journal.emit
-        self.tokens = 0
-        self.limiter = AdaptiveLimit(cfg.max_concurrency) if cfg.adaptive else None
-        self.gate = CallGate(self.call_limit) if self.limiter is not None else None
-        rl = cfg.rate_limit
-        self.throttler = Throttler(rl.calls, rl.period_s) if rl is not None else None
-        self.rng = random.Random(cfg.seed)
-        self.deadlines = Deadlines()
+        self.meter = CallMeter(
+            config, self.journal, on_limit_changed=self.dispatch, on_tokens_spent=self.exhaust
+        )
         self._on_cancelled = self.on_cancelled
         self.tasks: dict[asyncio.Task[None], Subtask] = {}
+        self.runner = SubtaskRunner(
+            run_id=run_id,
+            config=config,
+            workforce=workforce,
+            state=self.state,
+            journal=self.journal,
+            deadlines=Deadlines(),
+            meter=self.meter,
+            rng=random.Random(config.seed),
+            spawn=self.spawn,
+            tasks=self.tasks,
+            finished=self.finished,
+            fail=self.fail,
+        )
         self.done_event = asyncio.Event()
         self.final_status: RunStatus | None = None
-        #: Why in-flight sub-agents are being cancelled (None while nothing is): the error
-        #: their results record.
-        self.cancel_error: BaseException | None = None
         self.fatal: BaseException | None = None
         self.started_at = time.time()
 
@@ -105,7 +128,8 @@ class RunLoop(ModelCallHooks):
         """
         self.journal.close()
         self.journal.on_fatal = _ignore_after_end
-        self.gate = None
+        self.meter.close()
+        self.runner.finished = self.runner.fail = _ignore_after_end
         self._on_cancelled = _ignore_after_end
         if self.state.stop_reason is None:  # nothing may start in a run that has ended
             self.state.stop_reason = "run ended"
@@ -119,7 +143,7 @@ class RunLoop(ModelCallHooks):
             settings=settings,
         )
         loop = asyncio.get_running_loop()
-        deadline = self.cfg.budget.deadline_s
+        deadline = self.cfg.deadline_s
         handle = loop.call_later(deadline, self.on_deadline) if deadline else None
         try:
             self.dispatch()
@@ -141,7 +165,7 @@ class RunLoop(ModelCallHooks):
     async def stop_in_flight(self, reason: str, status: RunStatus) -> None:
         """Cancel every running sub-agent and wait until each has recorded its result."""
         self.final_status = status
-        self.cancel_error = asyncio.CancelledError(reason)
+        self.runner.cancel_error = asyncio.CancelledError(reason)
         if self.state.stop_reason is None:
             self.state.stop_reason = reason
         tasks = self.cancel_tasks()
@@ -192,8 +216,8 @@ class RunLoop(ModelCallHooks):
         state = self.state
         if state.stop_reason is not None or not state.ready:
             return
-        room = self.limit() - state.running
-        cap = self.cfg.budget.max_subagents
+        room = self.meter.limit() - state.running
+        cap = self.cfg.max_subagents
         if cap is not None:
             room = min(room, cap - state.started)
             waiting = len(state.subtasks) - state.n_finished - state.running
@@ -203,9 +227,10 @@ class RunLoop(ModelCallHooks):
         if room <= 0:
             return
         loop = asyncio.get_running_loop()
+        run = self.runner.run
         for st in take_ready(state, room):
-            task = loop.create_task(run_subtask(self, st))
-            self.tasks[task] = st  # run_subtask removes it when it has recorded its result
+            task = loop.create_task(run(st))
+            self.tasks[task] = st  # the runner removes it when it has recorded its result
         if state.running == 0 and not state.finished and state.stop_reason is None:
             self.fail(RuntimeError("scheduler stalled: nothing running and nothing ready"))
 
@@ -221,7 +246,7 @@ class RunLoop(ModelCallHooks):
         # Still listed: cancelled before `run_subtask` began, so it recorded nothing.
         st = self.tasks.pop(task, None)
         if st is not None and task.cancelled():
-            self.finished(never_started(self, st))
+            self.finished(self.runner.never_started(st))
 
     def exhaust(self, reason: str, *, cancels_in_flight: bool = False) -> bool:
         """A budget is spent: start nothing more; what has not started is skipped.
@@ -243,10 +268,10 @@ class RunLoop(ModelCallHooks):
         return True
 
     def on_deadline(self) -> None:
-        reason = f"deadline of {self.cfg.budget.deadline_s:g}s reached"
+        reason = f"deadline of {self.cfg.deadline_s:g}s reached"
         if not self.exhaust(reason, cancels_in_flight=True):
             return
-        self.cancel_error = BudgetExceededError(reason)
+        self.runner.cancel_error = BudgetExceededError(reason)
         self.cancel_tasks()
 
     def finished(self, result: SubtaskResult) -> None:
@@ -273,7 +298,7 @@ class RunLoop(ModelCallHooks):
             raise SpawnError(
                 f"spawn from {parent.id!r} refused: the run is stopping ({self.state.stop_reason})"
             )
-        workers, schemas = self.sched.workers, self.sched.schemas
+        workers, schemas = self.workforce.workers, self.workforce.schemas
         unknown = sorted({s.role for s in subtasks if s.role not in workers})
         if unknown:
             raise SpawnError(
@@ -290,7 +315,7 @@ class RunLoop(ModelCallHooks):
     def spawn(
         self, parent: Subtask, subtasks: Sequence[Subtask], feeds: Sequence[str]
     ) -> list[Subtask]:
-        outputs = self.sched.role_outputs
+        outputs = self.workforce.role_outputs
         if outputs:  # a role's default output schema holds for spawned subtasks too
             subtasks = [
                 s.model_copy(update={"output_schema": outputs[s.role]})
@@ -305,7 +330,7 @@ class RunLoop(ModelCallHooks):
                 parent.id,
                 subtasks,
                 feeds=feeds,
-                max_subagents=self.cfg.budget.max_subagents,
+                max_subagents=self.cfg.max_subagents,
                 max_depth=self.cfg.max_depth,
             )
         except SpawnError as exc:

@@ -1,0 +1,169 @@
+"""`RunConfig`: how a run is executed — the one object `Swarm`, the CLI and resume all use.
+
+    config = RunConfig(max_concurrency=256, rate_limit="600/m", max_subagents=1_000)
+    swarm = Swarm(config=config, runs_dir="runs")
+    later = store.load_run(run_id).config.replace(max_concurrency=32)   # resume, one change
+
+Every field is recorded with the run (`to_settings`, plain JSON) and read back whole
+(`from_settings`), so a resumed run continues with exactly the settings it was made with,
+except the ones the caller changes on purpose.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from swarm.dag import DEFAULT_MAX_SUBTASKS
+from swarm.errors import ConfigError
+from swarm.limits import Backoff, Budget, RateLimit
+from swarm.steps import FailurePolicy
+
+
+def _int_at_least(name: str, value: object, low: int, *, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if not isinstance(value, int) or isinstance(value, bool) or value < low:
+        more = " or None" if optional else ""
+        raise ConfigError(f"{name} must be an integer ≥ {low}{more}, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class RunConfig:
+    """How a run is executed. Validated on construction; errors name the bad value.
+
+    Attributes:
+        max_concurrency: most sub-agents in flight at once.
+        timeout_s: seconds per subtask attempt (a subtask may set its own).
+        max_retries: retries per subtask of retryable errors (a subtask may set its own).
+        failure_policy: `skip_dependents` (default), `fail_fast` or `continue`.
+        rate_limit: model calls per period across the swarm, e.g. `"600/m"`.
+        max_subagents, max_total_tokens, deadline_s: the run budget (None: unlimited).
+        max_depth: how deep dynamic spawning may nest.
+        max_subtasks: the most subtasks a plan may have.
+        adaptive: back off when the model server is overloaded (429/503, latency).
+        backoff: retry delays (exponential with jitter).
+        seed: seeds the retry jitter.
+        executor: where sub-agents run: `local` (this process) or `ray` (host actors on a
+            Ray cluster; needs `pip install 'kimmy-swarm[ray]'`). The scheduler, retries,
+            budgets and the store stay in this process either way.
+        ray_address: the Ray cluster to join (`auto`, `HOST:PORT`, `ray://…`); None: the
+            running one or a new local one.
+        ray_hosts: Ray host actors (default: one per node with CPUs).
+    """
+
+    max_concurrency: int = 64
+    timeout_s: float = 600.0
+    max_retries: int = 2
+    failure_policy: FailurePolicy = FailurePolicy.SKIP_DEPENDENTS
+    rate_limit: RateLimit | None = None
+    max_subagents: int | None = None
+    max_total_tokens: int | None = None
+    deadline_s: float | None = None
+    max_depth: int = 3
+    max_subtasks: int = DEFAULT_MAX_SUBTASKS
+    adaptive: bool = True
+    backoff: Backoff = field(default_factory=Backoff)
+    seed: int | None = None
+    executor: str = "local"
+    ray_address: str | None = None
+    ray_hosts: int | None = None
+
+    def __post_init__(self) -> None:
+        from swarm.executors import check_executor
+
+        check_executor(self.executor)
+        _int_at_least("max_concurrency", self.max_concurrency, 1)
+        _int_at_least("max_retries", self.max_retries, 0)
+        _int_at_least("max_depth", self.max_depth, 0)
+        _int_at_least("max_subtasks", self.max_subtasks, 1)
+        _int_at_least("ray_hosts", self.ray_hosts, 1, optional=True)
+        if self.seed is not None and (type(self.seed) is not int):
+            raise ConfigError(f"seed must be an integer or None, got {self.seed!r}")
+        if not isinstance(self.timeout_s, int | float) or not 0 < self.timeout_s < math.inf:
+            raise ConfigError(  # an infinite timeout cannot be armed
+                f"timeout must be a positive finite number of seconds, got {self.timeout_s!r}"
+            )
+        if not isinstance(self.adaptive, bool):
+            raise ConfigError(f"adaptive must be true or false, got {self.adaptive!r}")
+        Budget(self.max_subagents, self.max_total_tokens, self.deadline_s)  # checks them
+        try:
+            object.__setattr__(self, "failure_policy", FailurePolicy(self.failure_policy))
+        except ValueError:
+            allowed = ", ".join(p.value for p in FailurePolicy)
+            raise ConfigError(
+                f"unknown failure policy {self.failure_policy!r}; allowed: {allowed}"
+            ) from None
+        if isinstance(self.rate_limit, str):
+            object.__setattr__(self, "rate_limit", RateLimit.parse(self.rate_limit))
+        elif self.rate_limit is not None and not isinstance(self.rate_limit, RateLimit):
+            raise ConfigError(
+                f"rate_limit must be a RateLimit, a string like '600/m', or None; "
+                f"got {self.rate_limit!r}"
+            )
+        if not isinstance(self.backoff, Backoff):
+            raise ConfigError(f"backoff must be a Backoff, got {self.backoff!r}")
+
+    @property
+    def budget(self) -> Budget:
+        """What the run may spend (sub-agents, tokens, wall time)."""
+        return Budget(self.max_subagents, self.max_total_tokens, self.deadline_s)
+
+    @classmethod
+    def fields(cls) -> tuple[str, ...]:
+        """The names of the settings, in order."""
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    def replace(self, **changes: Any) -> RunConfig:
+        """A copy with some settings changed (validated like a new config).
+
+        Raises:
+            ConfigError: a name is not a setting, or a value is bad.
+        """
+        unknown = sorted(set(changes) - set(self.fields()))
+        if unknown:
+            raise ConfigError(
+                f"unknown run setting(s) {unknown}; allowed: {', '.join(self.fields())}"
+            )
+        return dataclasses.replace(self, **changes)
+
+    def to_settings(self) -> dict[str, Any]:
+        """Every setting as plain JSON (recorded with each run)."""
+        out: dict[str, Any] = {}
+        for name in self.fields():
+            value = getattr(self, name)
+            if isinstance(value, RateLimit | Backoff):
+                value = dataclasses.asdict(value)
+            elif isinstance(value, FailurePolicy):
+                value = value.value
+            out[name] = value
+        return json.loads(json.dumps(out))
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> RunConfig:
+        """The config recorded in a run's settings; other keys (the model's address, …)
+        are ignored. Runs stored before the budget was flattened keep it under `budget`.
+
+        Raises:
+            ConfigError: a recorded value is not valid any more.
+        """
+        values: dict[str, Any] = {k: settings[k] for k in cls.fields() if k in settings}
+        legacy = settings.get("budget")
+        if isinstance(legacy, Mapping):
+            for key in ("max_subagents", "max_total_tokens", "deadline_s"):
+                values.setdefault(key, legacy.get(key))
+        try:
+            if isinstance(values.get("rate_limit"), Mapping):
+                values["rate_limit"] = RateLimit(**values["rate_limit"])
+            if isinstance(values.get("backoff"), Mapping):
+                values["backoff"] = Backoff(**values["backoff"])
+        except TypeError as exc:
+            raise ConfigError(f"stored run settings are not valid: {exc}") from None
+        return cls(**values)
+
+
+__all__ = ["RunConfig"]
