@@ -1,5 +1,14 @@
-"""The model side's exceptions: one root, user errors (bad config, bad checkpoint folder)
-and misuse of generation. The model never imports the swarm, so it has its own root."""
+"""The model side's exceptions. `model/` never imports the swarm, so it has its own root
+(the kernels below it have theirs: `kernels.errors.KernelError`).
+
+    KimiModelError
+    ├── ModelConfigError       a config value is unknown, missing or inconsistent (ValueError)
+    │   └── TrainingCorpusError    `kimmy train lm`: no readable text in the corpus paths
+    ├── CheckpointError        a checkpoint folder lacks files, or its tensors do not fit
+    ├── GenerationError        bad arguments to `generate` (ValueError)
+    ├── EngineOverloadedError  the serving engine's queue is full (HTTP 503, `retry_after`)
+    └── VLLMNotAvailableError  `--engine vllm` without vLLM installed
+"""
 
 from __future__ import annotations
 

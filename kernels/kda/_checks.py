@@ -7,15 +7,11 @@ from dataclasses import dataclass
 
 import torch
 
-from swarm.errors import UserError
+from kernels.errors import KDAInputError
 
 __all__ = ["KDAInputError", "KDAShapes", "check_inputs", "l2norm", "rel_err", "seq_bounds"]
 
 L2NORM_EPS = 1e-6
-
-
-class KDAInputError(UserError, ValueError):
-    """A KDA input has the wrong shape, dtype or device; the message names it."""
 
 
 @dataclass(frozen=True)

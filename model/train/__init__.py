@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from model.train.data import (
-        CorpusError,
         TokenData,
+        TrainingCorpusError,
         python_docs_texts,
         read_text_corpus,
         tokenize_corpus,
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     )
 
 _HOME = {
-    "CorpusError": "data",
+    "TrainingCorpusError": "data",
     "TokenData": "data",
     "python_docs_texts": "data",
     "read_text_corpus": "data",
@@ -56,10 +56,10 @@ _HOME = {
 __all__ = [
     "METRICS_FILE",
     "TRAINER_STATE",
-    "CorpusError",
     "TokenData",
     "TrainConfig",
     "TrainResult",
+    "TrainingCorpusError",
     "eval_loss",
     "latest_checkpoint",
     "lr_factor",

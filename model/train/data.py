@@ -23,8 +23,8 @@ from model.errors import ModelConfigError
 
 __all__ = [
     "TEXT_SUFFIXES",
-    "CorpusError",
     "TokenData",
+    "TrainingCorpusError",
     "python_docs_texts",
     "read_text_corpus",
     "tokenize_corpus",
@@ -44,7 +44,7 @@ DOCSTRING_MODULES = (
 SkipReporter = Callable[[Path, str], None]
 
 
-class CorpusError(ModelConfigError):
+class TrainingCorpusError(ModelConfigError):
     """A corpus path does not exist, or none of the given paths held readable text."""
 
 
@@ -94,22 +94,24 @@ def read_text_corpus(
     `on_skip(path, reason)` (default: a `UserWarning`) and skipped, not fatal.
 
     Raises:
-        CorpusError: a path does not exist, or nothing readable was found (names the paths).
+        TrainingCorpusError: a path does not exist, or nothing readable was found (names the paths).
     """
     report = on_skip or _warn_skip
     if not paths:
-        raise CorpusError("no corpus paths given; pass files or folders of .txt/.md/.rst/.json")
+        raise TrainingCorpusError(
+            "no corpus paths given; pass files or folders of .txt/.md/.rst/.json"
+        )
     texts: list[str] = []
     for raw in paths:
         path = Path(raw)
         if not path.exists():
-            raise CorpusError(f"corpus path {str(path)!r} does not exist")
+            raise TrainingCorpusError(f"corpus path {str(path)!r} does not exist")
         files = _walk(path, report) if path.is_dir() else iter([path])
         for file in files:
             texts += _read_file(file, report)
     if not texts:
         shown = ", ".join(repr(str(p)) for p in paths)
-        raise CorpusError(
+        raise TrainingCorpusError(
             f"no readable text in {shown}; expected {', '.join(TEXT_SUFFIXES + JSON_SUFFIXES)} "
             "files with non-empty text"
         )
@@ -261,7 +263,7 @@ def tokenize_corpus(texts: Iterable[str], tokenizer: _Encodes) -> TokenData:
 
     Raises:
         ModelConfigError: the tokenizer has no EOS token.
-        CorpusError: `texts` is empty.
+        TrainingCorpusError: `texts` is empty.
     """
     eos = tokenizer.eos_token_id
     if eos is None:
@@ -271,5 +273,5 @@ def tokenize_corpus(texts: Iterable[str], tokenizer: _Encodes) -> TokenData:
         ids += tokenizer.encode(text)
         ids.append(eos)
     if not ids:
-        raise CorpusError("no documents to tokenize")
+        raise TrainingCorpusError("no documents to tokenize")
     return TokenData(torch.tensor(ids, dtype=torch.long), eos)

@@ -43,3 +43,21 @@ def test_kda_functions_share_one_signature() -> None:
         assert list(params)[:5] == ["q", "k", "v", "g", "beta"], fn.__name__
         kw_only = [n for n, p in params.items() if p.kind is p.KEYWORD_ONLY]
         assert kw_only[:5] == want, fn.__name__
+
+
+def test_kernels_load_no_swarm_and_raise_their_own_errors() -> None:
+    """`kernels/` depends on torch and Triton only: its errors are its own, not the swarm's."""
+    import subprocess
+    import sys
+
+    from kernels.errors import KDAInputError, KernelError
+
+    code = (
+        "import sys, kernels.kda; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('swarm', 'agents', 'rewards', 'model', 'pydantic', 'asyncio_throttle')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    assert issubclass(KDAInputError, KernelError) and issubclass(KDAInputError, ValueError)
+    assert KernelError.__mro__[1] is Exception

@@ -12,8 +12,8 @@ import torch
 from model.errors import KimiModelError, ModelConfigError
 from model.tokenizer import train_bpe_tokenizer
 from model.train.data import (
-    CorpusError,
     TokenData,
+    TrainingCorpusError,
     python_docs_texts,
     read_text_corpus,
     tokenize_corpus,
@@ -79,16 +79,16 @@ def test_folder_walk_reads_supported_files_in_order_and_stays_inside(tmp_path: P
 def test_missing_path_or_nothing_readable_is_a_typed_error_naming_the_path(
     tmp_path: Path,
 ) -> None:
-    with pytest.raises(CorpusError, match=r"nope\.txt' does not exist"):
+    with pytest.raises(TrainingCorpusError, match=r"nope\.txt' does not exist"):
         read_text_corpus([tmp_path / "nope.txt"])
     (tmp_path / "x.py").write_text("code", encoding="utf-8")
     (tmp_path / "y.json").write_text('[{"url": "no text fields"}]', encoding="utf-8")
     skipped: list[Path] = []
-    with pytest.raises(CorpusError, match=f"no readable text in '{tmp_path}'") as info:
+    with pytest.raises(TrainingCorpusError, match=f"no readable text in '{tmp_path}'") as info:
         read_text_corpus([tmp_path], on_skip=lambda p, why: skipped.append(p))
     assert isinstance(info.value, ModelConfigError) and isinstance(info.value, KimiModelError)
     assert skipped == [tmp_path / "y.json"]  # .py is not a corpus file: ignored, not reported
-    with pytest.raises(CorpusError, match="no corpus paths"):
+    with pytest.raises(TrainingCorpusError, match="no corpus paths"):
         read_text_corpus([])
 
 

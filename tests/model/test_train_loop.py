@@ -61,7 +61,7 @@ def test_package_exports_exactly_its_public_api() -> None:
     import model.train
 
     assert set(model.train.__all__) == {
-        "METRICS_FILE", "TRAINER_STATE", "CorpusError", "TokenData", "TrainConfig",
+        "METRICS_FILE", "TRAINER_STATE", "TrainingCorpusError", "TokenData", "TrainConfig",
         "TrainResult", "eval_loss", "latest_checkpoint", "lr_factor", "make_optimizer",
         "python_docs_texts", "read_text_corpus", "tokenize_corpus", "train",
     }  # fmt: skip
