@@ -30,9 +30,11 @@ $(VENV)/.extras: $(BIN)/kimmy
 	$(BIN)/pip install -q -e '.[dev,model,ray,serve]'
 	@touch $@
 
-## test: lint, then the whole test suite (kernels and the Ray executor included, on the CPU)
+## test: lint and the import contract (pyproject.toml), then the whole test suite (kernels
+## and the Ray executor included, on the CPU)
 test: $(VENV)/.extras
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/pytest -q
 
 ## bench: fan-out overhead at 100 / 1,000 / 10,000 sub-agents vs asyncio.gather
@@ -41,6 +43,7 @@ bench: $(BIN)/kimmy
 
 lint: $(BIN)/kimmy
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports --no-cache
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

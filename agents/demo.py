@@ -7,15 +7,24 @@
    docstrings, read at run time into a Markdown corpus): themes, one researcher per
    relevant module, fact-checked claims, review.md / references.bib / report.html /
    claims.jsonl.
+
+`run_demo` runs both and returns their outcomes; a `DemoWatcher` (the `kimmy demo` command
+is one) gets the progress sinks, a line per step and each outcome as it arrives.
 """
 
 from __future__ import annotations
 
-import sys
 import time
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from agents.analysis import AnalysisOutcome
+    from agents.review import ReviewOutcome
+    from swarm import EventSink
 
 #: Bundled datasets the demo analyses (small to medium; load offline in well under a second).
 DEMO_DATASETS: tuple[str, ...] = (
@@ -46,39 +55,79 @@ DEMO_TOPIC = "parsing and encoding text, files and data formats"
 
 @dataclass
 class DemoOutcome:
-    analysis: Any
-    review: Any
+    analysis: AnalysisOutcome
+    review: ReviewOutcome
     duration_s: float
+
+
+class DemoWatcher(Protocol):
+    """Who watches a demo run: gets the event sinks of each pipeline run, a line per step,
+    and each pipeline's outcome as soon as it finished."""
+
+    def progress(self) -> AbstractContextManager[Sequence[EventSink]]:
+        """The sinks of one pipeline run (e.g. a progress view), closed after it."""
+        ...
+
+    def step(self, text: str) -> None:
+        """What the demo does next ("[1/2] batch analysis of …")."""
+        ...
+
+    def analysis_done(self, outcome: AnalysisOutcome) -> None: ...
+
+    def review_done(self, outcome: ReviewOutcome) -> None: ...
+
+
+class _Silent:
+    """The default watcher: no sinks, nothing said."""
+
+    @contextmanager
+    def progress(self) -> Iterator[Sequence[EventSink]]:
+        yield ()
+
+    def step(self, text: str) -> None:
+        pass
+
+    def analysis_done(self, outcome: AnalysisOutcome) -> None:
+        pass
+
+    def review_done(self, outcome: ReviewOutcome) -> None:
+        pass
 
 
 def run_demo(
     out: Path,
     *,
-    json_lines: bool = False,
     max_modules: int = 400,
     runs_dir: Path | None = None,
+    watcher: DemoWatcher | None = None,
 ) -> DemoOutcome:
-    """Run both pipelines offline into `out`; prints progress and where the files are."""
+    """Run both pipelines offline into `out` and return their outcomes.
+
+    Args:
+        out: the demo's folder (`analysis/`, `docs-corpus/`, `review/` inside).
+        max_modules: most module docstrings in the review's corpus.
+        runs_dir: where both runs are stored (None: nowhere).
+        watcher: told what happens (default: nobody).
+    """
     from agents.analysis import AnalysisConfig, run_analysis
-    from agents.cli import _quiet_readers, print_analysis, print_review
     from agents.review import ReviewConfig, run_review
     from agents.tools.docstring_corpus import write_docstring_corpus
-    from swarm.progress import make_progress
 
+    watch: DemoWatcher = watcher if watcher is not None else _Silent()
     t0 = time.perf_counter()
-    _quiet_readers()
-    say = (lambda s: print(s, file=sys.stderr)) if json_lines else print
-    say(f"[1/2] batch analysis of {len(DEMO_DATASETS)} bundled datasets → {out / 'analysis'}")
-    with make_progress(json=json_lines) as sink:
+    watch.step(
+        f"[1/2] batch analysis of {len(DEMO_DATASETS)} bundled datasets → {out / 'analysis'}"
+    )
+    with watch.progress() as sinks:
         analysis = run_analysis(
             AnalysisConfig(datasets=list(DEMO_DATASETS), out=out / "analysis", runs_dir=runs_dir),
-            sinks=[sink],
+            sinks=sinks,
         )
-    print_analysis(analysis, json_lines, stored=runs_dir is not None)
+    watch.analysis_done(analysis)
     corpus = out / "docs-corpus"
     written = write_docstring_corpus(corpus, limit=max_modules, packages=DEMO_PACKAGES)
-    say(f"[2/2] literature review of {written} module docstrings → {out / 'review'}")
-    with make_progress(json=json_lines) as sink:
+    watch.step(f"[2/2] literature review of {written} module docstrings → {out / 'review'}")
+    with watch.progress() as sinks:
         review = run_review(
             ReviewConfig(
                 corpus=corpus,
@@ -87,15 +136,17 @@ def run_demo(
                 max_papers=150,
                 runs_dir=runs_dir,
             ),
-            sinks=[sink],
+            sinks=sinks,
         )
-    print_review(review, json_lines, stored=runs_dir is not None)
-    outcome = DemoOutcome(analysis, review, time.perf_counter() - t0)
-    say(
-        f"demo finished in {outcome.duration_s:.1f} s — open {out / 'review' / 'review.md'} "
-        f"and {out / 'analysis' / 'report.html'}"
-    )
-    return outcome
+    watch.review_done(review)
+    return DemoOutcome(analysis, review, time.perf_counter() - t0)
 
 
-__all__ = ["DEMO_DATASETS", "DEMO_PACKAGES", "DEMO_TOPIC", "DemoOutcome", "run_demo"]
+__all__ = [
+    "DEMO_DATASETS",
+    "DEMO_PACKAGES",
+    "DEMO_TOPIC",
+    "DemoOutcome",
+    "DemoWatcher",
+    "run_demo",
+]

@@ -19,7 +19,6 @@ from pydantic import BaseModel, Field
 
 from swarm.errors import ConfigError
 from swarm.schema import ROLE_PATTERN
-from swarm.workers import BUILTIN_ROLES
 
 if TYPE_CHECKING:
     from agents.subagent import AgentRun
@@ -130,6 +129,17 @@ class RoleRegistry(Mapping[str, Role]):
         return len(self._roles)
 
 
+#: The names of the built-in roles (plans run by `kimmy run` may use them).
+BUILTIN_ROLE_NAMES: tuple[str, ...] = (
+    "orchestrator",
+    "researcher",
+    "fact_checker",
+    "writer",
+    "data_analyst",
+    "frontend_engineer",
+    "physics_researcher",
+)
+
 _BUILTIN_PROMPTS: dict[str, str] = {
     "orchestrator": (
         "You are the orchestrator of a swarm of sub-agents. Decompose the task into "
@@ -175,10 +185,6 @@ def builtin_roles() -> RoleRegistry:
     """
     return RoleRegistry({name: Role(name, _BUILTIN_PROMPTS[name]) for name in BUILTIN_ROLE_NAMES})
 
-
-#: The names of the built-in roles: the runtime's (`kimmy run` answers them with one model
-#: call each); here each gets a full system prompt.
-BUILTIN_ROLE_NAMES: tuple[str, ...] = tuple(BUILTIN_ROLES)
 
 __all__ = [
     "BUILTIN_ROLE_NAMES",

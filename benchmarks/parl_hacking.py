@@ -187,8 +187,10 @@ def scenario(runs_dir: Path, *, width: int = 64, total_steps: int = 1000) -> lis
 
 
 def pipeline_rows(runs_dir: Path, out: Path, *, width: int, total_steps: int) -> list[Any]:
-    """Score one real offline run of each pipeline with its own grader (`grader_for`)."""
+    """Score one real offline run of each pipeline with its own grader
+    (`agents.graders.grader_for`)."""
     from agents.analysis import AnalysisConfig, run_analysis
+    from agents.graders import grader_for
     from agents.review import ReviewConfig, run_review
 
     rows = []
@@ -216,7 +218,7 @@ def pipeline_rows(runs_dir: Path, out: Path, *, width: int, total_steps: int) ->
     for label, run_id in rows:
         traj = load_trajectory(run_id, runs_dir)
         started = sum(e.started and not e.is_orchestrator for e in traj.episodes.values())
-        points = score_points(traj, None, width=width, total_steps=total_steps)
+        points = score_points(traj, grader_for(traj), width=width, total_steps=total_steps)
         scored.append((label, started, *points))
     return scored
 

@@ -3,19 +3,22 @@
     traj = load_trajectory("latest", ".kimmy/runs")
     breakdown = score(traj, grader_for(traj), step=120)   # r_inst, r_comp, r_result, λs, …
 
+`grader_for(traj)` here knows no pipeline (it gives `CompletionGrader`);
+`agents.graders.grader_for(traj)` picks the run's own pipeline grader.
+
 `import rewards` stays light (pydantic and `swarm` only; no torch, no pandas).
 """
 
 from rewards.export import RolloutRecord, group_advantages, load_rollouts, to_trl, write_rollouts
 from rewards.graders import (
-    AnalysisGrader,
     CompletionGrader,
     Grader,
     GraderError,
     Judgement,
     ModelJudge,
-    ReviewGrader,
+    PipelineGrader,
     grader_for,
+    outputs_as,
 )
 from rewards.parl import (
     CriticalSteps,
@@ -41,7 +44,6 @@ from rewards.trajectory import (
 
 __all__ = [
     "SCHEMA_VERSION",
-    "AnalysisGrader",
     "CompletionGrader",
     "CriticalSteps",
     "Episode",
@@ -51,7 +53,7 @@ __all__ = [
     "ModelCall",
     "ModelJudge",
     "OrchestratorTurn",
-    "ReviewGrader",
+    "PipelineGrader",
     "RewardBreakdown",
     "RewardConfigError",
     "RolloutRecord",
@@ -67,6 +69,7 @@ __all__ = [
     "instantiation_reward",
     "load_rollouts",
     "load_trajectory",
+    "outputs_as",
     "score",
     "to_trl",
     "write_rollouts",

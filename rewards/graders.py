@@ -1,21 +1,25 @@
 """Graders: r_result, the task's own score of a trajectory, in [0, 1].
 
-The pipelines' outputs are read as plain JSON dicts (rewards never imports `agents`):
+Only what holds for any run lives here (rewards never imports `agents`):
 
-- `ReviewGrader`: a literature review's fact-checks (`check:*` outputs with `checks`, each
-  with a `verdict`) and its plan's themes (the orchestrator's output with `themes`).
-- `AnalysisGrader`: a data analysis's recomputed numbers (`check:*` outputs with
-  `verdicts`) and answered questions (`analyze:*` outputs with `answered`).
+- `Grader`: the protocol — a `name` and a call that scores a trajectory.
+- `PipelineGrader`: a grader of one pipeline's runs — it says which runs are its own
+  (`applies`) and reports its sub-scores (`parts`). The pipelines' graders live beside their
+  pipelines and read the outputs through the pipelines' own schemas and subtask ids
+  (`agents.review.grader`, `agents.analysis.grader`; `agents.graders` lists them).
+- `grader_for(traj, candidates)`: the first candidate that applies, else `CompletionGrader`.
 - `CompletionGrader`: any run: the share of its final (sink) sub-agents that finished
   with an output.
 - `ModelJudge`: a model grades the final output against a rubric.
+- `outputs_as`: a run's outputs read as a pydantic model, for pipeline graders.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -24,6 +28,8 @@ from swarm.errors import ModelBehaviourError, UserError, validation_problems
 if TYPE_CHECKING:
     from rewards.trajectory import Trajectory
     from swarm.llm.protocol import ChatModel
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class GraderError(UserError):
@@ -39,108 +45,35 @@ class Grader(Protocol):
     def __call__(self, traj: Trajectory) -> float: ...
 
 
-def _outputs(traj: Trajectory, prefix: str, key: str) -> dict[str, dict[str, Any]]:
-    """Done outputs whose id starts with `prefix` and that hold a list under `key`."""
-    return {
-        k: v
-        for k, v in traj.outputs.items()
-        if k.startswith(prefix) and isinstance(v, dict) and isinstance(v.get(key), list)
-    }
+@runtime_checkable
+class PipelineGrader(Grader, Protocol):
+    """A grader of one pipeline's runs, chosen for a run by `grader_for`.
 
-
-def _items(out: dict[str, Any], key: str) -> list[dict[str, Any]]:
-    return [x for x in out[key] if isinstance(x, dict)]
-
-
-def _mean(*parts: float) -> float:
-    return sum(parts) / len(parts)
-
-
-class ReviewGrader:
-    """Citation precision and theme coverage of a literature review, averaged.
-
-    precision = supported claims / all checked claims (`check:*` outputs);
-    coverage = the plan's themes with >= 1 supported claim / the plan's themes.
-    The score is 0 when no claim was checked.
+    `applies` must be cheap and must not raise: it tells the pipeline's runs from any other
+    (by the pipeline's subtask ids and output schemas). `parts` are the sub-scores the
+    score is made of (shown by `kimmy rewards`), each a float.
     """
 
-    name = "review"
+    def applies(self, traj: Trajectory) -> bool: ...
 
-    def parts(self, traj: Trajectory) -> dict[str, float]:
-        """precision, coverage, claims and supported, for reports."""
-        checks = _outputs(traj, "check:", "checks")
-        claims = supported = 0
-        covered: set[str] = set()
-        for k, out in checks.items():
-            theme = str(out.get("theme_id") or k.removeprefix("check:"))
-            for c in _items(out, "checks"):
-                claims += 1
-                if c.get("verdict") == "supported":
-                    supported += 1
-                    covered.add(theme)
-        themes = _plan_themes(traj) or {
-            str(o.get("theme_id") or k.removeprefix("check:")) for k, o in checks.items()
-        }
-        return {
-            "precision": supported / claims if claims else 0.0,
-            "coverage": len(covered & themes) / len(themes) if themes else 0.0,
-            "claims": float(claims),
-            "supported": float(supported),
-        }
-
-    def __call__(self, traj: Trajectory) -> float:
-        p = self.parts(traj)
-        return _mean(p["precision"], p["coverage"]) if p["claims"] else 0.0
+    def parts(self, traj: Trajectory) -> dict[str, float]: ...
 
 
-def _plan_themes(traj: Trajectory) -> set[str]:
-    """Theme ids of the plan: the first orchestrator output with a `themes` list."""
-    episodes = traj.episodes
-    ordered = sorted(
-        traj.outputs, key=lambda k: not (k in episodes and episodes[k].is_orchestrator)
-    )
-    for k in ordered:
-        out = traj.outputs[k]
-        if isinstance(out, dict) and isinstance(out.get("themes"), list):
-            return {str(t["id"]) for t in out["themes"] if isinstance(t, dict) and "id" in t}
-    return set()
+def outputs_as(traj: Trajectory, model: type[M], ids: Callable[[str], bool]) -> dict[str, M]:
+    """The done outputs whose subtask id `ids` accepts and that validate as `model`, by id.
 
-
-class AnalysisGrader:
-    """Verified numbers and answered questions of a data analysis, averaged.
-
-    verified = numbers the fact-checkers recomputed and confirmed (`check:*` verdicts
-    `verified`) / numbers the analysts reported (`analyze:*` findings; a number whose
-    check never ran counts as unverified); answered = `analyze:*` sub-agents whose output
-    says `answered` / all `analyze:*` sub-agents (failed ones included).
+    An output that does not validate is left out, not an error: it is not this pipeline's
+    (or not a finished one), so a pipeline grader counts only what its pipeline accepted.
     """
-
-    name = "analysis"
-
-    def parts(self, traj: Trajectory) -> dict[str, float]:
-        """verified, answered, numbers and verified_numbers, for reports."""
-        analyses = _outputs(traj, "analyze:", "findings")
-        reported = sum(len(_items(o, "findings")) for o in analyses.values())
-        verdicts = [
-            v for o in _outputs(traj, "check:", "verdicts").values() for v in _items(o, "verdicts")
-        ]
-        confirmed = sum(v.get("verdict") == "verified" for v in verdicts)
-        denominator = max(reported, len(verdicts))
-        tasks = [k for k in traj.episodes if k.startswith("analyze:")]
-        answered = sum(
-            isinstance(traj.outputs.get(k), dict) and traj.outputs[k].get("answered") is True
-            for k in tasks
-        )
-        return {
-            "verified": confirmed / denominator if denominator else 0.0,
-            "answered": answered / len(tasks) if tasks else 0.0,
-            "numbers": float(reported),
-            "verified_numbers": float(confirmed),
-        }
-
-    def __call__(self, traj: Trajectory) -> float:
-        p = self.parts(traj)
-        return _mean(p["verified"], p["answered"])
+    found: dict[str, M] = {}
+    for k, v in traj.outputs.items():
+        if not ids(k):
+            continue
+        try:
+            found[k] = model.model_validate(v)
+        except ValidationError:
+            continue
+    return found
 
 
 class CompletionGrader:
@@ -155,12 +88,15 @@ class CompletionGrader:
         return sum(traj.episodes[k].output_valid for k in sinks) / len(sinks)
 
 
-def grader_for(traj: Trajectory) -> Grader:
-    """The grader for the run's shape: review, analysis, else completion of its sinks."""
-    if _outputs(traj, "check:", "checks") or _plan_themes(traj):
-        return ReviewGrader()
-    if _outputs(traj, "check:", "verdicts") or _outputs(traj, "analyze:", "findings"):
-        return AnalysisGrader()
+def grader_for(traj: Trajectory, candidates: Iterable[PipelineGrader] = ()) -> Grader:
+    """The first of `candidates` that applies to the run, else the completion of its sinks.
+
+    `rewards` knows no pipeline: pass the pipelines' graders (`agents.graders.grader_for`
+    does), or get `CompletionGrader`.
+    """
+    for grader in candidates:
+        if grader.applies(traj):
+            return grader
     return CompletionGrader()
 
 
@@ -289,12 +225,12 @@ def _parse(content: str | None) -> Judgement:
 
 
 __all__ = [
-    "AnalysisGrader",
     "CompletionGrader",
     "Grader",
     "GraderError",
     "Judgement",
     "ModelJudge",
-    "ReviewGrader",
+    "PipelineGrader",
     "grader_for",
+    "outputs_as",
 ]

@@ -218,7 +218,8 @@ def score(
 
     Args:
         traj: the run.
-        grader: scores the result in [0, 1] (None: `grader_for(traj)`).
+        grader: scores the result in [0, 1] (None: `CompletionGrader`; a pipeline's own
+            grader comes from `agents.graders.grader_for(traj)`).
         step: the training step the λ schedules are read at.
         lambda1, lambda2: schedules (default: linear from 1 over 1000 steps) or constants.
         width: where r_inst saturates.
@@ -227,10 +228,10 @@ def score(
         RewardConfigError: a bad width, step or weight.
         GraderError: the grader scored outside [0, 1].
     """
-    from rewards.graders import GraderError, grader_for
+    from rewards.graders import CompletionGrader, GraderError
 
     _check_step(step)
-    grader = grader if grader is not None else grader_for(traj)
+    grader = grader if grader is not None else CompletionGrader()
     lam1 = _weight(lambda1 if lambda1 is not None else Schedule(kind="linear"), step, "lambda1")
     lam2 = _weight(lambda2 if lambda2 is not None else Schedule(kind="linear"), step, "lambda2")
     r_inst = instantiation_reward(traj, width=width)

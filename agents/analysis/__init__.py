@@ -3,8 +3,11 @@ recomputes every reported number, report.html, report.md and findings.jsonl.
 
     from agents.analysis import AnalysisConfig, run_analysis
     outcome = run_analysis(AnalysisConfig(["statsmodels:longley"], out=Path("out")))
+
+`AnalysisGrader` scores a stored analysis run (verified numbers and answered questions).
 """
 
+from agents.analysis.grader import AnalysisGrader
 from agents.analysis.pipeline import AnalysisConfig, AnalysisOutcome, run_analysis
 from agents.analysis.roles import analysis_roles
 from agents.analysis.schemas import (
@@ -22,6 +25,7 @@ __all__ = [
     "GENERAL_QUESTION",
     "AnalysisBoard",
     "AnalysisConfig",
+    "AnalysisGrader",
     "AnalysisOutcome",
     "AnalysisPlan",
     "AnalysisTask",

@@ -14,6 +14,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agents.analysis.schemas import check_of
+
 if TYPE_CHECKING:
     from agents.analysis.schemas import DatasetAnalysis, FindingChecks
     from agents.analysis.tools import AnalysisBoard
@@ -67,10 +69,6 @@ def _ordered_ids(board: AnalysisBoard) -> list[str]:
     return ids + sorted(seen - set(ids))
 
 
-def _check_id(analysis_id: str) -> str:
-    return "check:" + analysis_id.partition(":")[2]
-
-
 def _model_summary(records: list[dict[str, Any]]) -> tuple[float | None, dict[str, Any] | None]:
     r2 = next((r["value"] for r in records if r["statistic"] == "r2"), None)
     corrs = [r for r in records if r["statistic"] == "corr"]
@@ -85,7 +83,7 @@ def _model_summary(records: list[dict[str, Any]]) -> tuple[float | None, dict[st
 def _entry(board: AnalysisBoard, aid: str) -> dict[str, Any]:
     task = board.tasks.get(aid)
     analysis = board.analyses.get(aid)
-    checks = board.checks.get(_check_id(aid))
+    checks = board.checks.get(check_of(aid))
     problems = list(checks.problems) if checks is not None else []
     fallback = analysis or (checks.dataset if checks is not None else None) or "?"
     base = {
@@ -101,7 +99,7 @@ def _entry(board: AnalysisBoard, aid: str) -> dict[str, Any]:
                 "summary": "", "r2": None, "strongest_corr": None, "findings": [],
                 "counts": counts, "total": 0, "figures": [],
                 "problems": list(dict.fromkeys([*failed, *problems]))}  # fmt: skip
-    why = f"the fact-check {_check_id(aid)} did not run" + (f": {problems[0]}" if problems else "")
+    why = f"the fact-check {check_of(aid)} did not run" + (f": {problems[0]}" if problems else "")
     records = _join(analysis, checks, why)
     r2, strongest = _model_summary(records)
     counts = {v: sum(r["verdict"] == v for r in records) for v in VERDICTS}

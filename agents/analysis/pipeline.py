@@ -16,31 +16,32 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agents.analysis.outputs import finding_records, results_digest, run_problems, write_jsonl
 from agents.analysis.procedures_report import intro_text, render_markdown
 from agents.analysis.roles import analysis_roles
+from agents.analysis.schemas import PLAN_ID, REPORT_ID, SUMMARIZE_ID, is_check_id
 from agents.analysis.tools import AnalysisBoard, build_toolbox
 from agents.analysis.workers import AnalystWorker, CheckWorker, PlanWorker, ReportWorker
 from agents.subagent import SubAgent
 from agents.tracking import RoleConcurrency
+from swarm import Swarm
 from swarm.errors import ConfigError, UserError
-from swarm.runtime import Swarm
 from swarm.schema import Plan, RunResult, Subtask, SubtaskStatus
 
 if TYPE_CHECKING:
     from agents.toolbox import ToolBox
     from agents.tools.datasets import Dataset
-    from swarm._journal import EventSink
+    from swarm import EventSink
     from swarm.llm.protocol import ChatModel
 
 
-@dataclass
+@dataclass(frozen=True)
 class AnalysisConfig:
-    """What to analyse and how.
+    """What to analyse and how (checked when made, before anything runs).
 
     Attributes:
         datasets: specs: `statsmodels:NAME`, `sklearn:NAME`, or .csv/.tsv/.parquet paths.
@@ -51,11 +52,14 @@ class AnalysisConfig:
         max_concurrency: sub-agents in flight at most.
         root: file datasets must lie inside it (default: the working directory).
         threads: worker threads for procedures and tools (analyses run in parallel on them).
+
+    Raises:
+        ConfigError: no dataset, or a count below 1.
     """
 
-    datasets: list[str]
+    datasets: Sequence[str]
     out: Path
-    questions: list[str] = field(default_factory=list)
+    questions: Sequence[str] = ()
     model: ChatModel | None = None
     runs_dir: Path | None = None
     max_concurrency: int = 64
@@ -63,14 +67,19 @@ class AnalysisConfig:
     threads: int = 16
 
     def __post_init__(self) -> None:
-        self.datasets = [str(d).strip() for d in self.datasets]
-        if not self.datasets or not all(self.datasets):
+        for name in ("datasets", "questions"):
+            value = getattr(self, name)
+            if isinstance(value, str):  # a str is a Sequence[str]: one letter per dataset
+                raise ConfigError(f"{name} is a list of strings; got the string {value!r}")
+        datasets = [str(d).strip() for d in self.datasets]
+        if not datasets or not all(datasets):
             raise ConfigError(
-                f"name at least one dataset (got {self.datasets!r}): 'statsmodels:NAME', "
+                f"name at least one dataset (got {datasets!r}): 'statsmodels:NAME', "
                 "'sklearn:NAME' or a .csv/.tsv/.parquet path"
             )
-        self.questions = [q.strip() for q in self.questions if q.strip()]
-        self.out = Path(self.out)
+        object.__setattr__(self, "datasets", tuple(datasets))
+        object.__setattr__(self, "questions", tuple(q.strip() for q in self.questions if q.strip()))
+        object.__setattr__(self, "out", Path(self.out))
         if self.threads < 1 or self.max_concurrency < 1:
             raise ConfigError(
                 f"threads and max_concurrency must be >= 1, got {self.threads} and "
@@ -97,7 +106,8 @@ class AnalysisOutcome:
 
     @property
     def pass_rate(self) -> float:
-        """Verified findings over all findings (0.0 when nothing was reported)."""
+        """Verified findings over all findings (0.0 when nothing was checked: a fact-check
+        that checked nothing vouches for nothing)."""
         return self.verified / self.findings if self.findings else 0.0
 
 
@@ -163,7 +173,7 @@ def _initial_plan(config: AnalysisConfig) -> Plan:
         goal=f"batch analysis of {len(datasets)} dataset(s)",
         subtasks=[
             Subtask(
-                id="plan",
+                id=PLAN_ID,
                 role="orchestrator",
                 instructions="Plan one analysis per (dataset, question).",
                 inputs={"datasets": datasets, "questions": list(config.questions)},
@@ -174,7 +184,7 @@ def _initial_plan(config: AnalysisConfig) -> Plan:
 
 def _record_failures(board: AnalysisBoard, result: RunResult) -> None:
     for sid, res in result.results.items():
-        if res.status is SubtaskStatus.DONE or sid.startswith("check:"):
+        if res.status is SubtaskStatus.DONE or is_check_id(sid):
             continue  # a failed check is reported with its analysis
         what = f"{res.error.type}: {res.error.message}" if res.error else res.status.value
         board.add_problem(f"{sid} {res.status.value} ({what})")
@@ -184,14 +194,14 @@ def write_artifacts(board: AnalysisBoard, tools: ToolBox, result: RunResult) -> 
     """report.md, report.html (made here from the board if their subtasks failed) and
     findings.jsonl."""
     out = board.out_dir
-    summary = result.outputs.get("summarize")
+    summary = result.outputs.get(SUMMARIZE_ID)
     markdown = summary["markdown"] if isinstance(summary, Mapping) else None
     if markdown is None:
         markdown = render_markdown(results_digest(board))
     md_path = out / "report.md"
     md_path.write_text(markdown, encoding="utf-8")
     html_path = out / "report.html"
-    if result.outputs.get("report") is None or not html_path.is_file():
+    if result.outputs.get(REPORT_ID) is None or not html_path.is_file():
         digest = results_digest(board)
         tools.get_tool("render_report")(
             title="Batch data analysis", intro=intro_text(digest), order=None

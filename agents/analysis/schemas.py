@@ -1,7 +1,9 @@
-"""What each sub-agent of the batch data analysis returns (both policies).
+"""What each sub-agent of the batch data analysis returns (both policies), and its subtask id.
 
 Every number an analyst reports is a `NumericFinding` (`agents.tools.findings`), so the
-fact-checker can recompute it from the raw data; figures travel as base64 PNG.
+fact-checker can recompute it from the raw data; figures travel as base64 PNG. The ids are
+built and recognised only through the helpers below, so the pipeline, its files and its
+grader (`agents.analysis.grader`) cannot drift apart when an id changes.
 """
 
 from __future__ import annotations
@@ -14,6 +16,40 @@ from agents.tools.findings import NumericFinding, Verdict
 
 #: The question asked of every dataset when the user asks none.
 GENERAL_QUESTION = "profile and model the data"
+
+#: The orchestrator's subtask: its output is the `AnalysisPlan`.
+PLAN_ID = "plan"
+#: The frontend engineer's subtask (report.html): its output is the `ReportPage`.
+REPORT_ID = "report"
+#: The synthesizer's subtask (report.md): its output is the `ReportText`.
+SUMMARIZE_ID = "summarize"
+ANALYZE_PREFIX = "analyze:"
+CHECK_PREFIX = "check:"
+
+
+def analyze_id(n: int) -> str:
+    """The analyst's subtask for task `n` of the plan: its output is a `DatasetAnalysis`."""
+    return f"{ANALYZE_PREFIX}{n}"
+
+
+def check_id(n: int) -> str:
+    """The fact-checker's subtask for task `n`: its output is the `FindingChecks`."""
+    return f"{CHECK_PREFIX}{n}"
+
+
+def is_analyze_id(subtask_id: str) -> bool:
+    """Whether `subtask_id` is an analyst's (`analyze_id`)."""
+    return subtask_id.startswith(ANALYZE_PREFIX)
+
+
+def is_check_id(subtask_id: str) -> bool:
+    """Whether `subtask_id` is a fact-checker's (`check_id`)."""
+    return subtask_id.startswith(CHECK_PREFIX)
+
+
+def check_of(analysis_id: str) -> str:
+    """The fact-checker's subtask of an analyst's subtask (`analyze_id(n)` → `check_id(n)`)."""
+    return f"{CHECK_PREFIX}{analysis_id.removeprefix(ANALYZE_PREFIX)}"
 
 
 class _Out(BaseModel):
@@ -31,7 +67,7 @@ class DatasetInfo(_Out):
 
 
 class AnalysisTask(_Out):
-    """One (dataset, question) pair: becomes `analyze:<n>` and `check:<n>`."""
+    """One (dataset, question) pair: becomes `analyze_id(n)` and `check_id(n)`."""
 
     n: int = Field(ge=1)
     dataset: str = Field(min_length=1)
@@ -111,7 +147,12 @@ class ReportText(_Out):
 
 
 __all__ = [
+    "ANALYZE_PREFIX",
+    "CHECK_PREFIX",
     "GENERAL_QUESTION",
+    "PLAN_ID",
+    "REPORT_ID",
+    "SUMMARIZE_ID",
     "AnalysisPlan",
     "AnalysisTask",
     "DatasetAnalysis",
@@ -120,4 +161,9 @@ __all__ = [
     "FindingChecks",
     "ReportPage",
     "ReportText",
+    "analyze_id",
+    "check_id",
+    "check_of",
+    "is_analyze_id",
+    "is_check_id",
 ]

@@ -15,7 +15,13 @@ import base64
 from typing import TYPE_CHECKING, Any
 
 from agents.analysis.procedures import failed_dependency
-from agents.analysis.schemas import AnalysisPlan, DatasetAnalysis, FindingChecks
+from agents.analysis.schemas import (
+    AnalysisPlan,
+    DatasetAnalysis,
+    FindingChecks,
+    analyze_id,
+    check_id,
+)
 from swarm.schema import Subtask, SubtaskStatus
 
 if TYPE_CHECKING:
@@ -31,7 +37,7 @@ def analysis_subtasks(plan: AnalysisPlan) -> list[Subtask]:
     out: list[Subtask] = []
     checks: list[str] = []
     for t in plan.tasks:
-        aid, cid = f"analyze:{t.n}", f"check:{t.n}"
+        aid, cid = analyze_id(t.n), check_id(t.n)
         out.append(Subtask(
             id=aid, role="data_analyst",
             instructions=f"Analyse dataset {t.dataset!r} to answer: {t.question}",
@@ -74,7 +80,7 @@ class PlanWorker(_BoardWorker):
         ]
         plan = plan.model_copy(update={"problems": [*plan.problems, *missing]})
         for t in plan.tasks:
-            self.board.record_task(f"analyze:{t.n}", t)
+            self.board.record_task(analyze_id(t.n), t)
         ctx.spawn(analysis_subtasks(plan))
         return plan
 

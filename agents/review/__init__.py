@@ -4,8 +4,10 @@ An orchestrator finds the relevant papers and their themes, one researcher per p
 extracts key findings with exact passages, one writer per theme writes its section,
 fact-checkers verify every claim against its cited passage, a synthesizer writes the
 introduction and conclusion. Output: review.md, references.bib, report.html, claims.jsonl.
+`ReviewGrader` scores a stored review run (citation precision and theme coverage).
 """
 
+from agents.review.grader import ReviewGrader
 from agents.review.pipeline import (
     EmptyCorpusError,
     ReviewConfig,
@@ -18,6 +20,7 @@ from agents.review.roles import review_roles
 __all__ = [
     "EmptyCorpusError",
     "ReviewConfig",
+    "ReviewGrader",
     "ReviewOutcome",
     "decompose",
     "review_roles",

@@ -17,7 +17,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agents.review.procedures import compose_prose, upstream_checks
-from agents.review.schemas import ClaimCheck, ReviewPlan, ReviewProse, Section
+from agents.review.schemas import (
+    PLAN_ID,
+    SYNTHESIZE_ID,
+    ClaimCheck,
+    ReviewPlan,
+    ReviewProse,
+    Section,
+    write_id,
+)
 
 if TYPE_CHECKING:
     from agents.tools.corpus import Corpus, Document
@@ -49,16 +57,14 @@ def _gather(result: RunResult, topic: str, corpus_size: int) -> _Parts:
         for r in result.results.values()
         if r.status.value != "done"
     ]
-    plan = ReviewPlan.model_validate(outputs["plan"]) if outputs.get("plan") else None
+    plan = ReviewPlan.model_validate(outputs[PLAN_ID]) if outputs.get(PLAN_ID) else None
     if plan is not None:
         problems.extend(plan.notes)
-    order = [t.id for t in plan.themes] if plan is not None else []
-    sections = [
-        Section.model_validate(outputs[f"write:{t}"]) for t in order if outputs.get(f"write:{t}")
-    ]
+    order = [write_id(t.id) for t in plan.themes] if plan is not None else []
+    sections = [Section.model_validate(outputs[w]) for w in order if outputs.get(w)]
     checks = {c.claim_id: c for c in upstream_checks(outputs)}
-    if outputs.get("synthesize"):
-        prose = ReviewProse.model_validate(outputs["synthesize"])
+    if outputs.get(SYNTHESIZE_ID):
+        prose = ReviewProse.model_validate(outputs[SYNTHESIZE_ID])
     else:
         prose = compose_prose(topic, corpus_size, sections, list(checks.values()))
     return _Parts(plan, sections, checks, prose, problems)

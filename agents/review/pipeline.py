@@ -21,12 +21,17 @@ from typing import TYPE_CHECKING, Any
 
 from agents.review.outputs import ReviewFiles, write_review
 from agents.review.roles import review_roles
-from agents.review.schemas import ReviewPlan
+from agents.review.schemas import PLAN_ID, SYNTHESIZE_ID, ReviewPlan, check_id, read_id, write_id
 from agents.subagent import SubAgent, install
 from agents.tracking import RoleConcurrency
-from swarm.errors import UserError
+from swarm import Swarm
+from swarm.errors import ConfigError, UserError
+from swarm.schema import Plan, Subtask
 
 if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
+    from agents.toolbox import ToolBox
     from agents.tools.corpus import Corpus, Skipped
     from swarm import EventSink, SubtaskContext
     from swarm.llm.protocol import ChatModel
@@ -36,20 +41,29 @@ class EmptyCorpusError(UserError):
     """The corpus has no readable document."""
 
 
-@dataclass
+RESEARCHER_ROLES = ("researcher", "physics_researcher")
+
+
+@dataclass(frozen=True)
 class ReviewConfig:
-    """What to review and where the files go.
+    """What to review and where the files go (checked when made, before anything runs).
 
     Attributes:
         corpus: a folder of .md/.txt/.pdf files, a .bib, .jsonl or .json file.
         topic: what the review is about (empty: every document, up to `max_papers`).
         out: the output folder (created).
         model: the model sub-agents call (None: the offline procedures).
+        runs_dir: where the swarm stores the run (None: nowhere).
         max_papers: the most documents reviewed (one researcher each).
         themes: the number of themes (None: chosen from the number of documents).
+        max_concurrency: sub-agents in flight at most.
+        threads: worker threads for procedures and tools.
         defaults: metadata for records that lack it, e.g. {"year": 2017}.
         researcher: the role reading each paper: `researcher`, or `physics_researcher`
             (it reports the sentences that state measured quantities first).
+
+    Raises:
+        ConfigError: a count below 1 or an unknown researcher role.
     """
 
     corpus: Path
@@ -64,8 +78,25 @@ class ReviewConfig:
     defaults: Mapping[str, Any] | None = None
     researcher: str = "researcher"
 
-
-RESEARCHER_ROLES = ("researcher", "physics_researcher")
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "corpus", Path(self.corpus))
+        object.__setattr__(self, "out", Path(self.out))
+        if self.max_papers < 1:
+            raise ConfigError(f"max_papers must be >= 1, got {self.max_papers}")
+        if self.themes is not None and self.themes < 1:
+            raise ConfigError(
+                f"themes must be >= 1, or None to choose from the corpus; got {self.themes}"
+            )
+        if self.researcher not in RESEARCHER_ROLES:
+            raise ConfigError(
+                f"unknown researcher role {self.researcher!r}; "
+                f"use one of {', '.join(RESEARCHER_ROLES)}"
+            )
+        if self.threads < 1 or self.max_concurrency < 1:
+            raise ConfigError(
+                f"threads and max_concurrency must be >= 1, got {self.threads} and "
+                f"{self.max_concurrency}"
+            )
 
 
 @dataclass
@@ -87,79 +118,78 @@ class ReviewOutcome:
 
     @property
     def pass_rate(self) -> float:
-        """Share of the claims the fact-checkers found supported (1.0 with no claims)."""
+        """Supported claims over all checked claims (0.0 when nothing was checked: a
+        fact-check that checked nothing vouches for nothing)."""
         total = self.files.claims
-        return self.files.supported / total if total else 1.0
+        return self.files.supported / total if total else 0.0
 
 
-def decompose(
-    plan: ReviewPlan, corpus_size: int, researcher: str = "researcher"
-) -> list[dict[str, Any]]:
+def decompose(plan: ReviewPlan, corpus_size: int, researcher: str = "researcher") -> list[Subtask]:
     """The subtasks the orchestrator spawns for its plan."""
     topic = plan.topic
-    subtasks: list[dict[str, Any]] = []
+    subtasks: list[Subtask] = []
     theme_terms = {d: t.terms[:4] for t in plan.themes for d in t.doc_ids}
     for doc_id in plan.relevant:
         subtasks.append(
-            {
-                "id": f"read:{doc_id}",
-                "role": researcher,
-                "instructions": (
+            Subtask(
+                id=read_id(doc_id),
+                role=researcher,
+                instructions=(
                     f"Read document {doc_id!r} and report its contribution and up to 3 key "
                     f"findings relevant to {topic!r}, each with its passage quoted word for word."
                 ),
-                "inputs": {
+                inputs={
                     "doc_id": doc_id,
                     "topic": topic,
                     "theme_terms": theme_terms.get(doc_id, []),
                 },
-            }
+            )
         )
     for theme in plan.themes:
         subtasks.append(
-            {
-                "id": f"write:{theme.id}",
-                "role": "writer",
-                "instructions": (
+            Subtask(
+                id=write_id(theme.id),
+                role="writer",
+                instructions=(
                     f"Write the section on the theme {theme.label!r}: a summary, claims that "
                     "each cite the doc_id they come from (only this theme's documents), and a "
                     "comparison row per document."
                 ),
-                "inputs": {
+                inputs={
                     "theme_id": theme.id,
                     "label": theme.label,
                     "terms": theme.terms,
                     "doc_ids": theme.doc_ids,
                     "topic": topic,
                 },
-                "depends_on": [f"read:{d}" for d in theme.doc_ids],
-            }
+                depends_on=[read_id(d) for d in theme.doc_ids],
+            )
         )
         subtasks.append(
-            {
-                "id": f"check:{theme.id}",
-                "role": "fact_checker",
-                "instructions": (
+            Subtask(
+                id=check_id(theme.id),
+                role="fact_checker",
+                instructions=(
                     "Check every claim of the upstream section against each document it cites "
                     "(check_claim); quote the supporting passage word for word."
                 ),
-                "inputs": {"theme_id": theme.id},
-                "depends_on": [f"write:{theme.id}"],
-            }
+                inputs={"theme_id": theme.id},
+                depends_on=[write_id(theme.id)],
+            )
         )
     subtasks.append(
-        {
-            "id": "synthesize",
-            "role": "synthesizer",
-            "instructions": (
+        Subtask(
+            id=SYNTHESIZE_ID,
+            role="synthesizer",
+            instructions=(
                 "Write the review's title, introduction, one summary per theme (by theme id) and "
                 "a conclusion from the checked sections. Add no new claims."
             ),
-            "inputs": {"topic": topic, "corpus_size": corpus_size},
-            "depends_on": ["plan"]
-            + [f"write:{t.id}" for t in plan.themes]
-            + [f"check:{t.id}" for t in plan.themes],
-        }
+            inputs={"topic": topic, "corpus_size": corpus_size},
+            depends_on=[PLAN_ID]
+            + [write_id(t.id) for t in plan.themes]
+            + [check_id(t.id) for t in plan.themes],
+        )
     )
     return subtasks
 
@@ -192,6 +222,50 @@ def load_review_corpus(config: ReviewConfig) -> Corpus:
     return corpus
 
 
+def _initial_plan(config: ReviewConfig, corpus: Corpus) -> Plan:
+    """The orchestrator's subtask; it spawns the rest (`decompose`)."""
+    return Plan(
+        goal=f"literature review: {config.topic}",
+        subtasks=[
+            Subtask(
+                id=PLAN_ID,
+                role="orchestrator",
+                instructions=(
+                    f"Find the documents relevant to {config.topic!r} with search_corpus "
+                    f"(at most {config.max_papers}), then group them into themes with "
+                    "find_themes. Answer with the plan."
+                ),
+                inputs={
+                    "topic": config.topic,
+                    "max_papers": config.max_papers,
+                    "themes": config.themes,
+                    "corpus_size": len(corpus),
+                    "doc_ids": [] if config.topic.strip() else corpus.ids[: config.max_papers],
+                },
+            )
+        ],
+    )
+
+
+def build_swarm(config: ReviewConfig, corpus: Corpus, tools: ToolBox, executor: Executor) -> Swarm:
+    """A swarm with the review roles: the orchestrator spawns its plan's subtasks."""
+    roles = review_roles()
+    swarm = Swarm(
+        model=config.model,
+        max_concurrency=config.max_concurrency,
+        failure_policy="continue",
+        runs_dir=config.runs_dir,
+    )
+    install(swarm, [r for n, r in roles.items() if n != "orchestrator"], tools, executor=executor)
+    planner = SubAgent(roles.get_role("orchestrator"), tools, executor=executor)
+    swarm.add_role(
+        "orchestrator",
+        _orchestrator(planner, len(corpus), config.researcher),
+        output=ReviewPlan,
+    )
+    return swarm
+
+
 def run_review(config: ReviewConfig, *, sinks: Sequence[EventSink] = ()) -> ReviewOutcome:
     """Run the review swarm and write review.md, references.bib, report.html, claims.jsonl.
 
@@ -200,62 +274,18 @@ def run_review(config: ReviewConfig, *, sinks: Sequence[EventSink] = ()) -> Revi
         EmptyCorpusError: no document of the corpus could be read.
     """
     from agents.review.tools import build_toolbox
-    from swarm import Swarm
 
     t0 = time.perf_counter()
-    if config.max_papers < 1:
-        raise UserError(f"max_papers must be >= 1, got {config.max_papers}")
-    if config.researcher not in RESEARCHER_ROLES:
-        raise UserError(
-            f"unknown researcher role {config.researcher!r}; "
-            f"use one of {', '.join(RESEARCHER_ROLES)}"
-        )
     corpus = load_review_corpus(config)
     tools = build_toolbox(corpus)
-    roles = review_roles()
     tracker = RoleConcurrency()
-    with ThreadPoolExecutor(config.threads, thread_name_prefix="kimmy-agent") as pool:
-        swarm = Swarm(
-            model=config.model,
-            max_concurrency=config.max_concurrency,
-            failure_policy="continue",
-            runs_dir=config.runs_dir,
-            sinks=[tracker, *sinks],
-        )
-        install(swarm, [r for n, r in roles.items() if n != "orchestrator"], tools, executor=pool)
-        planner = SubAgent(roles.get_role("orchestrator"), tools, executor=pool)
-        swarm.add_role(
-            "orchestrator",
-            _orchestrator(planner, len(corpus), config.researcher),
-            output=ReviewPlan,
-        )
-        plan = {
-            "goal": f"literature review: {config.topic}",
-            "subtasks": [
-                {
-                    "id": "plan",
-                    "role": "orchestrator",
-                    "instructions": (
-                        f"Find the documents relevant to {config.topic!r} with search_corpus "
-                        f"(at most {config.max_papers}), then group them into themes with "
-                        "find_themes. Answer with the plan."
-                    ),
-                    "inputs": {
-                        "topic": config.topic,
-                        "max_papers": config.max_papers,
-                        "themes": config.themes,
-                        "corpus_size": len(corpus),
-                        "doc_ids": [] if config.topic.strip() else corpus.ids[: config.max_papers],
-                    },
-                }
-            ],
-        }
-        try:
-            result = swarm.run_sync(plan)
-        finally:
-            swarm.close()
+    with (
+        ThreadPoolExecutor(config.threads, thread_name_prefix="kimmy-agent") as executor,
+        build_swarm(config, corpus, tools, executor) as swarm,
+    ):
+        result = swarm.run_sync(_initial_plan(config, corpus), sinks=[tracker, *sinks])
     files = write_review(config.out, corpus, result, topic=config.topic)
-    plan_out = result.outputs.get("plan") or {}
+    plan_out = result.outputs.get(PLAN_ID) or {}
     return ReviewOutcome(
         out_dir=config.out,
         run_id=result.run_id,
@@ -272,4 +302,12 @@ def run_review(config: ReviewConfig, *, sinks: Sequence[EventSink] = ()) -> Revi
     )
 
 
-__all__ = ["EmptyCorpusError", "ReviewConfig", "ReviewOutcome", "decompose", "run_review"]
+__all__ = [
+    "RESEARCHER_ROLES",
+    "EmptyCorpusError",
+    "ReviewConfig",
+    "ReviewOutcome",
+    "build_swarm",
+    "decompose",
+    "run_review",
+]

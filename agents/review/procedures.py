@@ -29,6 +29,8 @@ from agents.review._prose import (
     third_person,
 )
 from agents.review.schemas import (
+    READ_PREFIX,
+    WRITE_PREFIX,
     Claim,
     ClaimCheck,
     ComparisonRow,
@@ -39,6 +41,7 @@ from agents.review.schemas import (
     Section,
     SectionCheck,
     ThemePlan,
+    is_check_id,
 )
 from agents.tools.search import tokenize_terms
 
@@ -168,7 +171,7 @@ def research_paper(run: AgentRun, score: SentenceScore = _sentence_score) -> Pap
 def _notes_of(run: AgentRun) -> list[PaperNotes]:
     by_doc = {}
     for key, out in run.upstream.items():
-        if key.startswith("read:") and out:
+        if key.startswith(READ_PREFIX) and out:
             notes = PaperNotes.model_validate(out)
             by_doc[notes.doc_id] = notes
     order = list(run.inputs.get("doc_ids") or by_doc)
@@ -269,7 +272,7 @@ def _sections(run: AgentRun) -> list[Section]:
     return [
         Section.model_validate(out)
         for key, out in sorted(run.upstream.items())
-        if key.startswith("write:") and out
+        if key.startswith(WRITE_PREFIX) and out
     ]
 
 
@@ -322,7 +325,7 @@ def upstream_checks(upstream: dict[str, Any]) -> list[ClaimCheck]:
     return [
         c
         for key, out in sorted(upstream.items())
-        if key.startswith("check:") and out
+        if is_check_id(key) and out
         for c in SectionCheck.model_validate(out).checks
     ]
 

@@ -7,7 +7,14 @@ from typing import TYPE_CHECKING, Any
 
 from agents.review import procedures as proc
 from agents.review.physics import research_physics
-from agents.review.schemas import PaperNotes, ReviewPlan, ReviewProse, Section, SectionCheck
+from agents.review.schemas import (
+    WRITE_PREFIX,
+    PaperNotes,
+    ReviewPlan,
+    ReviewProse,
+    Section,
+    SectionCheck,
+)
 from agents.roles import RoleRegistry, builtin_roles
 
 if TYPE_CHECKING:
@@ -56,7 +63,7 @@ def _check_checks(result: SectionCheck, run: AgentRun) -> None:
     wanted = {
         c["id"]
         for k, o in run.upstream.items()
-        if k.startswith("write:") and o
+        if k.startswith(WRITE_PREFIX) and o
         for c in o.get("claims", [])
     }
     missing = wanted - {c.claim_id for c in result.checks}

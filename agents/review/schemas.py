@@ -1,10 +1,47 @@
-"""What each sub-agent of the literature review returns (both policies)."""
+"""What each sub-agent of the literature review returns (both policies), and its subtask id.
+
+The ids are built and recognised only through the helpers below, so the pipeline, its files
+and its grader (`agents.review.grader`) cannot drift apart when an id changes.
+"""
 
 from __future__ import annotations
 
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+#: The orchestrator's subtask: its output is the `ReviewPlan`.
+PLAN_ID = "plan"
+#: The synthesizer's subtask: its output is the `ReviewProse`.
+SYNTHESIZE_ID = "synthesize"
+READ_PREFIX = "read:"
+WRITE_PREFIX = "write:"
+CHECK_PREFIX = "check:"
+
+
+def read_id(doc_id: str) -> str:
+    """The researcher's subtask for one document: its output is `PaperNotes`."""
+    return f"{READ_PREFIX}{doc_id}"
+
+
+def write_id(theme_id: str) -> str:
+    """The writer's subtask for one theme: its output is a `Section`."""
+    return f"{WRITE_PREFIX}{theme_id}"
+
+
+def check_id(theme_id: str) -> str:
+    """The fact-checker's subtask for one theme: its output is a `SectionCheck`."""
+    return f"{CHECK_PREFIX}{theme_id}"
+
+
+def is_check_id(subtask_id: str) -> bool:
+    """Whether `subtask_id` is a fact-checker's (`check_id`)."""
+    return subtask_id.startswith(CHECK_PREFIX)
+
+
+def theme_of_check(subtask_id: str) -> str:
+    """The theme id a `check_id` was built from."""
+    return subtask_id.removeprefix(CHECK_PREFIX)
 
 
 class _Out(BaseModel):
@@ -106,6 +143,11 @@ class ReviewProse(_Out):
 
 
 __all__ = [
+    "CHECK_PREFIX",
+    "PLAN_ID",
+    "READ_PREFIX",
+    "SYNTHESIZE_ID",
+    "WRITE_PREFIX",
     "Claim",
     "ClaimCheck",
     "ComparisonRow",
@@ -116,4 +158,9 @@ __all__ = [
     "Section",
     "SectionCheck",
     "ThemePlan",
+    "check_id",
+    "is_check_id",
+    "read_id",
+    "theme_of_check",
+    "write_id",
 ]

@@ -1,14 +1,14 @@
 """Training a Kimi Linear LM on local text: corpora and token windows (`data`), the loop with
-eval loss, metrics JSONL, HF-format checkpoints and exact resume (`loop`), and
-`kimmy train lm` (`cli`).
+eval loss, metrics JSONL, HF-format checkpoints and exact resume (`loop`). The command,
+`kimmy train lm`, is `kimmy.commands.train`; its model sizes are `model.presets`.
 
     from model.train import TrainConfig, python_docs_texts, tokenize_corpus, train
     data = tokenize_corpus(python_docs_texts(), tokenizer)
     train_part, eval_part = data.split(0.1)
     result = train(lm, train_part, eval_part, TrainConfig(steps=200), out_dir=Path("run"))
 
-Names load on first access (as in `kernels`), so `model.train.cli`, which the `kimmy`
-command line imports, does not pull in torch through this package.
+Names load on first access (as in `kernels`), so importing this package does not pull in
+torch.
 """
 
 from __future__ import annotations

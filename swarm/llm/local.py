@@ -35,7 +35,7 @@ class LocalModel:
         load: returns `(model, tokenizer, name)`; called in a worker thread at start.
         max_connections: the client's connection pool (pass the swarm's concurrency).
         timeout_s: the client's limit for one call.
-        engine_options: `model.serve.cli.build_engine` options (`max_num_seqs`,
+        engine_options: `model.serve.factory.build_engine` options (`max_num_seqs`,
             `max_model_len`, `page_size`, `num_pages`, other `EngineConfig` fields).
     """
 
@@ -60,10 +60,9 @@ class LocalModel:
         trained on the Python docs, named "kimmy-tiny". Its answers are noise."""
 
         def load() -> tuple[Any, Any, str]:
-            from model.serve.cli import TINY_MODEL_NAME, tiny_model, tiny_tokenizer
+            from model.serve.factory import load_tiny
 
-            tokenizer = tiny_tokenizer()
-            return tiny_model(tokenizer, seed=seed), tokenizer, TINY_MODEL_NAME
+            return load_tiny(seed=seed)
 
         return cls(load, **options)
 
@@ -76,7 +75,7 @@ class LocalModel:
         path = Path(folder)
 
         def load() -> tuple[Any, Any, str]:
-            from model.serve.cli import load_model_dir
+            from model.serve.factory import load_model_dir
 
             model, tokenizer = load_model_dir(path)
             return model, tokenizer, name or path.name
@@ -99,7 +98,7 @@ class LocalModel:
 
     def _start_server(self) -> Any:
         from model.serve.async_engine import AsyncEngine
-        from model.serve.cli import build_engine
+        from model.serve.factory import build_engine
         from model.serve.server import ServerThread, create_app
 
         model, tokenizer, name = self._load()

@@ -8,7 +8,6 @@ from pydantic import BaseModel
 from agents import BUILTIN_ROLE_NAMES, Answer, Role, RoleRegistry, ToolBox, ToolError, builtin_roles
 from agents.toolbox import make_tool
 from swarm.errors import ConfigError
-from swarm.workers import BUILTIN_ROLES
 
 
 def scale(values: list[float], factor: float = 2.0) -> list[float]:
@@ -71,7 +70,6 @@ def test_builtin_roles() -> None:
     assert (
         set(roles)
         == set(BUILTIN_ROLE_NAMES)
-        == set(BUILTIN_ROLES)
         == {
             "orchestrator",
             "researcher",

@@ -6,8 +6,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from kernels.errors import KernelError  # noqa: E402
 from kernels.kda import KDAInputError, causal_conv1d, kda_gate, l2norm, naive_kda  # noqa: E402
-from swarm.errors import UserError  # noqa: E402
 from tests.kernels.kda_cases import Case, assert_rel, make_inputs  # noqa: E402
 
 
@@ -147,4 +147,4 @@ def test_bad_inputs_name_the_problem(change: dict, match: str) -> None:
         naive_kda(
             args.pop("q"), args.pop("k"), args.pop("v"), args.pop("g"), args.pop("beta"), **args
         )
-    assert isinstance(err.value, UserError)
+    assert isinstance(err.value, KernelError) and isinstance(err.value, ValueError)

@@ -1,22 +1,24 @@
-"""Graders on real pipeline runs (offline and model-mode reviews, an offline analysis), the
-completion grader on a scripted swarm, and the model judge (scripted and over HTTP)."""
+"""The pipeline-agnostic graders: the completion grader on a scripted swarm, the choice
+among pipeline graders (`grader_for`), the model judge (scripted and over HTTP), and the rule
+that `rewards` knows no pipeline. The pipelines' own graders are tested beside them
+(tests/agents/review/test_grader.py, tests/agents/analysis/test_grader.py)."""
 
 from __future__ import annotations
 
-import json
+import ast
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from rewards.graders import (
-    AnalysisGrader,
     CompletionGrader,
     Grader,
     GraderError,
     ModelJudge,
-    ReviewGrader,
+    PipelineGrader,
     grader_for,
+    outputs_as,
 )
 from rewards.trajectory import Trajectory, load_trajectory
 from swarm import Swarm
@@ -25,19 +27,12 @@ from swarm.errors import ModelBehaviourError
 from swarm.llm import ScriptedChat
 from tests.agents.review.conftest import ICLR_JSON
 
-
-def _claims(out: Path) -> list[dict[str, Any]]:
-    """The pipeline's own record of every fact-checked claim."""
-    return [json.loads(x) for x in (out / "claims.jsonl").read_text().splitlines()]
-
-
-def _coverage(claims: list[dict[str, Any]], themes: list[str]) -> float:
-    covered = {c["theme"] for c in claims if c["verdict"] == "supported"}
-    return len(covered & set(themes)) / len(themes)
+REWARDS = Path(__file__).resolve().parents[2] / "rewards"
 
 
 @pytest.fixture(scope="module")
 def review(tmp_path_factory: pytest.TempPathFactory) -> tuple[Trajectory, Any]:
+    """A real offline review: the judge's material (its final output is the synthesis)."""
     if not ICLR_JSON.exists():
         pytest.skip(f"the shared corpus is not at {ICLR_JSON}")
     from agents.review import ReviewConfig, run_review
@@ -51,104 +46,12 @@ def review(tmp_path_factory: pytest.TempPathFactory) -> tuple[Trajectory, Any]:
     return load_trajectory(out.run_id, tmp / "r"), out
 
 
-# --- review ------------------------------------------------------------------------------
+# --- completion, and the choice of a grader -----------------------------------------------
 
 
-def test_review_grader_matches_the_pipelines_own_counts(review: tuple[Trajectory, Any]) -> None:
-    traj, out = review
-    grader = grader_for(traj)
-    assert isinstance(grader, ReviewGrader) and isinstance(grader, Grader)
-    parts = grader.parts(traj)
-    assert (parts["claims"], parts["supported"]) == (out.files.claims, out.files.supported)
-    assert parts["claims"] > 0 and parts["precision"] == out.pass_rate
-    themes = [t["id"] for t in traj.outputs["plan"]["themes"]]
-    assert parts["coverage"] == _coverage(_claims(out.out_dir), themes)
-    assert grader(traj) == (parts["precision"] + parts["coverage"]) / 2
+def _scripted_run(runs: Path) -> Trajectory:
+    """Sinks good, blank and fails under src: only `good` gives an output."""
 
-
-def test_review_grader_when_a_theme_loses_its_support(review: tuple[Trajectory, Any]) -> None:
-    traj, out = review
-    themes = [t["id"] for t in traj.outputs["plan"]["themes"]]
-    lost = f"check:{themes[0]}"
-    section = traj.outputs[lost]
-    flipped = {
-        **section,
-        "checks": [{**c, "verdict": "unsupported"} for c in section["checks"]],
-    }
-    n_lost = sum(c["verdict"] == "supported" for c in section["checks"])
-    parts = ReviewGrader().parts(
-        traj.model_copy(update={"outputs": {**traj.outputs, lost: flipped}})
-    )
-    assert parts["precision"] == (out.files.supported - n_lost) / out.files.claims
-    assert parts["coverage"] == (len(themes) - 1) / len(themes)
-    # a review whose fact-checks all failed has no claims: 0
-    no_checks = {k: v for k, v in traj.outputs.items() if not k.startswith("check:")}
-    assert ReviewGrader()(traj.model_copy(update={"outputs": no_checks})) == 0.0
-
-
-def test_review_grader_on_a_model_mode_review_with_flagged_claims(tmp_path: Path) -> None:
-    """The scripted review model invents one claim per writer; the fact-checkers flag them."""
-    if not ICLR_JSON.exists():
-        pytest.skip(f"the shared corpus is not at {ICLR_JSON}")
-    from agents.review import ReviewConfig, run_review
-    from swarm.llm import OpenAIChat
-    from tests.support.openai_server import OpenAIServer
-    from tests.support.review_model import ReviewModel
-
-    with OpenAIServer(default=ReviewModel()) as srv:
-        out = run_review(
-            ReviewConfig(
-                corpus=ICLR_JSON,
-                topic="question answering",
-                out=tmp_path,
-                runs_dir=tmp_path / "r",
-                max_papers=12,
-                model=OpenAIChat(srv.base_url, "test-model"),
-            )
-        )
-    traj = load_trajectory(out.run_id, tmp_path / "r")
-    themes = [t["id"] for t in traj.outputs["plan"]["themes"]]
-    parts = ReviewGrader().parts(traj)
-    assert out.files.flagged == len(themes) > 0  # one invented claim per theme, flagged
-    assert parts["precision"] == out.files.supported / out.files.claims < 1.0
-    assert parts["coverage"] == _coverage(_claims(tmp_path), themes)
-    assert ReviewGrader()(traj) == (parts["precision"] + parts["coverage"]) / 2
-    assert {e.policy for e in traj.episodes.values()} == {"model"}
-    assert all(e.model_calls and e.usage.model_calls for e in traj.episodes.values())
-
-
-# --- analysis -----------------------------------------------------------------------------
-
-
-def test_analysis_grader_offline_verifies_every_number(tmp_path: Path) -> None:
-    from agents.analysis import AnalysisConfig, run_analysis
-
-    out = run_analysis(
-        AnalysisConfig(
-            datasets=["statsmodels:longley", "sklearn:iris"], out=tmp_path, runs_dir=tmp_path / "r"
-        )
-    )
-    traj = load_trajectory(out.run_id, tmp_path / "r")
-    grader = grader_for(traj)
-    assert isinstance(grader, AnalysisGrader)
-    parts = grader.parts(traj)
-    assert parts["numbers"] == out.findings > 0
-    assert parts["verified_numbers"] == out.verified
-    assert (parts["verified"], parts["answered"], grader(traj)) == (1.0, 1.0, 1.0)
-
-    # check:2 never ran and analyze:2 could not answer: its numbers count unverified
-    n2 = len(traj.outputs["analyze:2"]["findings"])
-    outputs = {k: v for k, v in traj.outputs.items() if k != "check:2"}
-    outputs["analyze:2"] = {**outputs["analyze:2"], "answered": False}
-    parts = grader.parts(traj.model_copy(update={"outputs": outputs}))
-    assert parts["verified"] == (out.findings - n2) / out.findings
-    assert parts["answered"] == 0.5
-
-
-# --- completion ------------------------------------------------------------------------
-
-
-def test_completion_grader_on_a_scripted_swarm(tmp_path: Path) -> None:
     async def answer(ctx: SubtaskContext) -> Any:
         if ctx.id == "fails":
             raise ValueError("no")
@@ -162,12 +65,92 @@ def test_completion_grader_on_a_scripted_swarm(tmp_path: Path) -> None:
             {"id": "fails", "role": "a", "depends_on": ["src"]},
         ]
     }
-    with Swarm(runs_dir=tmp_path, roles={"a": answer}, failure_policy="continue") as swarm:
+    with Swarm(runs_dir=runs, roles={"a": answer}, failure_policy="continue") as swarm:
         swarm.run_sync(plan, run_id="c")
-    traj = load_trajectory("c", tmp_path)
+    return load_trajectory("c", runs)
+
+
+def test_completion_grader_on_a_scripted_swarm(tmp_path: Path) -> None:
+    traj = _scripted_run(tmp_path)
     grader = grader_for(traj)
     assert isinstance(grader, CompletionGrader)
     assert grader(traj) == 1 / 3  # sinks good, blank, fails: one gave an output
+
+
+class _Picky:
+    """A pipeline grader that applies or not, and remembers being asked."""
+
+    def __init__(self, name: str, wants: bool) -> None:
+        self.name, self.wants, self.asked = name, wants, 0
+
+    def applies(self, traj: Trajectory) -> bool:
+        self.asked += 1
+        return self.wants
+
+    def parts(self, traj: Trajectory) -> dict[str, float]:
+        return {"whole": 1.0}
+
+    def __call__(self, traj: Trajectory) -> float:
+        return 1.0
+
+
+def test_grader_for_takes_the_first_candidate_that_applies(tmp_path: Path) -> None:
+    traj = _scripted_run(tmp_path)
+    no, first, second = _Picky("no", False), _Picky("first", True), _Picky("second", True)
+    assert isinstance(first, PipelineGrader) and isinstance(first, Grader)
+    assert not isinstance(CompletionGrader(), PipelineGrader)  # it applies to any run
+    assert grader_for(traj, [no, first, second]) is first
+    assert (no.asked, first.asked, second.asked) == (1, 1, 0)
+    assert isinstance(grader_for(traj, (no,)), CompletionGrader)
+    assert isinstance(grader_for(traj), CompletionGrader)  # rewards alone knows no pipeline
+
+
+def test_outputs_as_keeps_the_outputs_that_are_the_model() -> None:
+    from pydantic import BaseModel
+
+    class Count(BaseModel):
+        n: int
+
+    outputs = {"count:1": {"n": 1}, "count:2": {"m": 2}, "count:3": "3", "other": {"n": 4}}
+    traj = Trajectory(run_id="t", status="completed", episodes={}, outputs=outputs)
+    found = outputs_as(traj, Count, lambda k: k.startswith("count:"))
+    assert found == {"count:1": Count(n=1)}
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append((node.lineno, node.module))
+    return found
+
+
+def test_rewards_never_imports_agents() -> None:
+    """Layering: agents → rewards → swarm. A pipeline's grader lives beside its pipeline."""
+    sources = sorted(REWARDS.rglob("*.py"))
+    assert sources
+    wrong = [
+        f"{path.relative_to(REWARDS.parent)}:{line} imports {name}"
+        for path in sources
+        for line, name in _imports(path)
+        if name == "agents" or name.startswith("agents.")
+    ]
+    assert wrong == []
+
+
+def test_rewards_names_no_pipeline_subtask() -> None:
+    """The pipelines' subtask ids are theirs (`agents.*.schemas`), never spelled here."""
+    wrong = [
+        f"{path.relative_to(REWARDS.parent)}:{node.lineno} {node.value!r}"
+        for path in sorted(REWARDS.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and any(p in node.value for p in ("check:", "analyze:", "read:", "write:"))
+    ]
+    assert wrong == []
 
 
 # --- the model judge ---------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """The reward-hacking scenario (benchmarks/parl_hacking.py): serial, spurious and sensible
-orchestrators in a real swarm, scored from their stored runs across the λ schedule."""
+orchestrators in a real swarm, scored from their stored runs across the λ schedule; and real
+pipeline runs, each scored by its own pipeline's grader."""
 
 from __future__ import annotations
 
@@ -85,3 +86,15 @@ def test_render_writes_the_table(bench: ModuleType, tmp_path: Path) -> None:
         sum(line.startswith(("| serial", "| spurious", "| sensible")) for line in text.splitlines())
         == 3
     )
+
+
+def test_real_pipeline_runs_are_scored_by_their_own_graders(
+    bench: ModuleType, tmp_path: Path
+) -> None:
+    """Each pipeline's run gets its pipeline's grader (`agents.graders.grader_for`), not the
+    completion of its sinks (all a pipeline-blind `rewards` could offer)."""
+    scored = bench.pipeline_rows(tmp_path / "runs", tmp_path / "out", width=64, total_steps=1000)
+    graders = {label.split(":")[0]: early.grader for label, _, early, _, _ in scored}
+    review = {"review": "review"} if bench.ICLR_JSON.exists() else {}  # the shared corpus
+    assert graders == {**review, "analysis": "analysis"}
+    assert all(early.r_result > 0 for _, _, early, _, _ in scored)

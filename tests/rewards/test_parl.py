@@ -335,7 +335,9 @@ def test_review_run_breakdown(tmp_path: Path) -> None:
     )
     traj = load_trajectory(out.run_id, tmp_path / "r")
     n_themes = len(traj.outputs["plan"]["themes"])
-    b = score(traj, step=0)  # the grader for the run's shape
+    from agents.graders import grader_for
+
+    b = score(traj, grader_for(traj), step=0)  # the grader for the run's shape
     assert b.grader == "review"
     assert b.r_inst == (20 + 2 * n_themes + 1) / 64  # readers, writers, checkers, synthesizer
     assert b.r_comp == 1.0

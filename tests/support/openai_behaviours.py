@@ -168,13 +168,59 @@ def computed(fn: Callable[[dict[str, Any]], str | Reply]) -> Behaviour:
 
 
 def echo(prefix: str = "") -> Behaviour:
-    """Answer with `prefix` + the content of the last user message."""
+    """Answer with `prefix` + the content of the last user message.
+
+    When the request asks for a `json_schema` response format, the answer is what a
+    constrained server would send instead: a JSON object that fits the schema, its string
+    properties holding that text (`{"answer": "<text>", "sources": []}` for the agents'
+    `Answer`).
+    """
 
     def last_user(body: dict[str, Any]) -> str:
         users = [m for m in body.get("messages") or [] if m.get("role") == "user"]
-        return prefix + (str(users[-1].get("content") or "") if users else "")
+        text = prefix + (str(users[-1].get("content") or "") if users else "")
+        schema = _json_schema(body.get("response_format"))
+        return text if schema is None else json.dumps(_fitting(schema, text, schema))
 
     return computed(last_user)
+
+
+def _json_schema(response_format: Any) -> dict[str, Any] | None:
+    """The JSON schema a `response_format` asks for, if it asks for one."""
+    if not isinstance(response_format, dict) or response_format.get("type") != "json_schema":
+        return None
+    schema = (response_format.get("json_schema") or {}).get("schema")
+    return schema if isinstance(schema, dict) else {}
+
+
+def _fitting(schema: dict[str, Any], text: str, root: dict[str, Any]) -> Any:
+    """A value that fits `schema` (pydantic's JSON schemas: `$ref`, `anyOf`, the basic
+    types): strings are `text`, numbers 0, arrays empty, objects have every property."""
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/"):
+        target: Any = root
+        for part in ref[2:].split("/"):
+            target = target[part]
+        return _fitting(target, text, root)
+    for key in ("anyOf", "oneOf", "allOf"):
+        options = [s for s in schema.get(key) or [] if s.get("type") != "null"]
+        if options:
+            return _fitting(options[0], text, root)
+    if "enum" in schema:
+        return schema["enum"][0]
+    kind = schema.get("type", "object")
+    if kind == "string":
+        return text
+    if kind in ("integer", "number"):
+        return 0
+    if kind == "boolean":
+        return False
+    if kind == "array":
+        return []
+    if kind == "null":
+        return None
+    properties = schema.get("properties") or {}
+    return {name: _fitting(sub, text, root) for name, sub in properties.items()}
 
 
 def busy_above(

@@ -252,7 +252,7 @@ def test_without_ray_the_error_says_how_to_install_it(tmp_path: Path) -> None:
     assert "pip install 'kimmy-swarm[ray]'" in proc.stderr
     plan = tmp_path / "plan.json"
     plan.write_text('{"goal": "g", "subtasks": [{"id": "a", "role": "writer"}]}')
-    code = _NO_RAY + f"from swarm.cli import main; sys.exit(main(['run', {str(plan)!r}, "
+    code = _NO_RAY + f"from kimmy.app import main; sys.exit(main(['run', {str(plan)!r}, "
     code += "'--executor', 'ray', '--ray-address', 'auto']))"
     proc = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=False

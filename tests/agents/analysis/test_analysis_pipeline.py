@@ -151,7 +151,7 @@ def test_no_dataset_loads_still_gives_reports(tmp_path: Path) -> None:
 
 def test_public_api_is_pinned() -> None:
     assert set(agents.analysis.__all__) == {
-        "GENERAL_QUESTION", "AnalysisBoard", "AnalysisConfig", "AnalysisOutcome",
+        "GENERAL_QUESTION", "AnalysisBoard", "AnalysisConfig", "AnalysisGrader", "AnalysisOutcome",
         "AnalysisPlan", "AnalysisTask", "DatasetAnalysis", "FindingChecks", "ReportPage",
         "ReportText", "analysis_roles", "build_toolbox", "run_analysis",
     }  # fmt: skip

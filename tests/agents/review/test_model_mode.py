@@ -11,7 +11,7 @@ import pytest
 from agents.review import ReviewConfig, run_review
 from agents.tools.corpus import Corpus
 from agents.tools.search import SearchIndex
-from swarm.cli import main
+from kimmy.app import main
 from swarm.events import AgentStep, Event, ToolCalled
 from swarm.llm import OpenAIChat
 from tests.agents.review.conftest import ICLR_DEFAULTS, ICLR_JSON

@@ -11,7 +11,7 @@ import pytest
 
 from agents.review import EmptyCorpusError, ReviewConfig, run_review
 from agents.tools.corpus import Corpus, CorpusError, load_corpus
-from swarm.cli import main
+from kimmy.app import main
 from tests.agents.review.conftest import ICLR_DEFAULTS, ICLR_JSON
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from model.presets import tiny_tokenizer
 from model.serve.chat import (
     TOOLS_HEADER,
     assistant_message,
@@ -19,7 +20,6 @@ from model.serve.chat import (
     render_chat,
     tools_prompt,
 )
-from model.serve.cli import tiny_tokenizer
 from model.serve.protocol import ChatCompletionRequest, ChatMessage, Tool
 from model.serve.structured import schema_for_tool_choice
 from model.tokenizer import HFTokenizer, Tokenizer

@@ -10,10 +10,10 @@ from pathlib import Path
 import httpx
 import torch
 
+from kimmy.app import main
 from model.modeling import KimiLinearForCausalLM
 from model.tokenizer import load_tokenizer
 from model.train.data import python_docs_texts
-from swarm.cli import main
 from swarm.llm import LocalModel
 
 TRAIN = ["--steps", "2", "--seq-len", "64", "--batch-size", "2", "--vocab-size", "400"]

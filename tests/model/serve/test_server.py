@@ -17,10 +17,11 @@ import pytest
 import torch
 from prometheus_client.parser import text_string_to_metric_families
 
+from model.presets import tiny_model, tiny_tokenizer
 from model.serve.async_engine import AsyncEngine
 from model.serve.chat import render_chat
-from model.serve.cli import build_engine, tiny_model, tiny_tokenizer
 from model.serve.engine import LLMEngine
+from model.serve.factory import build_engine
 from model.serve.metrics import ServerMetrics
 from model.serve.protocol import ChatMessage
 from model.serve.server import ServerThread, create_app

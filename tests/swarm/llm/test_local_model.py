@@ -12,8 +12,8 @@ import httpx
 import pytest
 import torch
 
+from model.presets import tiny_model, tiny_tokenizer
 from model.serve.chat import render_chat
-from model.serve.cli import tiny_model, tiny_tokenizer
 from model.serve.protocol import ChatMessage
 from model.serve.structured import validate
 from swarm.llm import ChatModel, LocalModel, OpenAIChat

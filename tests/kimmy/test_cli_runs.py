@@ -1,4 +1,5 @@
-"""The `kimmy` command line against a real loopback OpenAI-compatible server."""
+"""`kimmy run / resume / runs / show / validate` against a real loopback OpenAI-compatible
+server: the built-in roles of `agents` answer with their `Answer` JSON."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from swarm.cli import main
+from kimmy.app import main
 from swarm.events import parse_event
 from swarm.schema import RunResult
 from tests.support.openai_server import OpenAIServer, delay, echo, status
@@ -55,14 +57,21 @@ def test_run_show_runs_round_trip(tmp_path: Path, capsys: pytest.CaptureFixture[
         code, out, err = run_cli(
             capsys, "run", str(plan), "--base-url", srv.base_url, "--runs-dir", runs, "--json"
         )
+        bodies = [r.body for r in srv.chat_requests]
     assert code == 0, err
+    # each sub-agent is the agents' built-in role: its prompt, its `Answer` schema
+    assert {b["response_format"]["json_schema"]["name"] for b in bodies} == {"Answer"}
+    assert any(b["messages"][0]["content"].startswith("You are a writer") for b in bodies)
     events = [parse_event(line) for line in out.splitlines()]
     assert [e.seq for e in events] == list(range(len(events)))
     assert events[-1].type == "run_finished" and events[-1].status == "completed"
     run_id = events[0].run_id
-    # the writer saw its upstream outputs in the prompt, and the server's echo came back
+    # the writer saw its upstream outputs in the prompt, and the server's echo came back as
+    # the role's answer
     code, out, _ = run_cli(capsys, "show", run_id[:12], "--runs-dir", runs, "--output", "w")
-    assert code == 0 and out.startswith("seen: ") and "Result of r3" in out
+    answer = json.loads(out)
+    assert code == 0 and answer["answer"].startswith("seen: ") and answer["sources"] == []
+    assert "Result of r3" in answer["answer"]
     code, out, _ = run_cli(capsys, "show", "latest", "--runs-dir", runs, "--json")
     result = RunResult.model_validate_json(out)
     assert result.run_id == run_id and result.counts() == {"done": 5}
@@ -214,7 +223,7 @@ def test_ctrl_c_saves_finished_work_exits_130_and_resumes(tmp_path: Path) -> Non
             [
                 sys.executable,
                 "-m",
-                "swarm.cli",
+                "kimmy",
                 "run",
                 str(plan),
                 "--base-url",
@@ -258,3 +267,65 @@ def test_ctrl_c_saves_finished_work_exits_130_and_resumes(tmp_path: Path) -> Non
         )
         assert len(srv.chat_requests) == n + 1 - 10
     assert code == 0
+
+
+#: Every `kimmy run` flag that sets a `RunConfig` field, away from its default.
+RUN_FLAGS = [
+    "--max-concurrency", "3", "--rate-limit", "600/m", "--seed", "7", "--timeout", "30",
+    "--retries", "0", "--failure-policy", "continue", "--max-subagents", "50",
+    "--max-tokens", "100000", "--deadline", "300", "--max-depth", "2", "--no-adaptive",
+    "--ray-hosts", "2",
+]  # fmt: skip
+
+
+def _session_configs(runs: str, run_id: str) -> list[Any]:
+    """The `RunConfig` each session of a stored run ran with (its `run_started` events)."""
+    from swarm import RunConfig
+    from swarm.store import RunStore
+
+    with RunStore(Path(runs), create=False) as store:
+        return [
+            RunConfig.from_settings(e.settings)
+            for e in store.events(run_id)
+            if e.type == "run_started"
+        ]
+
+
+def test_resume_continues_with_the_run_config_it_was_made_with(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from swarm import RunConfig
+    from swarm.store import RunStore
+
+    expected = RunConfig(
+        max_concurrency=3, rate_limit="600/m", seed=7, timeout_s=30.0, max_retries=0,
+        failure_policy="continue", max_subagents=50, max_total_tokens=100_000,
+        deadline_s=300.0, max_depth=2, adaptive=False, ray_hosts=2,
+    )  # fmt: skip
+    plan = write_plan(tmp_path / "plan.json", chain_plan(2))
+    runs = str(tmp_path / "runs")
+    bad = [echo(), status(400, {"error": {"message": "no such prompt"}})]
+    with OpenAIServer(bad, default=echo()) as srv:
+        code, _, err = run_cli(
+            capsys, "run", str(plan), "--base-url", srv.base_url, "--runs-dir", runs, *RUN_FLAGS
+        )
+    assert code == 1, err  # one researcher failed; the rest ran (failure policy continue)
+    with RunStore(Path(runs), create=False) as store:
+        stored = store.load_run("latest")
+    assert stored.config == expected
+    with OpenAIServer(default=echo()) as srv:
+        code, _, err = run_cli(
+            capsys, "resume", "latest", "--runs-dir", runs, "--base-url", srv.base_url
+        )
+        assert len(srv.chat_requests) == 1  # only the failed researcher
+    assert code == 0, err
+    # a flag given to resume changes that setting and nothing else
+    with OpenAIServer(default=echo()) as srv:
+        code, _, err = run_cli(
+            capsys, "resume", stored.run_id, "--runs-dir", runs, "--base-url", srv.base_url,
+            "--max-concurrency", "5",
+        )  # fmt: skip
+    assert code == 0, err
+    first, resumed, changed = _session_configs(runs, stored.run_id)
+    assert first == resumed == expected  # every field, rate limit, seed and backoff included
+    assert changed == expected.replace(max_concurrency=5)

@@ -1,5 +1,5 @@
 """`kimmy serve`: the tiny server in a subprocess answers /health and /v1/models; user errors
-exit 2 with one line naming the bad value; the module imports no torch at the top."""
+exit 2 with one line naming the bad value; the command module loads without torch."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from swarm.cli import main
+from kimmy.app import main
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _free_port() -> int:
@@ -26,7 +26,7 @@ def _free_port() -> int:
 
 def test_serve_tiny_answers_health_and_lists_its_model() -> None:
     port = _free_port()
-    cmd = [sys.executable, "-m", "swarm.cli", "serve", "--tiny", "--port", str(port)]
+    cmd = [sys.executable, "-m", "kimmy", "serve", "--tiny", "--port", str(port)]
     proc = subprocess.Popen(
         cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
@@ -74,7 +74,7 @@ def test_user_errors_exit_2_naming_the_problem(
 
 
 def test_the_command_module_loads_without_torch() -> None:
-    code = "import sys, model.serve.cli; print('torch' in sys.modules)"
+    code = "import sys, kimmy.commands.serve; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.stdout.split() == ["False"], out.stderr
 

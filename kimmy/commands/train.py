@@ -6,8 +6,8 @@
 
 A byte-level BPE tokenizer is trained on the corpus and saved in every checkpoint; with
 `--resume` the checkpoint's model config and tokenizer are used (the model flags are then
-ignored). Only typer is imported here: torch and the model load when the command runs, so
-the rest of `kimmy` starts fast.
+ignored). The model sizes are `model.presets`. Only typer is imported here: torch and the
+model load when the command runs, so the rest of `kimmy` starts fast.
 """
 
 from __future__ import annotations
@@ -18,17 +18,20 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from kimmy.options import command_group, fail, int_option
+
 if TYPE_CHECKING:
-    from model.config import KimiLinearConfig
     from model.train.loop import TrainResult
 
-__all__ = ["EVAL_FRACTION", "lm_cmd", "model_config", "register"]
+__all__ = ["EVAL_FRACTION", "app", "lm_cmd"]
 
 #: Share of the token stream held out for the eval loss.
 EVAL_FRACTION = 0.1
 
 
 class Preset(StrEnum):
+    """`--preset`: the names of `model.presets.PRESETS` (a test pins that they agree)."""
+
     tiny = "tiny"
     small = "small"
 
@@ -48,54 +51,6 @@ class ResidualName(StrEnum):
     standard = "standard"
     full_attnres = "full_attnres"
     block_attnres = "block_attnres"
-
-
-#: Per preset: (layers, hidden size, KDA/MLA heads, head dim, experts).
-PRESETS = {Preset.tiny: (4, 64, 4, 16, 4), Preset.small: (8, 256, 4, 64, 8)}
-
-
-def model_config(
-    *,
-    preset: str,
-    vocab_size: int,
-    special_ids: tuple[int | None, int | None, int | None],
-    layers: int | None = None,
-    hidden: int | None = None,
-    residual: str = "standard",
-) -> KimiLinearConfig:
-    """The model of a preset, resized by `layers`/`hidden` (FFN 2·hidden, experts hidden/2,
-    MLA every 4th and the last layer), for a tokenizer's vocabulary and (bos, eos, pad) ids.
-
-    Raises:
-        ModelConfigError: an unknown preset or a size the config rejects.
-    """
-    from model.config import KimiLinearConfig, hybrid_layers
-    from model.errors import ModelConfigError
-
-    if preset not in PRESETS:
-        raise ModelConfigError(f"preset {preset!r} is not one of {', '.join(PRESETS)}")
-    n, d, heads, head_dim, experts = PRESETS[Preset(preset)]
-    n, d = layers or n, hidden or d
-    bos, eos, pad = special_ids
-    return KimiLinearConfig.tiny(
-        vocab_size=vocab_size,
-        hidden_size=d,
-        intermediate_size=2 * d,
-        moe_intermediate_size=max(1, d // 2),
-        num_hidden_layers=n,
-        num_attention_heads=heads,
-        num_key_value_heads=heads,
-        kv_lora_rank=2 * head_dim,
-        qk_nope_head_dim=head_dim,
-        qk_rope_head_dim=head_dim // 2,
-        v_head_dim=head_dim,
-        linear_attn_config=hybrid_layers(n, num_heads=heads, head_dim=head_dim),
-        num_experts=experts,
-        bos_token_id=bos,
-        eos_token_id=eos,
-        pad_token_id=pad,
-        residual=residual,
-    )
 
 
 def _device(name: str) -> str:
@@ -121,6 +76,7 @@ def _run(paths: list[Path], out: Path, opts: dict[str, Any]) -> TrainResult:
     from model.config import KimiLinearConfig
     from model.errors import CheckpointError
     from model.modeling import KimiLinearForCausalLM
+    from model.presets import model_config
     from model.tokenizer import load_tokenizer, train_bpe_tokenizer
     from model.train.data import python_docs_texts, read_text_corpus, tokenize_corpus
     from model.train.loop import TrainConfig, latest_checkpoint, train
@@ -147,10 +103,6 @@ def _run(paths: list[Path], out: Path, opts: dict[str, Any]) -> TrainResult:
     return train(model, train_part, eval_part, cfg, out_dir=out, tokenizer=tokenizer, resume=resume)
 
 
-def _int(help_text: str, *, low: int = 1) -> Any:
-    return typer.Option(help=help_text, min=low)
-
-
 Paths = Annotated[
     list[Path] | None,
     typer.Argument(
@@ -162,8 +114,8 @@ Paths = Annotated[
 Out = Annotated[
     Path, typer.Option("--out", help="Run folder: checkpoints and metrics.jsonl.", file_okay=False)
 ]
-Layers = Annotated[int | None, _int("Layers (default: the preset's).")]
-Hidden = Annotated[int | None, _int("Hidden size (default: the preset's).")]
+Layers = Annotated[int | None, int_option("Layers (default: the preset's).")]
+Hidden = Annotated[int | None, int_option("Hidden size (default: the preset's).")]
 
 
 def lm_cmd(
@@ -172,16 +124,16 @@ def lm_cmd(
     preset: Annotated[Preset, typer.Option(help="Model size.")] = Preset.tiny,
     layers: Layers = None,
     hidden: Hidden = None,
-    steps: Annotated[int, _int("Optimizer steps.")] = 200,
-    batch_size: Annotated[int, _int("Sequences per step.")] = 8,
-    seq_len: Annotated[int, _int("Tokens per sequence.")] = 128,
+    steps: Annotated[int, int_option("Optimizer steps.")] = 200,
+    batch_size: Annotated[int, int_option("Sequences per step.")] = 8,
+    seq_len: Annotated[int, int_option("Tokens per sequence.")] = 128,
     optimizer: Annotated[OptimizerName, typer.Option(help="Optimizer.")] = OptimizerName.muonclip,
     lr: Annotated[float, typer.Option(help="Peak learning rate.")] = 3e-3,
-    vocab_size: Annotated[int, _int("Most BPE tokens.", low=259)] = 2048,
-    eval_every: Annotated[int, _int("Steps between eval losses.")] = 50,
-    checkpoint_every: Annotated[int, _int("Steps between checkpoints.")] = 100,
+    vocab_size: Annotated[int, int_option("Most BPE tokens.", low=259)] = 2048,
+    eval_every: Annotated[int, int_option("Steps between eval losses.")] = 50,
+    checkpoint_every: Annotated[int, int_option("Steps between checkpoints.")] = 100,
     resume: Annotated[bool, typer.Option(help="Continue from the last checkpoint.")] = False,
-    seed: Annotated[int, _int("Seed of the weights and batches.", low=0)] = 0,
+    seed: Annotated[int, int_option("Seed of the weights and batches.", low=0)] = 0,
     device: Annotated[DeviceName, typer.Option(help="Where to train.")] = DeviceName.auto,
     residual: Annotated[
         ResidualName, typer.Option(help="Residual stream.")
@@ -200,8 +152,7 @@ def lm_cmd(
     try:
         result = _run(list(paths or []), out, opts)
     except KimiModelError as e:
-        typer.echo(f"kimmy: error: {e}", err=True)
-        raise typer.Exit(2) from e
+        raise fail(str(e)) from e
     loss = "n/a" if result.final_eval_loss is None else f"{result.final_eval_loss:.4f}"
     typer.echo(
         f"kimmy: trained {result.steps} steps: eval loss {loss}, {result.tokens_seen} tokens, "
@@ -209,10 +160,13 @@ def lm_cmd(
     )
 
 
-def register(app: typer.Typer) -> None:
-    """Add `train` (with its `lm` command) to the `kimmy` app."""
-    train_app = typer.Typer(
-        help="Train models on local data.", no_args_is_help=True, add_completion=False
-    )
-    train_app.command("lm")(lm_cmd)
-    app.add_typer(train_app, name="train")
+app = command_group()
+#: `kimmy train …`: one command today, `lm`.
+train_app = typer.Typer(
+    help="Train models on local data.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+train_app.command("lm")(lm_cmd)
+app.add_typer(train_app, name="train")

@@ -1,4 +1,4 @@
-"""What `kimmy runs`, `kimmy show` and the end of `kimmy run` print."""
+"""What `kimmy runs`, `kimmy show` and the end of `kimmy run` / `kimmy resume` print."""
 
 from __future__ import annotations
 
@@ -148,3 +148,6 @@ def show_run(
         print(result.model_dump_json())
         return
     _report(Console(), result)
+
+
+__all__ = ["print_run_summary", "show_run", "show_runs"]

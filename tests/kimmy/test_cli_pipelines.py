@@ -4,19 +4,29 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from agents.demo import DEMO_DATASETS, run_demo
-from swarm.cli import main
+import agents.demo
+from agents.demo import DEMO_DATASETS, DemoOutcome
+from kimmy.app import main
 
 
 def test_demo_runs_both_pipelines_offline(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    outcome = run_demo(tmp_path)
+    outcomes: list[DemoOutcome] = []
+    run_demo = agents.demo.run_demo
+
+    def keep(*args: Any, **kwargs: Any) -> DemoOutcome:
+        outcomes.append(run_demo(*args, **kwargs))
+        return outcomes[-1]
+
+    monkeypatch.setattr(agents.demo, "run_demo", keep)
+    assert main(["demo", "--out", str(tmp_path), "--no-store"]) == 0
     printed = capsys.readouterr().out
-    analysis, review = outcome.analysis, outcome.review
+    analysis, review = outcomes[0].analysis, outcomes[0].review
     assert len(DEMO_DATASETS) >= 10
     assert analysis.analyses == len(DEMO_DATASETS) and analysis.peak_analysts >= 10
     assert analysis.findings > 500 and analysis.pass_rate == 1.0
@@ -26,9 +36,14 @@ def test_demo_runs_both_pipelines_offline(
         assert (tmp_path / "analysis" / name).stat().st_size > 0
     for name in ("review.md", "references.bib", "report.html", "claims.jsonl"):
         assert (tmp_path / "review" / name).stat().st_size > 0
+    # the steps, both summaries and the closing line, in order
+    lines = printed.splitlines()
+    assert lines[0].startswith(f"[1/2] batch analysis of {len(DEMO_DATASETS)} bundled datasets")
     assert "numbers verified by recomputation (100.0%)" in printed
-    assert "claims supported" in printed and "demo finished in" in printed
-    assert str(tmp_path / "review" / "review.md") in printed
+    assert "[2/2] literature review of" in printed and "claims supported" in printed
+    assert "(not stored)" in printed
+    assert lines[-1].startswith("demo finished in")
+    assert str(tmp_path / "review" / "review.md") in lines[-1]
 
 
 def test_cli_analyze_good_and_partial(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -42,17 +57,21 @@ def test_cli_analyze_good_and_partial(tmp_path: Path, capsys: pytest.CaptureFixt
                 "What drives TOTEMP?",
                 "--out",
                 str(out),
+                "--runs-dir",
+                str(tmp_path / "runs"),
             ]
         )
         == 0
     )
     printed = capsys.readouterr().out
     assert "1 analyses" in printed and "(100.0%)" in printed
+    assert "kimmy show " in printed  # stored: the summary says how to see the run again
     records = [json.loads(x) for x in (out / "findings.jsonl").read_text().splitlines()]
     assert {r["verdict"] for r in records} == {"verified"}
     # an unknown dataset: the message lists what exists, the other dataset still runs
     out2 = tmp_path / "b"
-    assert main(["analyze", "statsmodels:longly", "sklearn:iris", "--out", str(out2)]) == 1
+    argv = ["analyze", "statsmodels:longly", "sklearn:iris", "--out", str(out2), "--no-store"]
+    assert main(argv) == 1
     printed = capsys.readouterr().out
     assert "statsmodels:longley" in printed and "1 analyses" in printed
     assert (out2 / "report.md").exists()

@@ -1,20 +1,19 @@
-"""`kimmy train lm` through `swarm.cli.main`: a short run on a small corpus, its resume,
-user errors as `kimmy: error:` with exit 2, the model presets, and a module that imports only
-typer at the top (the rest of `kimmy` must not wait for torch)."""
+"""`kimmy train lm` through `kimmy.app.main`: a short run on a small corpus, its resume,
+user errors as `kimmy: error:` with exit 2, and the model presets (`model.presets`).
+That the command module imports only typer at its top: tests/kimmy/test_cli_app.py."""
 
 from __future__ import annotations
 
-import ast
 import json
 from pathlib import Path
 
 import pytest
 import torch
 
+from kimmy.app import main
 from model.modeling import KimiLinearForCausalLM
-from model.train.cli import model_config
+from model.presets import model_config
 from model.train.data import python_docs_texts
-from swarm.cli import main
 
 
 @pytest.fixture
@@ -109,14 +108,3 @@ def test_presets_and_size_flags_build_valid_models() -> None:
     assert sized.layer_types == ("kda", "mla") and sized.residual == "block_attnres"
     logits = KimiLinearForCausalLM(sized)(torch.tensor([[1, 5, 9]]))
     assert logits.shape == (1, 3, 300)
-
-
-def test_cli_module_imports_only_typer_at_the_top() -> None:
-    tree = ast.parse(Path(__file__).parents[2].joinpath("model/train/cli.py").read_text())
-    top: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, ast.Import):
-            top |= {a.name.split(".")[0] for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            top.add(node.module.split(".")[0])
-    assert top == {"__future__", "enum", "pathlib", "typing", "typer"}

@@ -1,8 +1,7 @@
-"""`kimmy rewards` and `kimmy rollouts` on a fresh typer app: a stored scripted run scored by
-hand, offline review rollouts over the ICLR corpus (identical rewards), and model-mode
-rollouts against a loopback OpenAI server whose review agent varies between rollouts.
-
-(Named test_rewards_cli.py: tests/swarm/test_cli.py holds the module name `test_cli`.)
+"""`kimmy rewards` and `kimmy rollouts` on their command module's typer app: a stored
+scripted run scored by hand, offline review rollouts over the ICLR corpus (identical rewards),
+model-mode rollouts against a loopback OpenAI server whose review agent varies between
+rollouts, and plan rollouts run by the agents' built-in roles.
 """
 
 from __future__ import annotations
@@ -14,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import typer
 from typer.testing import CliRunner
 
-from rewards.cli import TaskFileError, register
+from kimmy.commands.rewards import app
+from kimmy.tasks import TaskFileError
 from rewards.export import load_rollouts
 from swarm.errors import ConfigError, UserError
 from tests.rewards._fixtures import ICLR_JSON, run_small
@@ -32,8 +31,6 @@ needs_iclr = pytest.mark.skipif(not ICLR_JSON.exists(), reason=f"no corpus at {I
 def kimmy(monkeypatch: pytest.MonkeyPatch) -> Any:
     for name in ("KIMMY_BASE_URL", "KIMMY_MODEL", "KIMMY_API_KEY"):
         monkeypatch.delenv(name, raising=False)  # offline unless a test gives --base-url
-    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-    register(app)
     runner = CliRunner()
     return lambda *args: runner.invoke(app, [str(a) for a in args])
 

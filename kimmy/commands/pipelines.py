@@ -1,0 +1,243 @@
+"""`kimmy review`, `kimmy analyze` and `kimmy demo`: the two pipelines on the command line.
+
+Offline by default (the roles' procedures); with `--base-url` / `--model` or
+`KIMMY_BASE_URL` the same pipelines run the model policy against that server. Heavy
+libraries load only when one runs. Exit codes as for `kimmy run`: 0 everything finished,
+1 partial (the files say what is missing), 2 bad input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Protocol, TypeVar
+
+import typer
+
+from kimmy.options import (
+    DEFAULT_RUNS_DIR,
+    ApiKey,
+    BaseUrl,
+    Json,
+    ModelName,
+    RunsDir,
+    at_least,
+    command_group,
+)
+
+if TYPE_CHECKING:
+    from agents.analysis import AnalysisOutcome
+    from agents.review import ReviewOutcome
+    from swarm import EventSink
+    from swarm.llm import OpenAIChat
+
+app = command_group()
+
+Out = Annotated[Path, typer.Option("--out", help="Output folder (created).", file_okay=False)]
+Store = Annotated[bool, typer.Option(help="Store the run (events, results) durably.")]
+
+
+class PipelineConfig(Protocol):
+    """What `_run_pipeline` reads of a pipeline's config."""
+
+    @property
+    def runs_dir(self) -> Path | None: ...
+
+
+class PipelineOutcome(Protocol):
+    """What `_run_pipeline` reads of a pipeline's outcome."""
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def problems(self) -> list[str]: ...
+
+
+ConfigT = TypeVar("ConfigT", bound=PipelineConfig)
+OutcomeT = TypeVar("OutcomeT", bound=PipelineOutcome)
+_Config = TypeVar("_Config", bound=PipelineConfig, contravariant=True)
+_Outcome = TypeVar("_Outcome", bound=PipelineOutcome, covariant=True)
+_Shown = TypeVar("_Shown", bound=PipelineOutcome, contravariant=True)
+
+
+class Pipeline(Protocol[_Config, _Outcome]):
+    """`run_review` / `run_analysis`: a config and event sinks in, an outcome out."""
+
+    def __call__(self, config: _Config, *, sinks: Sequence[EventSink] = ...) -> _Outcome: ...
+
+
+class Summary(Protocol[_Shown]):
+    """`print_review` / `print_analysis`: the closing lines of a pipeline run."""
+
+    def __call__(self, outcome: _Shown, json_lines: bool = ..., *, stored: bool = ...) -> None: ...
+
+
+def _quiet_readers() -> None:
+    """pypdf and bibtexparser log each malformed file; the summary lists them once instead."""
+    import logging
+
+    for name in ("pypdf", "bibtexparser"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def _client(base_url: str | None, model: str | None, api_key: str | None) -> OpenAIChat | None:
+    from kimmy.options import model_client
+
+    return model_client(base_url, model, api_key, required=False)
+
+
+def _run_pipeline(
+    run: Pipeline[ConfigT, OutcomeT],
+    config: ConfigT,
+    client: OpenAIChat | None,
+    show: Summary[OutcomeT],
+    json_lines: bool,
+) -> None:
+    """Run a pipeline with the progress view, close the model, print the summary; exit 1
+    when anything is missing from the result."""
+    import asyncio
+
+    from swarm.progress import make_progress
+
+    try:
+        with make_progress(json=json_lines) as sink:
+            outcome = run(config, sinks=[sink])
+    finally:
+        if client is not None:
+            asyncio.run(client.aclose())
+    show(outcome, json_lines, stored=config.runs_dir is not None)
+    if outcome.status != "completed" or outcome.problems:
+        raise typer.Exit(1)
+
+
+@app.command("review")
+def review(
+    corpus: Annotated[
+        Path, typer.Argument(help="Folder of .md/.txt/.pdf, or a .bib/.jsonl/.json file.")
+    ],
+    topic: Annotated[str, typer.Option("--topic", help="What the review is about.")] = "",
+    out: Out = Path("review"),
+    max_papers: Annotated[
+        int, typer.Option("--max-papers", callback=at_least(1), help="Most papers reviewed.")
+    ] = 200,
+    themes: Annotated[
+        int | None, typer.Option("--themes", callback=at_least(1), help="Number of themes.")
+    ] = None,
+    researcher: Annotated[
+        str,
+        typer.Option(
+            "--researcher", help="Role reading each paper: researcher | physics_researcher."
+        ),
+    ] = "researcher",
+    year: Annotated[
+        int | None, typer.Option("--year", help="Year for records that give none.")
+    ] = None,
+    base_url: BaseUrl = None,
+    model: ModelName = None,
+    api_key: ApiKey = None,
+    runs_dir: RunsDir = DEFAULT_RUNS_DIR,
+    store: Store = True,
+    json_lines: Json = False,
+) -> None:
+    """Literature review of a corpus: review.md, references.bib, report.html, claims.jsonl."""
+    _quiet_readers()
+    from agents.review import ReviewConfig, run_review
+    from kimmy.summaries import print_review
+
+    options = {
+        "corpus": corpus,
+        "topic": topic,
+        "out": out,
+        "runs_dir": runs_dir if store else None,
+        "max_papers": max_papers,
+        "themes": themes,
+        "researcher": researcher,
+        "defaults": {"year": year} if year is not None else None,
+    }
+    ReviewConfig(**options)  # a bad option fails before a model server is asked
+    client = _client(base_url, model, api_key)
+    config = ReviewConfig(**options, model=client)
+    _run_pipeline(run_review, config, client, print_review, json_lines)
+
+
+@app.command("analyze")
+def analyze(
+    datasets: Annotated[
+        list[str], typer.Argument(help="CSV/Parquet paths or bundled names (statsmodels:longley).")
+    ],
+    question: Annotated[
+        list[str] | None, typer.Option("--question", help="A question (repeatable).")
+    ] = None,
+    out: Out = Path("analysis"),
+    base_url: BaseUrl = None,
+    model: ModelName = None,
+    api_key: ApiKey = None,
+    runs_dir: RunsDir = DEFAULT_RUNS_DIR,
+    store: Store = True,
+    json_lines: Json = False,
+) -> None:
+    """Batch data analysis: one analyst per (dataset, question), all in parallel."""
+    from agents.analysis import AnalysisConfig, run_analysis
+    from kimmy.summaries import print_analysis
+
+    options = {
+        "datasets": list(datasets),
+        "out": out,
+        "questions": list(question or []),
+        "runs_dir": runs_dir if store else None,
+    }
+    AnalysisConfig(**options)  # a bad option fails before a model server is asked
+    client = _client(base_url, model, api_key)
+    config = AnalysisConfig(**options, model=client)
+    _run_pipeline(run_analysis, config, client, print_analysis, json_lines)
+
+
+class _DemoPrinter:
+    """`kimmy demo`'s watcher: a progress view per pipeline, its steps and summaries."""
+
+    def __init__(self, json_lines: bool, stored: bool) -> None:
+        self.json_lines, self.stored = json_lines, stored
+
+    @contextmanager
+    def progress(self) -> Iterator[Sequence[EventSink]]:
+        from swarm.progress import make_progress
+
+        with make_progress(json=self.json_lines) as sink:
+            yield [sink]
+
+    def step(self, text: str) -> None:
+        from kimmy.summaries import say
+
+        say(text, self.json_lines)
+
+    def analysis_done(self, outcome: AnalysisOutcome) -> None:
+        from kimmy.summaries import print_analysis
+
+        print_analysis(outcome, self.json_lines, stored=self.stored)
+
+    def review_done(self, outcome: ReviewOutcome) -> None:
+        from kimmy.summaries import print_review
+
+        print_review(outcome, self.json_lines, stored=self.stored)
+
+
+@app.command("demo")
+def demo(
+    out: Out = Path("kimmy-demo"),
+    runs_dir: RunsDir = DEFAULT_RUNS_DIR,
+    store: Store = True,
+    json_lines: Json = False,
+) -> None:
+    """The main job, offline: batch analysis of bundled datasets + a literature review of the
+    documentation installed with Python and its packages."""
+    _quiet_readers()
+    from agents.demo import run_demo
+
+    printer = _DemoPrinter(json_lines, stored=store)
+    outcome = run_demo(out, runs_dir=runs_dir if store else None, watcher=printer)
+    printer.step(
+        f"demo finished in {outcome.duration_s:.1f} s — open {out / 'review' / 'review.md'} "
+        f"and {out / 'analysis' / 'report.html'}"
+    )

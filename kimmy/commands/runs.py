@@ -1,0 +1,266 @@
+"""`kimmy run`, `kimmy resume`, `kimmy runs`, `kimmy show`, `kimmy validate`: plan files run by
+the built-in roles of `agents` (each a `SubAgent` under the model policy), and stored runs.
+
+`kimmy run` builds one `RunConfig` from its flags; `kimmy resume` continues with the
+`RunConfig` the run was stored with, changed only by the flags given. Exit codes: 0 the run
+completed; 1 it finished with failed or skipped subtasks (or a spent budget); 2 bad input;
+130 interrupted (everything finished so far is stored: `kimmy resume RUN` continues).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from kimmy.options import (
+    DEFAULT_RUNS_DIR,
+    ApiKey,
+    BaseUrl,
+    Json,
+    ModelName,
+    RunsDir,
+    at_least,
+    command_group,
+)
+
+if TYPE_CHECKING:
+    from swarm import EventSink, RunConfig, Swarm
+    from swarm.schema import RunResult
+
+app = command_group()
+
+Work = Callable[[Sequence["EventSink"]], Awaitable["RunResult"]]
+RunId = Annotated[str, typer.Argument(help="Run id, unique prefix, or 'latest'.")]
+
+
+def _positive(value: float | None) -> float | None:
+    if value is not None and not (0 < value < float("inf")):
+        raise typer.BadParameter(f"must be a positive number of seconds, got {value}")
+    return value
+
+
+def _swarm(config: RunConfig, runs_dir: Path | None) -> Swarm:
+    """A swarm of the built-in roles; its model is attached once the server answered."""
+    from agents import builtin_roles, install
+    from swarm import Swarm
+
+    swarm = Swarm(config=config, runs_dir=runs_dir)
+    install(swarm, builtin_roles(), policy="model")
+    return swarm
+
+
+def _attach(swarm: Swarm, base_url: str | None, model: str | None, api_key: str | None) -> None:
+    from kimmy.options import model_client
+
+    client = model_client(
+        base_url, model, api_key, required=True, pool=swarm.config.max_concurrency
+    )
+    swarm.model = client
+    swarm.settings = {"base_url": client.base_url, "model": client.name}
+
+
+def _execute(swarm: Swarm, work: Work, json_lines: bool) -> RunResult:
+    """Run `work(sinks)` with the progress view; Ctrl-C / SIGTERM cancel it cleanly."""
+    import asyncio
+    import contextlib
+    import signal
+
+    from swarm.progress import make_progress
+
+    box: list[RunResult] = []
+
+    async def main() -> None:
+        task = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+        if task is not None:
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(signal.SIGTERM, task.cancel)
+        with make_progress(json=json_lines) as sink:
+            try:
+                box.append(await work([sink]))
+            finally:
+                if swarm.model is not None:
+                    await swarm.model.aclose()
+                swarm.close()
+
+    asyncio.run(main())  # the result is not the main task's: see Swarm.run_sync
+    return box[0]
+
+
+def _finish(result: RunResult, json_lines: bool, runs_dir: Path | None) -> None:
+    from kimmy.show import print_run_summary
+    from swarm.schema import RunStatus
+
+    if not json_lines:
+        print_run_summary(result, runs_dir)
+    if result.status is not RunStatus.COMPLETED:
+        raise typer.Exit(1)
+
+
+class FailurePolicyName(StrEnum):
+    """`--failure-policy`: the values of `swarm.FailurePolicy`, spelt out so that this module
+    loads without the runtime (a test pins that they agree)."""
+
+    FAIL_FAST = "fail_fast"
+    SKIP_DEPENDENTS = "skip_dependents"
+    CONTINUE = "continue"
+
+
+@app.command("run")
+def run(
+    plan: Annotated[Path, typer.Argument(help="Plan file (JSON: goal, subtasks).")],
+    base_url: BaseUrl = None,
+    model: ModelName = None,
+    api_key: ApiKey = None,
+    max_concurrency: Annotated[
+        int,
+        typer.Option("--max-concurrency", callback=at_least(1), help="Most sub-agents in flight."),
+    ] = 64,
+    rate_limit: Annotated[
+        str | None, typer.Option("--rate-limit", help="Model calls per period: 600/m, 10/s.")
+    ] = None,
+    timeout: Annotated[
+        float, typer.Option("--timeout", callback=_positive, help="Seconds per subtask attempt.")
+    ] = 600.0,
+    retries: Annotated[
+        int, typer.Option("--retries", callback=at_least(0), help="Retries per subtask.")
+    ] = 2,
+    failure_policy: Annotated[
+        FailurePolicyName,
+        typer.Option("--failure-policy", help="What a failure does to the rest."),
+    ] = FailurePolicyName.SKIP_DEPENDENTS,
+    max_subagents: Annotated[
+        int | None, typer.Option("--max-subagents", callback=at_least(1))
+    ] = None,
+    max_tokens: Annotated[int | None, typer.Option("--max-tokens", callback=at_least(1))] = None,
+    deadline: Annotated[float | None, typer.Option("--deadline", callback=_positive)] = None,
+    max_depth: Annotated[int, typer.Option("--max-depth", callback=at_least(0))] = 3,
+    adaptive: Annotated[bool, typer.Option(help="Back off when the server is overloaded.")] = True,
+    seed: Annotated[
+        int | None, typer.Option("--seed", help="Seeds the retry jitter (reproducible delays).")
+    ] = None,
+    runs_dir: RunsDir = DEFAULT_RUNS_DIR,
+    store: Annotated[bool, typer.Option(help="Store the run durably (resumable).")] = True,
+    json_lines: Json = False,
+    executor: Annotated[
+        str,
+        typer.Option(
+            "--executor",
+            help="Where sub-agents run: local, or ray (needs `pip install 'kimmy-swarm[ray]'`).",
+        ),
+    ] = "local",
+    ray_address: Annotated[
+        str | None,
+        typer.Option("--ray-address", help="Ray cluster to join: auto, HOST:PORT, ray://…"),
+    ] = None,
+    ray_hosts: Annotated[
+        int | None,
+        typer.Option(
+            "--ray-hosts", callback=at_least(1), help="Ray host actors (default: one per node)."
+        ),
+    ] = None,
+) -> None:
+    """Run a plan: one sub-agent per subtask, dependencies first."""
+    from swarm import FailurePolicy, RateLimit, RunConfig
+    from swarm.planfile import load_plan
+
+    parsed = load_plan(plan)
+    config = RunConfig(
+        max_concurrency=max_concurrency,
+        timeout_s=timeout,
+        max_retries=retries,
+        failure_policy=FailurePolicy(failure_policy.value),
+        rate_limit=RateLimit.parse(rate_limit) if rate_limit is not None else None,
+        max_subagents=max_subagents,
+        max_total_tokens=max_tokens,
+        deadline_s=deadline,
+        max_depth=max_depth,
+        adaptive=adaptive,
+        seed=seed,
+        executor=executor,
+        ray_address=ray_address,
+        ray_hosts=ray_hosts,
+    )
+    where = runs_dir if store else None
+    swarm = _swarm(config, where)
+    swarm.check(parsed)  # a bad plan fails before the server is even asked
+    _attach(swarm, base_url, model, api_key)
+    result = _execute(swarm, lambda sinks: swarm.execute(parsed, sinks=sinks), json_lines)
+    _finish(result, json_lines, where)
+
+
+@app.command("resume")
+def resume(
+    run_id: RunId,
+    base_url: BaseUrl = None,
+    model: ModelName = None,
+    api_key: ApiKey = None,
+    max_concurrency: Annotated[
+        int | None,
+        typer.Option("--max-concurrency", callback=at_least(1), help="Most sub-agents in flight."),
+    ] = None,
+    runs_dir: RunsDir = DEFAULT_RUNS_DIR,
+    json_lines: Json = False,
+) -> None:
+    """Continue a stored run: finished subtasks are reused, the rest runs."""
+    from swarm.store import RunStore
+
+    with RunStore(runs_dir, create=False) as store:
+        stored = store.load_run(run_id)
+    given: dict[str, Any] = {"max_concurrency": max_concurrency}
+    config = stored.config.replace(**{k: v for k, v in given.items() if v is not None})
+    swarm = _swarm(config, runs_dir)
+    settings = stored.settings
+    _attach(swarm, base_url or settings.get("base_url"), model or settings.get("model"), api_key)
+    result = _execute(swarm, lambda sinks: swarm.resume(stored.run_id, sinks=sinks), json_lines)
+    _finish(result, json_lines, runs_dir)
+
+
+@app.command("runs")
+def runs_cmd(
+    runs_dir: RunsDir = DEFAULT_RUNS_DIR,
+    limit: Annotated[
+        int, typer.Option("--limit", callback=at_least(1), help="Newest N runs.")
+    ] = 20,
+    json_lines: Json = False,
+) -> None:
+    """List stored runs, newest first."""
+    from kimmy.show import show_runs
+
+    show_runs(runs_dir, limit=limit, json_lines=json_lines)
+
+
+@app.command("show")
+def show(
+    run_id: RunId,
+    runs_dir: RunsDir = DEFAULT_RUNS_DIR,
+    events: Annotated[bool, typer.Option("--events", help="Print the event log.")] = False,
+    output: Annotated[
+        str | None, typer.Option("--output", help="Print one subtask's output.")
+    ] = None,
+    json_lines: Json = False,
+) -> None:
+    """Show a stored run: status, counts by status and role, usage, failures."""
+    from kimmy.show import show_run
+
+    show_run(runs_dir, run_id, events=events, output=output, json_lines=json_lines)
+
+
+@app.command("validate")
+def validate(plan: Annotated[Path, typer.Argument(help="Plan file (JSON).")]) -> None:
+    """Check a plan file against the built-in roles; print its shape."""
+    from agents.roles import BUILTIN_ROLE_NAMES
+    from swarm.dag import critical_path, topological_generations, validate_plan
+    from swarm.planfile import load_plan
+
+    graph = validate_plan(load_plan(plan), roles=BUILTIN_ROLE_NAMES)
+    gens = topological_generations(graph)
+    print(
+        f"{plan}: valid; {graph.number_of_nodes()} subtasks, {graph.number_of_edges()} "
+        f"dependencies, {len(gens)} stages, widest stage {max(len(g) for g in gens)}, "
+        f"critical path {len(critical_path(graph))} subtasks"
+    )

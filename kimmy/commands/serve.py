@@ -1,0 +1,134 @@
+"""`kimmy serve`: an OpenAI-compatible server for a checkpoint folder or a tiny test model.
+
+    kimmy serve runs/tiny/checkpoint-000200            # a folder of `save_pretrained`
+    kimmy serve --tiny --port 8001                     # random weights: a wiring check
+    kimmy serve /models/kimi-linear --engine vllm      # hand the folder to `vllm serve`
+
+`--tiny` builds a 4-layer KimiLinear model with seeded random weights and a byte-level BPE
+tokenizer trained on the Python documentation shipped with the interpreter (a few seconds,
+offline; `model.presets`); its answers are noise, but every API feature works, structured
+output included. The tokenizer has Kimi's chat tokens (`<|im_system|>` … `<|im_end|>`, the
+turn end being the EOS), so the default chat template applies. Only typer is imported at the
+top: torch loads when the command runs, so the rest of `kimmy` starts fast.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kimmy.options import command_group, fail, int_option
+
+app = command_group()
+
+#: `--num-pages` unless given (as `model.serve.factory.DEFAULT_NUM_PAGES`; a test pins it).
+DEFAULT_NUM_PAGES = 4096
+
+
+class EngineName(StrEnum):
+    kimmy = "kimmy"
+    vllm = "vllm"
+
+
+def _run_vllm(
+    model_dir: Path,
+    host: str,
+    port: int,
+    api_key: str | None,
+    length: int | None,
+    *,
+    max_num_seqs: int,
+    page_size: int,
+    tensor_parallel_size: int,
+) -> int:
+    """`vllm serve MODEL_DIR` in the foreground (served under the folder's name, as here);
+    `--max-num-seqs` and `--page-size` go to vLLM as `--max-num-seqs` and `--block-size`."""
+    from model.errors import KimiModelError
+    from model.serve.vllm_launch import run_vllm
+
+    flags = ["--max-num-seqs", str(max_num_seqs), "--block-size", str(page_size)]
+    try:
+        return run_vllm(
+            model_dir, host=host, port=port, api_key=api_key, max_model_len=length,
+            served_model_name=model_dir.name, extra_args=flags,
+            tensor_parallel_size=tensor_parallel_size,
+        )  # fmt: skip
+    except KimiModelError as e:  # VLLMNotAvailableError says what to install
+        raise fail(str(e)) from e
+
+
+ModelDir = Annotated[
+    Path | None,
+    typer.Argument(
+        help="Checkpoint folder (config.json, safetensors, tokenizer).", show_default=False
+    ),
+]
+
+
+@app.command("serve")
+def serve_cmd(
+    model_dir: ModelDir = None,
+    tiny: Annotated[bool, typer.Option(help="Serve a tiny random model (tests).")] = False,
+    host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port.", min=1, max=65535)] = 8000,
+    api_key: Annotated[
+        str | None,
+        typer.Option("--api-key", envvar="KIMMY_API_KEY", help="Require this bearer token."),
+    ] = None,
+    max_num_seqs: Annotated[int, int_option("Most sequences decoded at once.")] = 256,
+    max_model_len: Annotated[int | None, int_option("Longest prompt + output, tokens.")] = None,
+    page_size: Annotated[int, int_option("Tokens per KV-cache page.")] = 16,
+    num_pages: Annotated[
+        int, int_option("KV-cache pages (kimmy engine only).")
+    ] = DEFAULT_NUM_PAGES,
+    engine: Annotated[EngineName, typer.Option(help="Inference engine.")] = EngineName.kimmy,
+    tensor_parallel_size: Annotated[
+        int, typer.Option("--tensor-parallel-size", help="GPUs per model (vllm only).", min=1)
+    ] = 1,
+) -> None:
+    """Serve a model over the OpenAI API (/v1/chat/completions, /v1/completions, /metrics)."""
+    if tiny == (model_dir is not None):
+        raise fail("give either MODEL_DIR or --tiny (exactly one)")
+    if engine is EngineName.kimmy and tensor_parallel_size != 1:
+        raise fail(f"--tensor-parallel-size {tensor_parallel_size} needs --engine vllm")
+    if engine is EngineName.vllm:
+        if model_dir is None:
+            raise fail("--engine vllm serves a MODEL_DIR; --tiny needs --engine kimmy")
+        if num_pages != DEFAULT_NUM_PAGES:
+            raise fail(
+                f"--num-pages {num_pages} sizes kimmy's own cache; vLLM sizes its KV cache from "
+                "GPU memory (its --gpu-memory-utilization)"
+            )
+        code = _run_vllm(
+            model_dir, host, port, api_key, max_model_len, max_num_seqs=max_num_seqs,
+            page_size=page_size, tensor_parallel_size=tensor_parallel_size,
+        )  # fmt: skip
+        raise typer.Exit(code)
+    from model.errors import KimiModelError
+    from model.serve.factory import build_engine, load_model_dir, load_tiny, on_gpu_if_any
+
+    try:
+        if model_dir is None:
+            model, tokenizer, name = load_tiny()
+            model = on_gpu_if_any(model)
+            what = "a tiny KimiLinear with random weights (seed 0) and a BPE tokenizer trained "
+            what += "on the Python docs: its answers are noise"
+        else:
+            model, tokenizer = load_model_dir(model_dir)
+            name, what = model_dir.name, f"from {model_dir}"
+        llm = build_engine(
+            model, tokenizer, max_num_seqs=max_num_seqs, max_model_len=max_model_len,
+            page_size=page_size, num_pages=num_pages,
+        )  # fmt: skip
+    except KimiModelError as e:
+        raise fail(str(e)) from e
+    from model.serve.async_engine import AsyncEngine
+    from model.serve.server import create_app, serve
+
+    server = create_app(AsyncEngine(llm, model_name=name), model_name=name, api_key=api_key)
+    key = ", API key required" if api_key else ""
+    typer.echo(f"kimmy: serving {name} ({what}) at http://{host}:{port}/v1{key}")
+    serve(server, host=host, port=port)

@@ -1,0 +1,141 @@
+"""What the `kimmy` commands share: option types, flag checks, the error line, the model client.
+
+Only typer is imported here (the model client loads `swarm.llm` when it is built), so every
+command module can import this at its top and still start fast.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal, overload
+
+import typer
+
+if TYPE_CHECKING:
+    from swarm.llm import OpenAIChat
+
+__all__ = [
+    "DEFAULT_RUNS_DIR",
+    "ApiKey",
+    "BaseUrl",
+    "Json",
+    "ModelName",
+    "RunsDir",
+    "at_least",
+    "command_group",
+    "fail",
+    "int_option",
+    "model_client",
+]
+
+#: Where runs are stored unless `--runs-dir` / `KIMMY_RUNS_DIR` say otherwise.
+DEFAULT_RUNS_DIR = Path(".kimmy/runs")
+
+RunsDir = Annotated[
+    Path,
+    typer.Option(
+        "--runs-dir",
+        envvar="KIMMY_RUNS_DIR",
+        help="Where runs are stored (SQLite).",
+        file_okay=False,
+    ),
+]
+Json = Annotated[bool, typer.Option("--json", help="JSON lines on stdout instead of a view.")]
+BaseUrl = Annotated[
+    str | None,
+    typer.Option("--base-url", help="OpenAI-compatible API root [env KIMMY_BASE_URL]."),
+]
+ModelName = Annotated[str | None, typer.Option("--model", help="Model id [env KIMMY_MODEL].")]
+ApiKey = Annotated[str | None, typer.Option("--api-key", help="API key [env KIMMY_API_KEY].")]
+
+
+def at_least(low: int) -> Callable[[int | None], int | None]:
+    """A flag check whose message names the bad value and what is allowed."""
+
+    def check(value: int | None) -> int | None:
+        if value is not None and value < low:
+            raise typer.BadParameter(f"must be an integer ≥ {low}, got {value}")
+        return value
+
+    return check
+
+
+def int_option(help_text: str, *, low: int = 1) -> Any:
+    """An integer option of at least `low` (click's range check and message)."""
+    return typer.Option(help=help_text, min=low)
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    """Print the one error line `kimmy: error: MESSAGE` on stderr; returns the exit to raise
+    (`raise fail(...)`), whose code is 2 (bad input) unless told otherwise."""
+    print(f"kimmy: error: {message}", file=sys.stderr)
+    return typer.Exit(code)
+
+
+def command_group() -> typer.Typer:
+    """The typer app of one command module, with the settings every `kimmy` command has."""
+    return typer.Typer(
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+    )
+
+
+@overload
+def model_client(
+    base_url: str | None,
+    model: str | None,
+    api_key: str | None,
+    *,
+    required: Literal[True],
+    pool: int = ...,
+) -> OpenAIChat: ...
+
+
+@overload
+def model_client(
+    base_url: str | None,
+    model: str | None,
+    api_key: str | None,
+    *,
+    required: bool,
+    pool: int = ...,
+) -> OpenAIChat | None: ...
+
+
+def model_client(
+    base_url: str | None,
+    model: str | None,
+    api_key: str | None,
+    *,
+    required: bool,
+    pool: int = 64,
+) -> OpenAIChat | None:
+    """The model server the flags (or `KIMMY_BASE_URL`, `KIMMY_MODEL`, `KIMMY_API_KEY`) name,
+    after a preflight call: one clear error line when it is unreachable.
+
+    Args:
+        required: the command needs a model (`kimmy run`, `kimmy resume`): always connect
+            (with no server configured the error says how to name one). Otherwise the
+            command runs offline by default (the pipelines, rollouts): a client only when
+            `--base-url` / `--model` or `KIMMY_BASE_URL` ask for model mode, else None.
+        pool: the client's connection pool (the run's concurrency).
+
+    Raises:
+        ConfigError: no server configured (when required) or a bad base URL.
+        ModelError: the server cannot be reached or refuses the key.
+    """
+    if not required and not (base_url or model or os.environ.get("KIMMY_BASE_URL")):
+        return None
+    from swarm.llm import OpenAIChat
+
+    client = OpenAIChat.from_env(
+        base_url=base_url, model=model, api_key=api_key, max_connections=pool
+    )
+    asyncio.run(client.check())  # preflight: one clear line if the server is unreachable
+    return client

@@ -1,0 +1,79 @@
+"""What `kimmy review`, `kimmy analyze` and `kimmy demo` print when a pipeline finished: the
+counts, the fact-check pass rate, problems, the files written and the stored run.
+
+With `--json` the events own stdout, so these lines go to stderr.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from agents.analysis import AnalysisOutcome
+    from agents.review import ReviewOutcome
+
+__all__ = ["print_analysis", "print_review", "say"]
+
+
+class _Run(Protocol):
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def status(self) -> str: ...
+
+
+def say(text: str, json_lines: bool = False) -> None:
+    """One line on stdout, or on stderr when the events are on stdout."""
+    print(text, file=sys.stderr if json_lines else sys.stdout)
+
+
+def _say_run(outcome: _Run, json_lines: bool, stored: bool) -> None:
+    where = f": kimmy show {outcome.run_id}" if stored else " (not stored)"
+    say(f"  run {outcome.run_id} (status {outcome.status}){where}", json_lines)
+
+
+def print_review(outcome: ReviewOutcome, json_lines: bool = False, *, stored: bool = True) -> None:
+    """The summary lines of a review run."""
+    files = outcome.files
+    say(
+        f"review: {outcome.documents} documents ({len(outcome.skipped)} skipped), "
+        f"{outcome.relevant} relevant, {outcome.themes} themes, {outcome.subagents} sub-agents "
+        f"({outcome.peak_researchers} researchers at peak), {outcome.duration_s:.1f} s",
+        json_lines,
+    )
+    say(
+        f"fact-check: {files.supported}/{files.claims} claims supported "
+        f"({100 * outcome.pass_rate:.1f}%), {files.flagged} flagged",
+        json_lines,
+    )
+    for skipped in outcome.skipped[:5]:
+        say(f"  skipped {skipped.source}: {skipped.reason}", json_lines)
+    for problem in outcome.problems[:5]:
+        say(f"  problem: {problem}", json_lines)
+    for name, path in files.paths.items():
+        say(f"  {name:<15} {path}", json_lines)
+    _say_run(outcome, json_lines, stored)
+
+
+def print_analysis(
+    outcome: AnalysisOutcome, json_lines: bool = False, *, stored: bool = True
+) -> None:
+    """The summary lines of an analysis run."""
+    say(
+        f"analysis: {outcome.analyses} analyses ({outcome.peak_analysts} in flight at peak), "
+        f"{outcome.duration_s:.1f} s",
+        json_lines,
+    )
+    say(
+        f"fact-check: {outcome.verified}/{outcome.findings} numbers verified by recomputation "
+        f"({100 * outcome.pass_rate:.1f}%), {outcome.mismatched} mismatched, "
+        f"{outcome.unverifiable} unverifiable",
+        json_lines,
+    )
+    for problem in outcome.problems[:8]:
+        say(f"  problem: {problem}", json_lines)
+    for name, path in outcome.paths.items():
+        say(f"  {name:<15} {path}", json_lines)
+    _say_run(outcome, json_lines, stored)

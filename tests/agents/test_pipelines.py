@@ -1,0 +1,162 @@
+"""The two pipelines, done one way: frozen configs checked when made, a `swarm.Plan` built
+from the pipeline's id helpers, `run_*(config, *, sinks=())`, and outcomes with the same
+fields and the same pass-rate rule."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agents.analysis import AnalysisConfig, AnalysisOutcome, run_analysis
+from agents.review import ReviewConfig, ReviewOutcome, decompose, run_review
+from agents.review.outputs import ReviewFiles
+from agents.review.schemas import (
+    PLAN_ID,
+    SYNTHESIZE_ID,
+    ReviewPlan,
+    ThemePlan,
+    check_id,
+    read_id,
+    write_id,
+)
+from agents.tracking import RoleConcurrency
+from swarm.errors import ConfigError
+from swarm.schema import Subtask
+from tests.agents.review.conftest import ICLR_JSON
+
+CONFIGS = (ReviewConfig, AnalysisConfig)
+
+
+def _review(tmp_path: Path, **changes: Any) -> ReviewConfig:
+    return ReviewConfig(corpus=tmp_path / "c", topic="t", out=tmp_path / "o", **changes)
+
+
+def _analysis(tmp_path: Path, **changes: Any) -> AnalysisConfig:
+    return AnalysisConfig(**{"datasets": ["statsmodels:longley"], "out": tmp_path, **changes})
+
+
+@pytest.mark.parametrize("make", [_review, _analysis])
+def test_configs_are_frozen(make: Any, tmp_path: Path) -> None:
+    config = make(tmp_path)
+    assert dataclasses.is_dataclass(config) and type(config).__dataclass_params__.frozen
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.threads = 2
+    assert isinstance(config.out, Path)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"max_papers": 0}, "max_papers must be >= 1, got 0"),
+        ({"themes": 0}, "themes must be >= 1, or None to choose from the corpus; got 0"),
+        ({"researcher": "critic"}, "unknown researcher role 'critic'; use one of researcher, "),
+        ({"threads": 0}, "threads and max_concurrency must be >= 1, got 0 and 64"),
+        ({"max_concurrency": -1}, "threads and max_concurrency must be >= 1, got 8 and -1"),
+    ],
+)
+def test_review_config_names_the_bad_value(
+    changes: dict[str, Any], message: str, tmp_path: Path
+) -> None:
+    with pytest.raises(ConfigError) as info:  # when made: before any file is read
+        _review(tmp_path, **changes)
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"datasets": []}, "name at least one dataset (got [])"),
+        ({"datasets": ["x", " "]}, "name at least one dataset (got ['x', ''])"),
+        ({"datasets": "statsmodels:longley"}, "got the string 'statsmodels:longley'"),
+        ({"questions": "why?"}, "questions is a list of strings; got the string 'why?'"),
+        ({"threads": 0}, "threads and max_concurrency must be >= 1, got 0 and 64"),
+    ],
+)
+def test_analysis_config_names_the_bad_value(
+    changes: dict[str, Any], message: str, tmp_path: Path
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        _analysis(tmp_path, **changes)
+    assert message in str(info.value)
+
+
+def test_analysis_config_keeps_clean_tuples(tmp_path: Path) -> None:
+    config = _analysis(tmp_path, datasets=[" sklearn:iris "], questions=["", " why? "])
+    assert (config.datasets, config.questions) == (("sklearn:iris",), ("why?",))
+
+
+@pytest.mark.parametrize("run", [run_review, run_analysis])
+def test_entry_points_take_the_config_and_keyword_sinks(run: Any) -> None:
+    params = list(inspect.signature(run).parameters.values())
+    assert [p.name for p in params] == ["config", "sinks"]
+    assert params[1].kind is inspect.Parameter.KEYWORD_ONLY and params[1].default == ()
+
+
+def test_outcomes_share_their_summary_fields() -> None:
+    shared = {"status", "problems", "run_id", "duration_s", "out_dir"}
+    for outcome in (ReviewOutcome, AnalysisOutcome):
+        assert shared <= {f.name for f in dataclasses.fields(outcome)}, outcome
+        assert isinstance(inspect.getattr_static(outcome, "pass_rate"), property)
+
+
+def test_nothing_checked_passes_nothing(tmp_path: Path) -> None:
+    files = ReviewFiles(paths={}, claims=0, supported=0, flagged=0)
+    review = ReviewOutcome(
+        out_dir=tmp_path, run_id="r", status="completed", files=files, documents=0,
+        skipped=[], relevant=0, themes=0, subagents=1, peak_researchers=0, duration_s=0.0,
+    )  # fmt: skip
+    analysis = AnalysisOutcome(
+        out_dir=tmp_path, run_id="a", status="partial", paths={}, analyses=0, findings=0,
+        verified=0, mismatched=0, unverifiable=0, peak_analysts=0, problems=[], duration_s=0.0,
+    )  # fmt: skip
+    assert review.pass_rate == analysis.pass_rate == 0.0
+    half = dataclasses.replace(review, files=dataclasses.replace(files, claims=4, supported=2))
+    assert half.pass_rate == 0.5
+
+
+def test_decompose_builds_subtasks_with_the_id_helpers() -> None:
+    plan = ReviewPlan(
+        topic="t",
+        relevant=["d1", "d2"],
+        themes=[ThemePlan(id="t0", label="T", terms=["x"], doc_ids=["d1", "d2"])],
+    )
+    subtasks = decompose(plan, corpus_size=2)
+    assert all(isinstance(s, Subtask) for s in subtasks)
+    by_id = {s.id: s for s in subtasks}
+    assert list(by_id) == [
+        read_id("d1"),
+        read_id("d2"),
+        write_id("t0"),
+        check_id("t0"),
+        "synthesize",
+    ]
+    assert by_id[check_id("t0")].depends_on == [write_id("t0")]
+    assert by_id[SYNTHESIZE_ID].depends_on == [PLAN_ID, write_id("t0"), check_id("t0")]
+
+
+def test_both_pipelines_feed_the_given_sinks(tmp_path: Path) -> None:
+    if not ICLR_JSON.exists():
+        pytest.skip(f"the shared corpus is not at {ICLR_JSON}")
+    seen = RoleConcurrency()
+    review = run_review(
+        ReviewConfig(corpus=ICLR_JSON, topic="attention", out=tmp_path / "r", max_papers=5),
+        sinks=[seen],
+    )
+    assert seen.started["fact_checker"] == review.themes > 0
+    assert seen.started["researcher"] == review.relevant == 5
+    seen = RoleConcurrency()
+    analysis = run_analysis(_analysis(tmp_path / "a"), sinks=[seen])
+    assert seen.started["data_analyst"] == analysis.analyses == 1
+
+
+def test_a_review_that_checked_nothing_does_not_pass(tmp_path: Path) -> None:
+    if not ICLR_JSON.exists():
+        pytest.skip(f"the shared corpus is not at {ICLR_JSON}")
+    outcome = run_review(
+        ReviewConfig(corpus=ICLR_JSON, topic="zygomorphic xylophones", out=tmp_path)
+    )
+    assert outcome.files.claims == 0 and outcome.pass_rate == 0.0
