@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from swarm.config import RunConfig
+from swarm.events import AgentTurn
 from swarm.schema import Plan, RunStatus, SubtaskResult
 
 SCHEMA = """
@@ -106,6 +107,8 @@ class StoredRun:
     next_seq: int
     sessions: int
     created_at: float
+    #: The turns agents recorded (`AgentTurn` events), by subtask id, oldest first.
+    turns: dict[str, list[AgentTurn]] = field(default_factory=dict)
 
     @property
     def config(self) -> RunConfig:

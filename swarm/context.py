@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import ValidationError
 
@@ -25,6 +25,8 @@ from swarm.llm.types import ChatResponse, MessageLike
 from swarm.schema import NO_USAGE, Subtask, SubtaskResult, Usage
 
 if TYPE_CHECKING:
+    from swarm.agent_turns import TurnLog
+    from swarm.events import AgentTurn
     from swarm.llm.protocol import ChatModel
 
 
@@ -102,6 +104,11 @@ class MeteredModel:
 
 
 SpawnFn = Callable[[Subtask, Sequence[Subtask], Sequence[str]], list[Subtask]]
+#: Waits for subtasks a subtask spawned: `(waiter, ids, mode, timeout_s) -> results`.
+WaitFn = Callable[
+    [Subtask, Sequence[str], Literal["all", "any"], float | None],
+    Awaitable[dict[str, SubtaskResult]],
+]
 #: Records one event of the run: `emit(EventClass, **fields)` (seq, run id, time added).
 EmitFn = Callable[..., None]
 
@@ -118,7 +125,17 @@ class SubtaskContext:
         upstream_results: the full results of those dependencies.
     """
 
-    __slots__ = ("_emit", "_model", "_spawn", "attempt", "run_id", "subtask", "upstream_results")
+    __slots__ = (
+        "_emit",
+        "_model",
+        "_spawn",
+        "_turns",
+        "_wait",
+        "attempt",
+        "run_id",
+        "subtask",
+        "upstream_results",
+    )
 
     def __init__(
         self,
@@ -130,6 +147,8 @@ class SubtaskContext:
         model: MeteredModel | None,
         spawn: SpawnFn,
         emit: EmitFn | None = None,
+        wait: WaitFn | None = None,
+        turns: TurnLog | None = None,
     ) -> None:
         self.subtask = subtask
         self.run_id = run_id
@@ -138,6 +157,8 @@ class SubtaskContext:
         self._model = model
         self._spawn = spawn
         self._emit = emit
+        self._wait = wait
+        self._turns = turns
 
     @property
     def id(self) -> str:
@@ -211,6 +232,53 @@ class SubtaskContext:
                 ) from None
         return self._spawn(self.subtask, parsed, feeds)
 
+    async def wait(
+        self,
+        ids: Sequence[str],
+        *,
+        mode: Literal["all", "any"] = "all",
+        timeout_s: float | None = None,
+    ) -> dict[str, SubtaskResult]:
+        """Wait for subtasks this one spawned; their results by id.
+
+        `mode="all"` returns once every one of `ids` has a result, `"any"` once at least
+        one has (all that have are returned). After `timeout_s` it returns what has
+        finished so far (possibly nothing). While it waits, the sub-agent does not count
+        against the run's concurrency, so the subtasks it waits for can start.
+
+        Raises:
+            WaitError: an id is unknown, was not spawned by this subtask, or depends on it.
+        """
+        if self._wait is None:
+            raise ConfigError(f"subtask {self.subtask.id!r}: this executor cannot wait")
+        return await self._wait(self.subtask, list(ids), mode, timeout_s)
+
+    @property
+    def history(self) -> tuple[AgentTurn, ...]:
+        """The turns this subtask recorded before (earlier attempts and sessions)."""
+        return self._turns.of(self.subtask.id) if self._turns is not None else ()
+
+    def record_turn(
+        self,
+        messages: Sequence[Any],
+        *,
+        spawned: Sequence[str] = (),
+        state: Any = None,
+        logprobs: Sequence[Any] | None = None,
+    ) -> AgentTurn | None:
+        """Record one turn of the agent's conversation (`AgentTurn`): the messages it added,
+        what it spawned, and the state to resume from (see `history`)."""
+        if self._turns is None:
+            return None
+        return self._turns.record(
+            self.subtask.id,
+            self.attempt,
+            messages=messages,
+            spawned=spawned,
+            state=state,
+            logprobs=logprobs,
+        )
+
 
     # --- the agent's trace (call from the event loop's thread) ---------------------------
 
@@ -260,4 +328,13 @@ def overload_status(error: ModelError) -> bool:
     return isinstance(error, ModelRateLimitedError) or error.status in (429, 503)
 
 
-__all__ = ["CallObserver", "EmitFn", "MeteredModel", "SubtaskContext", "Worker", "overload_status"]
+__all__ = [
+    "CallObserver",
+    "EmitFn",
+    "MeteredModel",
+    "SpawnFn",
+    "SubtaskContext",
+    "WaitFn",
+    "Worker",
+    "overload_status",
+]

@@ -100,6 +100,15 @@ class PlanLimitError(PlanValidationError):
     """The plan is larger than an allowed limit."""
 
 
+class WaitError(UserError):
+    """A sub-agent asked to wait for subtasks it may not wait for (unknown, not spawned by
+    it, or depending on it: waiting would never end). `ids` names them."""
+
+    def __init__(self, message: str, ids: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.ids: tuple[str, ...] = tuple(ids)
+
+
 # --- model errors ----------------------------------------------------------------------
 
 
@@ -256,6 +265,7 @@ __all__ = [
     "UnknownRoleError",
     "UnknownSchemaError",
     "UserError",
+    "WaitError",
     "is_retryable",
     "validation_problems",
 ]

@@ -81,6 +81,32 @@ class ToolCalled(_Event):
     error: str | None = None
 
 
+class AgentTurn(_Event):
+    """One turn of an agent's conversation: the messages it added, what it spawned, and
+    the state it needs to go on from there.
+
+    An agent that records its turns can be resumed where it was: a later attempt (a retry,
+    or a resumed run) finds them in `SubtaskContext.history`. Rewards read them as the
+    agent's decisions (the model's text and tool calls, and their logprobs).
+    """
+
+    type: Literal["agent_turn"] = "agent_turn"
+    subtask_id: str
+    #: The attempt the turn belongs to (1 for the first, counted per session).
+    attempt: int
+    #: 1 for the agent's first turn, counted over all attempts and sessions.
+    step: int
+    #: The messages the turn added, in order (OpenAI chat format): the model's message
+    #: (content, tool calls), then the results of its tool calls.
+    messages: list[JsonValue] = Field(default_factory=list)
+    #: Subtasks the turn spawned.
+    spawned: list[str] = Field(default_factory=list)
+    #: The agent's own state after the turn (agent-defined JSON), to resume from.
+    state: JsonValue = None
+    #: Token logprobs of the model's message, when the server gave them.
+    logprobs: list[JsonValue] | None = None
+
+
 class SubtaskRetrying(_Event):
     type: Literal["subtask_retrying"] = "subtask_retrying"
     subtask_id: str
@@ -137,6 +163,7 @@ Event = Annotated[
     | SubtaskStarted
     | ModelCalled
     | AgentStep
+    | AgentTurn
     | ToolCalled
     | SubtaskRetrying
     | SubtaskFinished
@@ -164,6 +191,7 @@ def parse_events(data: str | bytes) -> list[Event]:
 
 __all__ = [
     "AgentStep",
+    "AgentTurn",
     "BudgetExhausted",
     "ConcurrencyChanged",
     "Event",

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from swarm import events as ev
+from swarm.agent_turns import TurnLog
 from swarm.call_meter import CallMeter
 from swarm.deadlines import Deadlines
 from swarm.errors import BudgetExceededError, SpawnError
@@ -32,6 +33,7 @@ from swarm.schema import (
 from swarm.steps import add_subtasks, apply_result, new_state, stop_pending, take_ready
 from swarm.subtask_runner import SubtaskRunner
 from swarm.unvalidated import trusted
+from swarm.waits import Waits
 
 if TYPE_CHECKING:
     from swarm.config import RunConfig
@@ -59,6 +61,7 @@ class RunLoop:
         seq_start: the number of the run's next event.
         store: where events are written before they count (None: nowhere).
         sinks: receivers of every event.
+        history: the turns agents recorded in earlier sessions, by subtask id.
     """
 
     def __init__(
@@ -72,6 +75,7 @@ class RunLoop:
         seq_start: int,
         store: RunStore | None,
         sinks: Sequence[EventSink],
+        history: Mapping[str, Sequence[ev.AgentTurn]] | None = None,
     ) -> None:
         self.cfg = config
         self.workforce = workforce
@@ -87,6 +91,7 @@ class RunLoop:
         )
         self._on_cancelled = self.on_cancelled
         self.tasks: dict[asyncio.Task[None], Subtask] = {}
+        self.waits = Waits(self.state, on_parked=self.dispatch)
         self.runner = SubtaskRunner(
             run_id=run_id,
             config=config,
@@ -97,6 +102,8 @@ class RunLoop:
             meter=self.meter,
             rng=random.Random(config.seed),
             spawn=self.spawn,
+            wait=self.waits.wait,
+            turns=TurnLog(self.journal, history),
             tasks=self.tasks,
             finished=self.finished,
             fail=self.fail,
@@ -129,6 +136,7 @@ class RunLoop:
         self.journal.close()
         self.journal.on_fatal = _ignore_after_end
         self.meter.close()
+        self.waits.close()
         self.runner.finished = self.runner.fail = _ignore_after_end
         self._on_cancelled = _ignore_after_end
         if self.state.stop_reason is None:  # nothing may start in a run that has ended
@@ -216,7 +224,7 @@ class RunLoop:
         state = self.state
         if state.stop_reason is not None or not state.ready:
             return
-        room = self.meter.limit() - state.running
+        room = self.meter.limit() - state.running + self.waits.parked
         cap = self.cfg.max_subagents
         if cap is not None:
             room = min(room, cap - state.started)
@@ -262,8 +270,10 @@ class RunLoop:
             return False
         self.final_status = RunStatus.BUDGET_EXHAUSTED
         self.emit(ev.BudgetExhausted, reason=reason)
-        for res in stop_pending(self.state, SubtaskStatus.SKIPPED_BUDGET, reason):
+        stopped = stop_pending(self.state, SubtaskStatus.SKIPPED_BUDGET, reason)
+        for res in stopped:
             self.emit(ev.SubtaskFinished, result=res)
+        self.waits.notify([r.id for r in stopped])
         self.check_done()
         return True
 
@@ -286,6 +296,7 @@ class RunLoop:
         applied = apply_result(self.state, result)
         for res in applied.skipped:
             self.emit(ev.SubtaskFinished, result=res)
+        self.waits.notify([result.id, *(r.id for r in applied.skipped)])
         if self.state.stop_reason is not None and self.final_status is None:
             self.final_status = RunStatus.FAILED
         self.dispatch()
@@ -298,8 +309,11 @@ class RunLoop:
             raise SpawnError(
                 f"spawn from {parent.id!r} refused: the run is stopping ({self.state.stop_reason})"
             )
-        workers, schemas = self.workforce.workers, self.workforce.schemas
-        unknown = sorted({s.role for s in subtasks if s.role not in workers})
+        workforce = self.workforce
+        workers, schemas = workforce.workers, workforce.schemas
+        unknown = sorted(
+            {s.role for s in subtasks if s.role not in workers and workforce.worker_for(s) is None}
+        )
         if unknown:
             raise SpawnError(
                 f"spawn from {parent.id!r} names unknown roles {unknown}; "

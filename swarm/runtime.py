@@ -30,7 +30,7 @@ from swarm.journal import EventSink
 from swarm.planfile import load_plan, parse_plan
 from swarm.scheduler import Scheduler
 from swarm.schema import ROLE_PATTERN, Plan, RunResult
-from swarm.workforce import Workforce
+from swarm.workforce import RoleFactory, Workforce
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -91,6 +91,8 @@ class Swarm:
         self.sinks = list(sinks)
         #: Extra settings recorded with each run (the CLI records how to reach the model).
         self.settings: dict[str, Any] = {}
+        #: Builds workers for roles made at run time (subtasks with a `role_spec`).
+        self.role_factory: RoleFactory | None = None
 
     @property
     def max_subtasks(self) -> int:
@@ -152,15 +154,35 @@ class Swarm:
         ]
         return plan.model_copy(update={"subtasks": subtasks})
 
+    def set_role_factory(self, factory: RoleFactory | None) -> None:
+        """Let subtasks name roles made at run time: `factory(subtask)` builds the worker of
+        a subtask whose role is not registered from its `role_spec` (None: it cannot)."""
+        self.role_factory = factory
+
+    def _role_names(self, plan: Plan) -> set[str]:
+        """The registered roles, and the run-time roles the plan defines that can be built."""
+        names = set(self.workers)
+        if self.role_factory is not None:
+            workforce = self._workforce()
+            names |= {
+                s.role
+                for s in plan.subtasks
+                if s.role not in names and workforce.worker_for(s) is not None
+            }
+        return names
+
     def check(self, plan: Plan) -> None:
         """Check a plan against this swarm's roles and schemas (raises on the first defect)."""
-        check_plan(plan, roles=self.workers, schemas=self.schemas, max_subtasks=self.max_subtasks)
+        check_plan(
+            plan, roles=self._role_names(plan), schemas=self.schemas, max_subtasks=self.max_subtasks
+        )
 
     def validate(self, plan: PlanLike) -> nx.DiGraph:
         """Check a plan against this swarm's roles and schemas; returns its DAG."""
+        parsed = self._coerce(plan)
         return validate_plan(
-            self._coerce(plan),
-            roles=self.workers,
+            parsed,
+            roles=self._role_names(parsed),
             schemas=self.schemas,
             max_subtasks=self.max_subtasks,
         )
@@ -199,13 +221,17 @@ class Swarm:
         sinks: Sequence[EventSink],
         workers: Mapping[str, Worker] | None = None,
     ) -> Scheduler:
-        workforce = Workforce(
+        workforce = self._workforce(workers)
+        return Scheduler(self.config, workforce, store=store, sinks=[*self.sinks, *sinks])
+
+    def _workforce(self, workers: Mapping[str, Worker] | None = None) -> Workforce:
+        return Workforce(
             workers=self.workers if workers is None else workers,
             schemas=self.schemas,
             role_outputs=self.role_outputs,
             model=self.model,
+            role_factory=self.role_factory,
         )
-        return Scheduler(self.config, workforce, store=store, sinks=[*self.sinks, *sinks])
 
     def _open_store(self) -> RunStore | None:
         """The swarm's store, opened on first use and kept open for its later runs.
@@ -276,7 +302,7 @@ class Swarm:
         if store is None:
             raise ConfigError("resume needs a runs directory: Swarm(runs_dir=...)")
         stored = store.load_run(run_id)
-        missing = sorted({s.role for s in stored.plan.subtasks} - set(self.workers))
+        missing = sorted({s.role for s in stored.plan.subtasks} - self._role_names(stored.plan))
         if missing:
             raise UnknownRoleError(
                 f"run {stored.run_id!r} needs roles {missing} that this swarm does not "
@@ -292,6 +318,7 @@ class Swarm:
             resumed=True,
             seq_start=stored.next_seq,
             settings={**stored.settings, **self.settings},  # the config's own win there
+            history=stored.turns,
         )
 
     def run_sync(self, plan: PlanLike, **kwargs: Any) -> RunResult:

@@ -19,6 +19,7 @@ from swarm.schema import Plan, RunResult, SubtaskResult
 from swarm.workforce import Workforce
 
 if TYPE_CHECKING:
+    from swarm.events import AgentTurn
     from swarm.store import RunStore
 
 
@@ -55,11 +56,13 @@ class Scheduler:
         resumed: bool = False,
         seq_start: int = 0,
         settings: Mapping[str, Any] | None = None,
+        history: Mapping[str, Sequence[AgentTurn]] | None = None,
     ) -> RunResult:
         """Run `plan` (already validated) to the end; `done` results are reused, not re-run.
 
         `settings` are recorded in the `run_started` event; the config's own are always
-        among them, as they are (what is recorded is what runs).
+        among them, as they are (what is recorded is what runs). `history` holds the turns
+        agents recorded in earlier sessions (a resumed agent continues from them).
 
         Raises:
             asyncio.CancelledError: the run was cancelled; everything finished so far is
@@ -74,6 +77,7 @@ class Scheduler:
             seq_start=seq_start,
             store=self.store,
             sinks=self.sinks,
+            history=history,
         )
         recorded = {**(settings or {}), **self.config.to_settings()}
         return await run.execute(resumed=resumed, settings=recorded)

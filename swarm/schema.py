@@ -29,7 +29,9 @@ class Subtask(_Frozen):
 
     `depends_on` lists subtasks whose outputs this one receives; `output_schema` names a
     registered pydantic model the output must validate against; `timeout_s` and
-    `max_retries` override the swarm's defaults for this subtask only.
+    `max_retries` override the swarm's defaults for this subtask only. `role_spec` defines
+    a role made at run time (its prompt, tools, schema — whatever the swarm's role factory
+    reads) for a `role` no worker is registered for.
     """
 
     id: SubtaskId
@@ -44,6 +46,8 @@ class Subtask(_Frozen):
     parent: SubtaskId | None = None
     #: Spawn depth: 0 for planned subtasks, parent's depth + 1 for spawned ones.
     depth: Annotated[int, Field(ge=0)] = 0
+    #: The definition of a run-time role, read by the swarm's role factory.
+    role_spec: dict[str, JsonValue] | None = None
 
 
 class Plan(_Frozen):

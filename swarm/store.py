@@ -345,13 +345,17 @@ class RunStore:
         subtasks = Plan.model_validate_json(row[6]).subtasks
         subtasks += [Subtask.model_validate_json(b) for (b,) in spawned]
         results: dict[str, SubtaskResult] = {}
+        turns: dict[str, list[ev.AgentTurn]] = {}
         next_seq = 0
         for first, last, body in batches:
             next_seq = last + 1
-            if any(first <= seq <= last for seq in wanted):
+            # Only batches holding a wanted result or an agent's turn are parsed.
+            if '"agent_turn"' in body or any(first <= seq <= last for seq in wanted):
                 for event in ev.parse_events(body):
                     if event.seq in wanted and event.type == "subtask_finished":
                         results[wanted[event.seq]] = event.result
+                    elif event.type == "agent_turn":
+                        turns.setdefault(event.subtask_id, []).append(event)
         return StoredRun(
             run_id=run_id,
             plan=Plan(goal=row[0], subtasks=_with_edges(subtasks, edges)),
@@ -359,6 +363,7 @@ class RunStore:
             status=RunStatus(row[1]),
             stop_reason=row[2],
             results=results,
+            turns=turns,
             next_seq=next_seq,
             sessions=row[4],
             created_at=row[5],

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 
 from swarm import events as ev
-from swarm.context import MeteredModel, SpawnFn, SubtaskContext
+from swarm.context import MeteredModel, SpawnFn, SubtaskContext, WaitFn
 from swarm.errors import (
     OutputValidationError,
     SubtaskTimeoutError,
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     import random
     from collections.abc import Callable
 
+    from swarm.agent_turns import TurnLog
     from swarm.call_meter import CallMeter
     from swarm.config import RunConfig
     from swarm.deadlines import Deadlines
@@ -136,6 +137,8 @@ class SubtaskRunner:
         meter: the observer of every model call.
         rng: the retry jitter.
         spawn: adds subtasks to the live DAG (the run loop's).
+        wait: waits for subtasks a subtask spawned (the run loop's).
+        turns: the agents' recorded turns.
         tasks: the run's running tasks; a subtask's entry is removed once its result is in.
         finished: takes each subtask's final result.
         fail: takes a bug in the bookkeeping (the run then stops and raises it).
@@ -153,6 +156,8 @@ class SubtaskRunner:
         meter: CallMeter,
         rng: random.Random,
         spawn: SpawnFn,
+        wait: WaitFn,
+        turns: TurnLog,
         tasks: dict[asyncio.Task[None], Subtask],
         finished: Callable[[SubtaskResult], None],
         fail: Callable[[BaseException], None],
@@ -166,6 +171,8 @@ class SubtaskRunner:
         self.meter = meter
         self.rng = rng
         self.spawn = spawn
+        self.wait = wait
+        self.turns = turns
         self.tasks = tasks
         self.finished = finished
         self.fail = fail
@@ -215,6 +222,8 @@ class SubtaskRunner:
             model=MeteredModel(model, self.meter, st) if model is not None else None,
             spawn=self.spawn,
             emit=journal.emit if journal.listened else None,
+            wait=self.wait,
+            turns=self.turns,
         )
 
     def _timed_out(
@@ -245,7 +254,9 @@ class SubtaskRunner:
             retries = cfg.max_retries if st.max_retries is None else st.max_retries
             results = self.state.results
             upstream = {d: results[d] for d in st.depends_on} if st.depends_on else _NO_UPSTREAM
-            worker = self.workforce.workers[st.role]
+            worker = self.workforce.workers.get(st.role) or self.workforce.worker_for(st)
+            if worker is None:  # checked at plan and spawn time: a bug if it happens
+                raise RuntimeError(f"no worker for role {st.role!r} of subtask {st.id!r}")
             deadlines = self.deadlines
             usage, started, attempt = NO_USAGE, time.time(), 0
             ctx: SubtaskContext | None = None

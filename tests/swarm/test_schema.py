@@ -123,6 +123,11 @@ EVENTS: list[ev._Event] = [
         run_id="r", seq=2, ts=2.3, subtask_id="a", tool="read", step=1, latency_s=0.01,
         ok=False, error="ValueError: bad bounds",
     ),
+    ev.AgentTurn(
+        run_id="r", seq=2, ts=2.4, subtask_id="a", attempt=1, step=1,
+        messages=[{"role": "assistant", "content": None, "tool_calls": []}], spawned=["t1"],
+        state={"agents": {"x": "prompt"}}, logprobs=[{"token": "a", "logprob": -0.1}],
+    ),
     ev.SubtaskRetrying(
         run_id="r",
         seq=3,
