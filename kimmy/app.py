@@ -37,6 +37,7 @@ COMMANDS: dict[str, str] = {
     "runs": "kimmy.commands.runs",
     "show": "kimmy.commands.runs",
     "validate": "kimmy.commands.runs",
+    "swarm": "kimmy.commands.solve",
     "review": "kimmy.commands.pipelines",
     "analyze": "kimmy.commands.pipelines",
     "demo": "kimmy.commands.pipelines",

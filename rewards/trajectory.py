@@ -90,7 +90,10 @@ class Episode(BaseModel):
 
 
 class OrchestratorTurn(BaseModel):
-    """One spawn decision of an orchestrator: granted (`spawned`) or refused (`refused`)."""
+    """One decision of an orchestrator: the spawns it made, granted (`spawned`) or refused
+    (`refused`). For an agent that records its turns (`AgentTurn` events: the orchestrator
+    agent) a turn is one model turn — its message and logprobs included, spawns or not;
+    otherwise one spawn call."""
 
     subtask_id: str
     #: Position among this orchestrator's turns, from 0.
@@ -101,6 +104,10 @@ class OrchestratorTurn(BaseModel):
     edges: list[tuple[str, str]] = Field(default_factory=list)
     #: Error messages of refused spawns.
     refused: list[str] = Field(default_factory=list)
+    #: The model's own message of the turn (content and tool calls), when it was recorded.
+    message: dict[str, Any] | None = None
+    #: Token logprobs of that message, when the server gave them.
+    logprobs: list[dict[str, Any]] | None = None
 
 
 class Trajectory(BaseModel):
@@ -203,6 +210,8 @@ class _Fold:
     extra_edges: list[tuple[str, str]] = field(default_factory=list)
     turns: list[OrchestratorTurn] = field(default_factory=list)
     n_turns: dict[str, int] = field(default_factory=dict)
+    #: Per agent that records its turns: the spawn turns since its last recorded turn.
+    open_turns: dict[str, list[OrchestratorTurn]] = field(default_factory=dict)
     run_id: str = ""
     goal: str = ""
     status: str = RunStatus.RUNNING.value
@@ -244,6 +253,8 @@ class _Fold:
                 a.result = e.result  # a done result is final, as in the store
         elif isinstance(e, ev.SubtasksSpawned | ev.SpawnRefused):
             self._turn(e)
+        elif isinstance(e, ev.AgentTurn):
+            self._agent_turn(e)
         elif isinstance(e, ev.RunStarted):
             self.goal = self.goal or e.goal
             self.settings = dict(e.settings)
@@ -264,6 +275,29 @@ class _Fold:
             turn.edges.extend(e.edges)
             self.extra_edges.extend(e.edges)
         self.turns.append(turn)
+        self.open_turns.setdefault(e.parent_id, []).append(turn)
+
+    def _agent_turn(self, e: ev.AgentTurn) -> None:
+        """One recorded model turn: the spawn turns it made become one decision."""
+        made = self.open_turns.pop(e.subtask_id, [])
+        for t in made:
+            self.turns.remove(t)
+        first = e.messages[0] if e.messages and isinstance(e.messages[0], dict) else None
+        turn = OrchestratorTurn(
+            subtask_id=e.subtask_id,
+            index=0,
+            ts=e.ts,
+            spawned=[k for t in made for k in t.spawned],
+            edges=[x for t in made for x in t.edges],
+            refused=[r for t in made for r in t.refused],
+            message=first,
+            logprobs=[x for x in e.logprobs if isinstance(x, dict)] if e.logprobs else None,
+        )
+        self.turns.append(turn)
+        indexed = [t for t in self.turns if t.subtask_id == e.subtask_id]
+        for i, t in enumerate(indexed):
+            t.index = i
+        self.n_turns[e.subtask_id] = len(indexed)
 
 
 def _model_call(e: ev.ModelCalled, attempt: int) -> ModelCall:

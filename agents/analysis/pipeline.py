@@ -25,7 +25,13 @@ from agents.analysis.procedures_report import intro_text, render_markdown
 from agents.analysis.roles import analysis_roles
 from agents.analysis.schemas import PLAN_ID, REPORT_ID, SUMMARIZE_ID, is_check_id
 from agents.analysis.tools import AnalysisBoard, build_toolbox
-from agents.analysis.workers import AnalystWorker, CheckWorker, PlanWorker, ReportWorker
+from agents.analysis.workers import (
+    AnalystWorker,
+    CheckWorker,
+    PlanOnlyWorker,
+    PlanWorker,
+    ReportWorker,
+)
 from agents.subagent import SubAgent
 from agents.tracking import RoleConcurrency
 from swarm import Swarm
@@ -147,15 +153,31 @@ def build_swarm(
     config: AnalysisConfig, board: AnalysisBoard, tools: ToolBox, executor: Executor
 ) -> Swarm:
     """A swarm with the five analysis roles, each a `SubAgent` behind its board worker."""
-    roles = analysis_roles(python="run_python" in tools)
     swarm = Swarm(
         model=config.model,
         max_concurrency=config.max_concurrency,
         failure_policy="continue",
         runs_dir=config.runs_dir,
     )
+    install_analysis_roles(swarm, board, tools, executor)
+    return swarm
+
+
+def install_analysis_roles(
+    swarm: Swarm,
+    board: AnalysisBoard,
+    tools: ToolBox,
+    executor: Executor,
+    *,
+    planner: str = "orchestrator",
+    spawn: bool = True,
+) -> None:
+    """Register the five analysis roles on `swarm`, each behind its board worker; the
+    planner under the name `planner`, spawning the DAG itself unless `spawn` is False (an
+    orchestrator above it assigns the tasks)."""
+    roles = analysis_roles(python="run_python" in tools)
     wrappers = {
-        "orchestrator": PlanWorker,
+        "orchestrator": PlanWorker if spawn else PlanOnlyWorker,
         "data_analyst": AnalystWorker,
         "fact_checker": CheckWorker,
         "frontend_engineer": ReportWorker,
@@ -163,8 +185,8 @@ def build_swarm(
     }
     for name, role in roles.items():
         agent = SubAgent(role, tools, executor=executor)
-        swarm.add_role(name, wrappers[name](agent, board), output=role.output)
-    return swarm
+        key = planner if name == "orchestrator" else name
+        swarm.add_role(key, wrappers[name](agent, board), output=role.output)
 
 
 def _initial_plan(config: AnalysisConfig) -> Plan:
@@ -267,6 +289,7 @@ __all__ = [
     "AnalysisConfig",
     "AnalysisOutcome",
     "build_swarm",
+    "install_analysis_roles",
     "load_datasets",
     "run_analysis",
     "write_artifacts",

@@ -71,6 +71,12 @@ class PlanWorker(_BoardWorker):
     """Plans with the orchestrator, then spawns the rest of the DAG."""
 
     async def __call__(self, ctx: SubtaskContext) -> AnalysisPlan:
+        plan = await self.plan(ctx)
+        ctx.spawn(analysis_subtasks(plan))
+        return plan
+
+    async def plan(self, ctx: SubtaskContext) -> AnalysisPlan:
+        """The plan, its tasks recorded on the board (nothing spawned)."""
         plan = AnalysisPlan.model_validate(await self.agent(ctx))
         # A model may leave out load errors; the report must not.
         missing = [
@@ -81,8 +87,14 @@ class PlanWorker(_BoardWorker):
         plan = plan.model_copy(update={"problems": [*plan.problems, *missing]})
         for t in plan.tasks:
             self.board.record_task(analyze_id(t.n), t)
-        ctx.spawn(analysis_subtasks(plan))
         return plan
+
+
+class PlanOnlyWorker(PlanWorker):
+    """Plans and records the tasks, leaving the spawning to an orchestrator above it."""
+
+    async def __call__(self, ctx: SubtaskContext) -> AnalysisPlan:
+        return await self.plan(ctx)
 
 
 class AnalystWorker(_BoardWorker):
@@ -140,4 +152,11 @@ class ReportWorker(_BoardWorker):
         return await self.agent(ctx)
 
 
-__all__ = ["AnalystWorker", "CheckWorker", "PlanWorker", "ReportWorker", "analysis_subtasks"]
+__all__ = [
+    "AnalystWorker",
+    "CheckWorker",
+    "PlanOnlyWorker",
+    "PlanWorker",
+    "ReportWorker",
+    "analysis_subtasks",
+]

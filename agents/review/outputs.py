@@ -199,6 +199,11 @@ def _claims_jsonl(parts: _Parts) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
+def review_markdown(result: RunResult, corpus: Corpus, *, topic: str) -> str:
+    """The review of a run (its subtasks by the review's ids) as Markdown."""
+    return render_markdown(_gather(result, topic, len(corpus)), corpus)
+
+
 def write_review(out: Path, corpus: Corpus, result: RunResult, *, topic: str) -> ReviewFiles:
     """Write the four files into `out` (created); returns their paths and the claim counts."""
     from agents.review.report import render_review_html
@@ -226,4 +231,4 @@ def write_review(out: Path, corpus: Corpus, result: RunResult, *, topic: str) ->
     )
 
 
-__all__ = ["ReviewFiles", "render_bibtex", "render_markdown", "write_review"]
+__all__ = ["ReviewFiles", "render_bibtex", "render_markdown", "review_markdown", "write_review"]

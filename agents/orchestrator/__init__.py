@@ -1,0 +1,44 @@
+"""The orchestrator agent: a goal in words becomes a DAG of sub-agents it creates itself.
+
+    from agents.orchestrator import SolveConfig, run_solve
+    outcome = run_solve(SolveConfig(goal="Review linear attention", corpus=Path("papers"),
+                                    out=Path("out"), model=model))   # model=None: offline
+
+- `solve`: `run_solve` / `resume_solve`, `SolveConfig`, `SolveOutcome`.
+- `agent`: `OrchestratorAgent` (the loop, a swarm worker), `ModelTurns` (its model policy).
+- `offline`: the rule-based planner (the offline policy behind the same interface).
+- `tools`, `actions`: the orchestrator's tools and how they act on the live run.
+- `agent_specs`: sub-agents made at run time (`AgentSpec`, the swarm's role factory).
+"""
+
+from agents.orchestrator.agent import (
+    ORCHESTRATOR_ID,
+    ModelTurns,
+    OrchestratorAgent,
+    OrchestratorOutput,
+    TurnPolicy,
+)
+from agents.orchestrator.agent_specs import AgentSpec, spec_role_factory
+from agents.orchestrator.offline import NO_OFFLINE_PLAN, OfflinePlanner, offline_rules
+from agents.orchestrator.prompts import Resources
+from agents.orchestrator.solve import SolveConfig, SolveOutcome, resume_solve, run_solve
+from agents.orchestrator.tools import tool_specs
+
+__all__ = [
+    "NO_OFFLINE_PLAN",
+    "ORCHESTRATOR_ID",
+    "AgentSpec",
+    "ModelTurns",
+    "OfflinePlanner",
+    "OrchestratorAgent",
+    "OrchestratorOutput",
+    "Resources",
+    "SolveConfig",
+    "SolveOutcome",
+    "TurnPolicy",
+    "offline_rules",
+    "resume_solve",
+    "run_solve",
+    "spec_role_factory",
+    "tool_specs",
+]

@@ -1,0 +1,156 @@
+"""`OrchestratorAgent`: the orchestrator's loop, a swarm worker.
+
+Each turn its policy — a model with the orchestrator's tools, or the rule-based planner
+offline — answers the conversation with tool calls; the calls are carried out against the
+live run (`Actions`); the turn is recorded (`AgentTurn`: the model's message, the tool
+results, the tasks spawned, the state, logprobs when offered), so rewards score these very
+decisions and a resumed run continues the conversation where it stopped, without running a
+finished sub-agent again. It ends at `finish`, or fails at the turn limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pydantic import BaseModel, Field
+
+from agents._model_policy import AgentStepLimitError
+from agents.orchestrator.actions import Actions
+from agents.orchestrator.prompts import NO_TOOL_CALL, Resources, opening_messages
+from agents.orchestrator.state import OrchestratorState
+from agents.orchestrator.tools import tool_specs
+
+if TYPE_CHECKING:
+    from swarm.context import SubtaskContext
+    from swarm.llm.types import ChatResponse
+
+#: The subtask id of the orchestrator in a `run_solve` run.
+ORCHESTRATOR_ID = "orchestrator"
+
+
+class OrchestratorOutput(BaseModel):
+    """What the orchestrator's subtask returns."""
+
+    answer: str
+    #: Task ids by the agent they were assigned to.
+    tasks: dict[str, str] = Field(default_factory=dict)
+    #: The sub-agents it created, with their system prompts.
+    agents: dict[str, str] = Field(default_factory=dict)
+    turns: int = 0
+
+
+class TurnPolicy(Protocol):
+    """Decides the orchestrator's next turn (a model, or the offline planner)."""
+
+    name: str
+
+    async def next_turn(
+        self, ctx: SubtaskContext, messages: Sequence[dict[str, Any]], actions: Actions
+    ) -> ChatResponse: ...
+
+
+@dataclass
+class ModelTurns:
+    """The model policy: the run's model with the orchestrator's tools (a call is required
+    every turn, so a server with structured output can constrain it to valid calls)."""
+
+    max_tokens: int = 2_048
+    temperature: float | None = None
+    logprobs: bool = False
+    name: str = "model"
+
+    async def next_turn(
+        self, ctx: SubtaskContext, messages: Sequence[dict[str, Any]], actions: Actions
+    ) -> ChatResponse:
+        options: dict[str, Any] = {"tools": tool_specs(), "tool_choice": "required"}
+        if self.temperature is not None:
+            options["temperature"] = self.temperature
+        if self.logprobs:
+            options["logprobs"] = True
+        return await ctx.model.chat(list(messages), max_tokens=self.max_tokens, **options)
+
+
+class OrchestratorAgent:
+    """The orchestrator as a swarm worker (the subtask's output: `OrchestratorOutput`).
+
+    Args:
+        resources: what the run can work on (shown to the policy).
+        policy: the model policy or the offline planner.
+        roles: the built-in roles sub-tasks may be assigned to by name.
+        max_turns: the most turns (over all attempts and sessions).
+        budget_chars: how much of the context the opening message and each `wait` digest
+            may take, in characters.
+    """
+
+    def __init__(
+        self,
+        resources: Resources,
+        policy: TurnPolicy,
+        *,
+        roles: Collection[str],
+        max_turns: int = 50,
+        budget_chars: int = 12_000,
+    ) -> None:
+        self.resources = resources
+        self.policy = policy
+        self.roles = tuple(roles)
+        self.max_turns = max_turns
+        self.budget_chars = budget_chars
+
+    def _restore(self, ctx: SubtaskContext) -> tuple[OrchestratorState, list[dict[str, Any]]]:
+        """The state and conversation after the last recorded turn (fresh ones at first)."""
+        goal = ctx.inputs.get("goal") or ctx.instructions
+        messages: list[dict[str, Any]] = opening_messages(
+            str(goal), self.resources, budget_chars=self.budget_chars
+        )
+        state = OrchestratorState()
+        for turn in ctx.history:
+            messages.extend(m for m in turn.messages if isinstance(m, dict))
+            if turn.state is not None:
+                state = OrchestratorState.model_validate(turn.state)
+        return state, messages
+
+    async def __call__(self, ctx: SubtaskContext) -> OrchestratorOutput:
+        state, messages = self._restore(ctx)
+        actions = Actions(
+            ctx, state, roles=self.roles, tools=self.resources.tools,
+            digest_chars=self.budget_chars,
+        )  # fmt: skip
+        step = len(ctx.history)
+        while state.answer is None:
+            step += 1
+            if step > self.max_turns:
+                raise AgentStepLimitError(
+                    f"orchestrator {ctx.id!r}: no finish within {self.max_turns} turns"
+                )
+            response = await self.policy.next_turn(ctx, messages, actions)
+            added: list[dict[str, Any]] = [response.message.to_openai()]
+            spawned: list[str] = []
+            for call in response.tool_calls:
+                outcome = await actions.run(call)
+                spawned += outcome.spawned
+                added.append({"role": "tool", "tool_call_id": call.id, "content": outcome.text})
+            if not response.tool_calls:
+                added.append({"role": "user", "content": NO_TOOL_CALL})
+            messages += added
+            logprobs = [lp.model_dump() for lp in response.logprobs or ()] or None
+            ctx.record_turn(
+                added, spawned=spawned, state=state.model_dump(mode="json"), logprobs=logprobs
+            )
+            ctx.record_step(
+                step,
+                policy="model" if self.policy.name == "model" else "offline",
+                tools=[c.function.name for c in response.tool_calls],
+                outcome="answer" if state.answer is not None else "tools",
+            )
+        return OrchestratorOutput(
+            answer=state.answer,
+            tasks={k: t.agent for k, t in state.tasks.items()},
+            agents={k: a.system_prompt for k, a in state.agents.items()},
+            turns=step,
+        )
+
+
+__all__ = ["ORCHESTRATOR_ID", "ModelTurns", "OrchestratorAgent", "OrchestratorOutput", "TurnPolicy"]

@@ -1,0 +1,137 @@
+"""Sub-agents the orchestrator creates at run time: their spec, and the worker built from it.
+
+`create_subagent` gives a name, a system prompt (e.g. "You are a physics researcher …"),
+the tools it may call and optionally the JSON schema of its answer. Each task assigned to
+it is a subtask whose `role_spec` holds that spec, so the swarm's role factory
+(`spec_role_factory`) rebuilds its `SubAgent` wherever the subtask runs — after a resume
+too. No predefined role is needed; the built-in roles stay available by name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from concurrent.futures import Executor
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, field_validator
+
+from agents.roles import Answer, Role
+from agents.subagent import SubAgent
+from swarm.schema import ROLE_PATTERN
+
+if TYPE_CHECKING:
+    from agents.subagent import AgentRun
+    from agents.toolbox import ToolBox
+    from swarm.context import Worker
+    from swarm.schema import Subtask
+
+#: The most model turns of a created sub-agent.
+DEFAULT_MAX_STEPS = 8
+
+
+class AgentSpec(BaseModel):
+    """A sub-agent made at run time (what `create_subagent` takes)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(pattern=ROLE_PATTERN, description="Its role name: letters, digits, _ . -")
+    system_prompt: str = Field(min_length=1, description="Its system prompt, in full.")
+    tools: tuple[str, ...] = Field(default=(), description="Tools it may call.")
+    output_schema: dict[str, Any] | None = Field(
+        default=None, description="JSON schema of its answer (default: {answer, sources})."
+    )
+
+    @field_validator("output_schema")
+    @classmethod
+    def _a_json_schema(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is None:
+            return None
+        from jsonschema import Draft202012Validator
+        from jsonschema.exceptions import SchemaError
+
+        try:
+            Draft202012Validator.check_schema(value)
+        except SchemaError as exc:
+            raise ValueError(f"output_schema is not a JSON schema: {exc.message}") from None
+        return value
+
+
+class StructuredAnswer(RootModel[Any]):
+    """The answer of a created sub-agent with its own JSON schema (checked by the role)."""
+
+
+def _schema_check(schema: Mapping[str, Any]) -> Any:
+    from jsonschema import Draft202012Validator
+
+    validator = Draft202012Validator(dict(schema))
+
+    def check(answer: Any, _run: AgentRun) -> None:
+        data = answer.root if isinstance(answer, StructuredAnswer) else answer
+        errors = sorted(validator.iter_errors(data), key=lambda e: list(e.path))
+        if errors:
+            where = "/".join(str(p) for p in errors[0].path) or "(answer)"
+            raise ValueError(f"{where}: {errors[0].message}")
+
+    return check
+
+
+def spec_role(spec: AgentSpec) -> Role:
+    """The `Role` of a created sub-agent."""
+    if spec.output_schema is None:
+        return Role(spec.name, spec.system_prompt, Answer, spec.tools, max_steps=DEFAULT_MAX_STEPS)
+    output = _schema_model(spec.name, spec.output_schema)
+    return Role(
+        spec.name,
+        spec.system_prompt,
+        output,
+        spec.tools,
+        check=_schema_check(spec.output_schema),
+        max_steps=DEFAULT_MAX_STEPS,
+    )
+
+
+def _schema_model(name: str, schema: Mapping[str, Any]) -> type[BaseModel]:
+    """A root model whose JSON schema is `schema` (what the model is asked to answer)."""
+    frozen = dict(schema)
+
+    class Structured(StructuredAnswer):
+        model_config = ConfigDict(json_schema_extra=lambda s, _cls: _replace(s, frozen))
+
+    Structured.__name__ = re.sub(r"\W", "_", name.title()) + "Answer"
+    return Structured
+
+
+def _replace(target: dict[str, Any], schema: Mapping[str, Any]) -> None:
+    target.clear()
+    target.update(schema)
+
+
+def spec_role_factory(
+    tools: ToolBox, *, executor: Executor | None = None, policy: str = "auto"
+) -> Any:
+    """The swarm's role factory: a `SubAgent` for a subtask whose `role_spec` is an
+    `AgentSpec` naming only tools of `tools` (None for anything else)."""
+    cache: dict[tuple[Any, ...], Worker] = {}
+
+    def factory(st: Subtask) -> Worker | None:
+        if st.role_spec is None:
+            return None
+        try:
+            spec = AgentSpec.model_validate(st.role_spec)
+        except ValidationError:
+            return None
+        if spec.name != st.role or any(t not in tools for t in spec.tools):
+            return None
+        key = (spec.name, spec.system_prompt, spec.tools, repr(spec.output_schema))
+        worker = cache.get(key)
+        if worker is None:
+            worker = cache[key] = SubAgent(
+                spec_role(spec), tools, policy=policy, executor=executor  # type: ignore[arg-type]
+            )
+        return worker
+
+    return factory
+
+
+__all__ = ["AgentSpec", "StructuredAnswer", "spec_role", "spec_role_factory"]

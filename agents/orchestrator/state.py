@@ -1,0 +1,51 @@
+"""What the orchestrator knows between turns: the sub-agents it created and its tasks.
+
+It is saved with every turn (`AgentTurn.state`), so a resumed orchestrator continues with
+the same agents, task ids and reported results.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agents.orchestrator.agent_specs import AgentSpec
+
+
+class TaskRecord(BaseModel):
+    """One assigned task."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    agent: str
+    task: str
+    depends_on: list[str] = Field(default_factory=list)
+    #: Its result was shown to the model (by `wait`): `wait("any")` moves on from it.
+    reported: bool = False
+
+
+class OrchestratorState(BaseModel):
+    """The orchestrator's own state (JSON; saved with each turn)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    agents: dict[str, AgentSpec] = Field(default_factory=dict)
+    tasks: dict[str, TaskRecord] = Field(default_factory=dict)
+    #: The number of the next default task id (`t<n>`).
+    next_task: int = 1
+    #: The answer given to `finish` (None while running).
+    answer: str | None = None
+
+    def new_task_id(self, taken: set[str]) -> str:
+        """The next free default task id."""
+        while True:
+            key = f"t{self.next_task}"
+            self.next_task += 1
+            if key not in self.tasks and key not in taken:
+                return key
+
+    def unreported(self) -> list[str]:
+        return [k for k, t in self.tasks.items() if not t.reported]
+
+
+__all__ = ["OrchestratorState", "TaskRecord"]

@@ -1,0 +1,211 @@
+"""`kimmy swarm "GOAL"`: the orchestrator turns a goal in words into sub-agents it creates.
+
+    kimmy swarm "Review linear attention" --corpus papers/            # offline: a review
+    kimmy swarm "Which factors drive GNP?" --data statsmodels:longley # offline: an analysis
+    kimmy swarm "Compare the papers' methods" --corpus papers/ --base-url URL --model M
+    kimmy swarm "…" --corpus papers/ --tiny                           # in-process tiny model
+    kimmy swarm "…" --corpus papers/ --local runs/tiny/checkpoint-000200
+
+Writes OUT/answer.md and stores the run (`kimmy show RUN` shows the orchestrator's turns and
+the sub-agents it created; `kimmy resume RUN` continues it). Exit codes: 0 completed, 1 the
+run ended otherwise (the answer says why), 2 bad input.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from kimmy.options import (
+    DEFAULT_RUNS_DIR,
+    ApiKey,
+    BaseUrl,
+    Json,
+    ModelName,
+    RunsDir,
+    at_least,
+    command_group,
+)
+
+if TYPE_CHECKING:
+    from agents.orchestrator import SolveOutcome
+
+app = command_group()
+
+#: How a run's model is found again on resume (kept in the run's settings).
+MODEL_SOURCE_KEY = "model_source"
+
+
+def open_model(source: dict[str, Any], api_key: str | None = None) -> Any:
+    """The model a source names (started: a local one runs in this process), or None.
+
+    Sources: {"kind": "offline"}, {"kind": "http", "base_url", "model"}, {"kind": "tiny"},
+    {"kind": "local", "path"}.
+    """
+    import asyncio
+
+    kind = source.get("kind")
+    if kind == "offline":
+        return None
+    if kind == "http":
+        from kimmy.options import model_client
+
+        return model_client(source.get("base_url"), source.get("model"), api_key, required=True)
+    from swarm.llm.local import LocalModel
+
+    local = LocalModel.tiny() if kind == "tiny" else LocalModel.from_pretrained(source["path"])
+    asyncio.run(local.start())
+    return local
+
+
+def _source(
+    base_url: str | None, model: str | None, local: Path | None, tiny: bool
+) -> dict[str, Any]:
+    import os
+
+    from kimmy.options import fail
+
+    given = sum([bool(base_url or model), local is not None, tiny])
+    if given > 1:
+        raise fail("give one model: --base-url/--model, --local MODEL_DIR or --tiny")
+    if tiny:
+        return {"kind": "tiny"}
+    if local is not None:
+        if not local.is_dir():
+            raise fail(f"--local {local}: not a folder (a checkpoint folder of kimmy train lm)")
+        return {"kind": "local", "path": str(local)}
+    if base_url or model or os.environ.get("KIMMY_BASE_URL"):
+        return {"kind": "http", "base_url": base_url, "model": model}
+    return {"kind": "offline"}
+
+
+def _say(text: str, json_lines: bool) -> None:
+    print(text, file=sys.stderr if json_lines else sys.stdout)
+
+
+def print_solve(outcome: SolveOutcome, json_lines: bool, *, stored: bool) -> None:
+    """The closing lines of a `kimmy swarm` run."""
+    _say(
+        f"swarm: {outcome.subagents} sub-agents in {outcome.turns} orchestrator turns, "
+        f"{len(outcome.agents)} created at run time, {outcome.duration_s:.1f} s "
+        f"(status {outcome.status})",
+        json_lines,
+    )
+    for name, prompt in list(outcome.agents.items())[:8]:
+        _say(f"  created {name}: {' '.join(prompt.split())[:100]}", json_lines)
+    for problem in outcome.problems[:5]:
+        _say(f"  problem: {problem}", json_lines)
+    for name, path in outcome.paths.items():
+        _say(f"  {name:<15} {path}", json_lines)
+    where = f": kimmy show {outcome.run_id}" if stored else " (not stored)"
+    _say(f"  run {outcome.run_id}{where}", json_lines)
+
+
+def run_with_progress(
+    work: Any, model: Any, json_lines: bool, stored: bool
+) -> None:
+    """Run `work(sinks)` under the progress view, close the model, print, set the exit."""
+    import asyncio
+
+    from swarm.progress import make_progress
+
+    try:
+        with make_progress(json=json_lines) as sink:
+            outcome = work([sink])
+    finally:
+        if model is not None:
+            asyncio.run(model.aclose())
+    print_solve(outcome, json_lines, stored=stored)
+    if outcome.status != "completed":
+        raise typer.Exit(1)
+
+
+@app.command("swarm")
+def swarm_cmd(
+    goal: Annotated[str, typer.Argument(help="What the swarm should do, in words.")],
+    corpus: Annotated[
+        Path | None,
+        typer.Option("--corpus", help="Folder of .md/.txt/.pdf, or a .bib/.jsonl/.json file."),
+    ] = None,
+    data: Annotated[
+        list[str] | None,
+        typer.Option("--data", help="A CSV/Parquet file or bundled dataset (repeatable)."),
+    ] = None,
+    out: Annotated[
+        Path, typer.Option("--out", help="Output folder (answer.md).", file_okay=False)
+    ] = Path("swarm-out"),
+    max_subagents: Annotated[
+        int, typer.Option("--max-subagents", callback=at_least(1), help="Most sub-agents.")
+    ] = 1000,
+    max_concurrency: Annotated[
+        int,
+        typer.Option("--max-concurrency", callback=at_least(1), help="Most sub-agents in flight."),
+    ] = 64,
+    max_turns: Annotated[
+        int, typer.Option("--max-turns", callback=at_least(1), help="Most orchestrator turns.")
+    ] = 50,
+    year: Annotated[
+        int | None, typer.Option("--year", help="Year for corpus records that give none.")
+    ] = None,
+    base_url: BaseUrl = None,
+    model: ModelName = None,
+    api_key: ApiKey = None,
+    local: Annotated[
+        Path | None,
+        typer.Option("--local", help="Serve this checkpoint folder in-process as the model."),
+    ] = None,
+    tiny: Annotated[
+        bool, typer.Option("--tiny", help="An in-process tiny random model (wiring checks).")
+    ] = False,
+    runs_dir: RunsDir = DEFAULT_RUNS_DIR,
+    store: Annotated[bool, typer.Option(help="Store the run durably (resumable).")] = True,
+    json_lines: Json = False,
+) -> None:
+    """A goal in words: the orchestrator creates sub-agents, runs them in parallel, answers."""
+    from agents.orchestrator import SolveConfig, run_solve
+
+    source = _source(base_url, model, local, tiny)
+    config = SolveConfig(
+        goal=goal, out=out, corpus=corpus, datasets=tuple(data or ()),
+        runs_dir=runs_dir if store else None, max_subagents=max_subagents,
+        max_concurrency=max_concurrency, max_turns=max_turns,
+        defaults={"year": year} if year is not None else None,
+    )  # fmt: skip
+    if source["kind"] == "offline":
+        from agents.orchestrator import offline_rules
+
+        _check_offline(config, offline_rules)
+    client = open_model(source, api_key)
+    if source["kind"] == "http" and client is not None:
+        source = {"kind": "http", "base_url": client.base_url, "model": client.name}
+    config = SolveConfig(**{**vars(config), "model": client})
+    run_with_progress(
+        lambda sinks: run_solve(config, sinks=sinks, extra_settings={MODEL_SOURCE_KEY: source}),
+        client,
+        json_lines,
+        store,
+    )
+
+
+def _check_offline(config: Any, offline_rules: Any) -> None:
+    """Offline, a goal no rule set plans fails before anything is loaded (one clear line)."""
+    if config.corpus is None and not config.datasets:
+        offline_rules(config.goal, corpus=None, datasets=())
+
+
+def resume_swarm(run_id: str, runs_dir: Path, settings: dict[str, Any], json_lines: bool,
+                 api_key: str | None) -> None:  # fmt: skip
+    """`kimmy resume` of a `kimmy swarm` run: the same model, the conversation restored."""
+    from agents.orchestrator import resume_solve
+
+    source = settings.get(MODEL_SOURCE_KEY) or {"kind": "offline"}
+    client = open_model(source, api_key)
+    run_with_progress(
+        lambda sinks: resume_solve(run_id, runs_dir=runs_dir, model=client, sinks=sinks),
+        client,
+        json_lines,
+        True,
+    )
