@@ -138,6 +138,7 @@ def show_run(
                 sys.stdout.write(event.model_dump_json() + "\n")
             return
         result = _stored_result(store, run_id)
+        stored = store.load_run(result.run_id)
     if output is not None:
         if output not in result.results:
             raise UserError(f"run {result.run_id} has no subtask {output!r}")
@@ -147,7 +148,11 @@ def show_run(
     if json_lines:
         print(result.model_dump_json())
         return
-    _report(Console(), result)
+    from kimmy.show_turns import print_turns
+
+    console = Console()
+    _report(console, result)
+    print_turns(console, stored.turns, stored.plan.subtasks, result.results)
 
 
 __all__ = ["print_run_summary", "show_run", "show_runs"]
