@@ -190,6 +190,8 @@ def _conversation(messages: list[dict[str, Any]]) -> _Conversation:
     for name, args, result in _tool_results(messages):
         if name == "assign_task" and isinstance(result, dict) and "task_id" in result:
             conv.assigned.append(str(result["task_id"]))
+        elif name == "assign_tasks" and isinstance(result, dict):
+            conv.assigned.extend(str(t) for t in result.get("task_ids") or [])
         elif name == "wait" and isinstance(result, dict):
             listed = [str(r.get("id")) for r in result.get("results") or []]
             for tid in [*listed, *map(str, result.get("pending") or [])]:
@@ -214,7 +216,7 @@ def _document_ids(messages: list[dict[str, Any]]) -> list[str] | None:
 
 
 def _first_turn(
-    messages: list[dict[str, Any]], task: WideTask, subagents: int
+    messages: list[dict[str, Any]], task: WideTask, subagents: int, *, fan_out: bool = False
 ) -> list[tuple[str, dict[str, Any]]]:
     ids = _document_ids(messages)
     if not ids:
@@ -234,20 +236,26 @@ def _first_turn(
         "output_schema": ExtractedRows.model_json_schema(),
     }
     calls: list[tuple[str, dict[str, Any]]] = [("create_subagent", created)]
-    for part in _slices(ids, subagents):
-        args = {"agent": "extractor", "task": _ASSIGNMENT, "inputs": {"doc_ids": part}}
-        calls.append(("assign_task", args))
+    parts = _slices(ids, subagents)
+    if fan_out:  # one call for the whole fan-out, as a competent model would use it
+        fan = {"agent": "extractor", "task": _ASSIGNMENT}
+        calls.append(("assign_tasks", {**fan, "inputs_list": [{"doc_ids": p} for p in parts]}))
+    else:
+        for part in parts:
+            args = {"agent": "extractor", "task": _ASSIGNMENT, "inputs": {"doc_ids": part}}
+            calls.append(("assign_task", args))
     calls.append(("wait", {"ids": "all", "timeout_s": None}))
     return calls
 
 
 def orchestrator_turn(
-    messages: list[dict[str, Any]], task: WideTask, subagents: int
+    messages: list[dict[str, Any]], task: WideTask, subagents: int, *, fan_out: bool = False
 ) -> list[tuple[str, dict[str, Any]]]:
-    """The tool calls of the orchestrator's next turn (rule (a)), as (name, arguments)."""
+    """The tool calls of the orchestrator's next turn (rule (a)), as (name, arguments);
+    `fan_out`: the server offers `assign_tasks`, used for the first turn's assignments."""
     conv = _conversation(messages)
     if conv.turns == 0:
-        return _first_turn(messages, task, subagents)
+        return _first_turn(messages, task, subagents, fan_out=fan_out)
     pending = [t for t in conv.assigned if t not in conv.done and t not in conv.failed]
     if pending:
         return [("wait", {"ids": pending, "timeout_s": None})]
@@ -435,7 +443,11 @@ class LatencyModelServer:
         content: str | None = None
         calls: list[tuple[str, dict[str, Any]]] = []
         if kind == "orchestrator":
-            calls = orchestrator_turn(body.get("messages") or [], self.task, self.subagents)
+            names = {(t.get("function") or {}).get("name") for t in body.get("tools") or []}
+            calls = orchestrator_turn(
+                body.get("messages") or [], self.task, self.subagents,
+                fan_out="assign_tasks" in names,
+            )  # fmt: skip
         else:
             content = self._rows_reply(body)
         turn = sum(1 for m in body.get("messages") or [] if m.get("role") == "assistant")

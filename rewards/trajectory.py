@@ -278,22 +278,25 @@ class _Fold:
         self.open_turns.setdefault(e.parent_id, []).append(turn)
 
     def _agent_turn(self, e: ev.AgentTurn) -> None:
-        """One recorded model turn: the spawn turns it made become one decision."""
+        """A recorded turn. One whose first message is the model's is a decision; one of
+        tool results only (what the decision's calls gave) joins the last decision. The
+        spawn turns made since the agent's last recorded turn join the decision too."""
         made = self.open_turns.pop(e.subtask_id, [])
         for t in made:
             self.turns.remove(t)
         first = e.messages[0] if e.messages and isinstance(e.messages[0], dict) else None
-        turn = OrchestratorTurn(
-            subtask_id=e.subtask_id,
-            index=0,
-            ts=e.ts,
-            spawned=[k for t in made for k in t.spawned],
-            edges=[x for t in made for x in t.edges],
-            refused=[r for t in made for r in t.refused],
-            message=first,
-            logprobs=[x for x in e.logprobs if isinstance(x, dict)] if e.logprobs else None,
-        )
-        self.turns.append(turn)
+        own = [t for t in self.turns if t.subtask_id == e.subtask_id and t.message is not None]
+        if (first is None or first.get("role") != "assistant") and own:
+            turn = own[-1]
+        else:
+            turn = OrchestratorTurn(
+                subtask_id=e.subtask_id, index=0, ts=e.ts, message=first,
+                logprobs=[x for x in e.logprobs if isinstance(x, dict)] if e.logprobs else None,
+            )  # fmt: skip
+            self.turns.append(turn)
+        turn.spawned += [k for t in made for k in t.spawned]
+        turn.edges += [x for t in made for x in t.edges]
+        turn.refused += [r for t in made for r in t.refused]
         indexed = [t for t in self.turns if t.subtask_id == e.subtask_id]
         for i, t in enumerate(indexed):
             t.index = i

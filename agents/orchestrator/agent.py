@@ -21,6 +21,7 @@ from agents.orchestrator.actions import Actions
 from agents.orchestrator.prompts import NO_TOOL_CALL, Resources, opening_messages
 from agents.orchestrator.state import OrchestratorState
 from agents.orchestrator.tools import tool_specs
+from swarm.llm.types import ToolCall
 
 if TYPE_CHECKING:
     from swarm.context import SubtaskContext
@@ -112,35 +113,60 @@ class OrchestratorAgent:
                 state = OrchestratorState.model_validate(turn.state)
         return state, messages
 
+    async def _carry_out(
+        self, ctx: SubtaskContext, actions: Actions, calls: Sequence[ToolCall]
+    ) -> tuple[list[dict[str, Any]], list[str]]:
+        """Run a turn's tool calls; their result messages and the tasks they spawned."""
+        results: list[dict[str, Any]] = []
+        spawned: list[str] = []
+        for call in calls:
+            outcome = await actions.run(call)
+            spawned += outcome.spawned
+            results.append({"role": "tool", "tool_call_id": call.id, "content": outcome.text})
+        if not calls:
+            results.append({"role": "user", "content": NO_TOOL_CALL})
+        return results, spawned
+
+    def _record_results(
+        self,
+        ctx: SubtaskContext,
+        state: OrchestratorState,
+        messages: list[dict[str, Any]],
+        done: tuple[list[dict[str, Any]], list[str]],
+    ) -> None:
+        results, spawned = done
+        state.open_turn = False
+        messages += results
+        ctx.record_turn(results, spawned=spawned, state=state.model_dump(mode="json"))
+
     async def __call__(self, ctx: SubtaskContext) -> OrchestratorOutput:
         state, messages = self._restore(ctx)
         actions = Actions(
             ctx, state, roles=self.roles, tools=self.resources.tools,
             digest_chars=self.budget_chars,
         )  # fmt: skip
-        step = len(ctx.history)
+        if state.open_turn:  # stopped while carrying out its last turn: carry it out again
+            last = next(m for m in reversed(messages) if m.get("role") == "assistant")
+            calls = [ToolCall.model_validate(c) for c in last.get("tool_calls") or ()]
+            self._record_results(ctx, state, messages, await self._carry_out(ctx, actions, calls))
         while state.answer is None:
-            step += 1
-            if step > self.max_turns:
+            if state.turns >= self.max_turns:
                 raise AgentStepLimitError(
                     f"orchestrator {ctx.id!r}: no finish within {self.max_turns} turns"
                 )
             response = await self.policy.next_turn(ctx, messages, actions)
-            added: list[dict[str, Any]] = [response.message.to_openai()]
-            spawned: list[str] = []
-            for call in response.tool_calls:
-                outcome = await actions.run(call)
-                spawned += outcome.spawned
-                added.append({"role": "tool", "tool_call_id": call.id, "content": outcome.text})
-            if not response.tool_calls:
-                added.append({"role": "user", "content": NO_TOOL_CALL})
-            messages += added
+            state.turns += 1
+            state.open_turn = True
+            decided = response.message.to_openai()
+            messages.append(decided)
             logprobs = [lp.model_dump() for lp in response.logprobs or ()] or None
-            ctx.record_turn(
-                added, spawned=spawned, state=state.model_dump(mode="json"), logprobs=logprobs
-            )
+            # Recorded before it is carried out: a run stopped mid-turn (in a long wait)
+            # resumes with the model's decision, not by asking the model again.
+            ctx.record_turn([decided], state=state.model_dump(mode="json"), logprobs=logprobs)
+            done = await self._carry_out(ctx, actions, response.tool_calls)
+            self._record_results(ctx, state, messages, done)
             ctx.record_step(
-                step,
+                state.turns,
                 policy="model" if self.policy.name == "model" else "offline",
                 tools=[c.function.name for c in response.tool_calls],
                 outcome="answer" if state.answer is not None else "tools",
@@ -149,7 +175,7 @@ class OrchestratorAgent:
             answer=state.answer,
             tasks={k: t.agent for k, t in state.tasks.items()},
             agents={k: a.system_prompt for k, a in state.agents.items()},
-            turns=step,
+            turns=state.turns,
         )
 
 

@@ -35,6 +35,12 @@ class OrchestratorState(BaseModel):
     next_task: int = 1
     #: The answer given to `finish` (None while running).
     answer: str | None = None
+    #: Model turns taken (over all attempts and sessions).
+    turns: int = 0
+    #: The last model turn's calls are being carried out (its results are not recorded
+    #: yet): a resumed orchestrator carries them out again — each is idempotent (spawns of
+    #: the same subtasks add nothing, waits wait).
+    open_turn: bool = False
 
     def new_task_id(self, taken: set[str]) -> str:
         """The next free default task id."""

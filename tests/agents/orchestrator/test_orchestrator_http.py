@@ -1,0 +1,129 @@
+"""The orchestrator's loop over real HTTP: a loopback OpenAI server (logprobs recorded with
+each turn), and `kimmy serve --tiny` in a subprocess, whose grammar-constrained tool calls
+are always valid calls of the orchestrator's tools."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from agents.orchestrator import ORCHESTRATOR_ID, SolveConfig, run_solve
+from agents.orchestrator.tools import TOOLS
+from rewards import load_trajectory
+from swarm.llm import OpenAIChat
+from swarm.store import RunStore
+from tests.support.openai_server import OpenAIServer, ServerRequest, completion, json_reply
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _behaviour(request: ServerRequest) -> Any:
+    body = request.body
+    names = {t["function"]["name"] for t in body.get("tools") or ()}
+    if "assign_task" not in names:  # a sub-agent
+        return json_reply(200, completion(request, json.dumps({"answer": "42", "sources": []})))
+    turn = sum(m["role"] == "assistant" for m in body["messages"])
+    calls: list[tuple[str, dict[str, Any]]]
+    if turn == 0:
+        calls = [
+            ("assign_task", {"agent": "researcher", "task": f"Question {i}"}) for i in range(3)
+        ] + [("wait", {"ids": "all"})]
+    else:
+        calls = [("finish", {"answer": "three answers: 42"})]
+    logprobs = [("tok", -0.5), ("en", -0.25)] if body.get("logprobs") else None
+    return json_reply(
+        200, completion(request, None, tool_calls=calls, logprobs=logprobs, usage=(30, 12))
+    )
+
+
+def test_the_loop_over_loopback_http_records_turns_with_logprobs(tmp_path: Path) -> None:
+    with OpenAIServer(default=_behaviour) as srv:
+        model = OpenAIChat(srv.base_url, "test-model")
+        out = run_solve(
+            SolveConfig(goal="Answer three questions", out=tmp_path / "o", model=model,
+                        runs_dir=tmp_path / "r", logprobs=True)
+        )  # fmt: skip
+        orchestrator_calls = [
+            r for r in srv.chat_requests if any(
+                t["function"]["name"] == "assign_task" for t in r.body.get("tools") or ())
+        ]  # fmt: skip
+    assert out.status == "completed" and out.subagents == 3 and out.answer == "three answers: 42"
+    assert all(r.body["tool_choice"] == "required" and r.body["max_tokens"] for r in
+               orchestrator_calls)  # fmt: skip
+    traj = load_trajectory(out.run_id, tmp_path / "r")
+    turns = [t for t in traj.turns if t.subtask_id == ORCHESTRATOR_ID]
+    assert [len(t.spawned) for t in turns] == [3, 0]
+    assert turns[0].logprobs is not None and turns[0].logprobs[0]["token"] == "tok"
+    with RunStore(tmp_path / "r", create=False) as store:
+        recorded = store.load_run(out.run_id).turns[ORCHESTRATOR_ID]
+    assert recorded[0].messages[0]["tool_calls"][0]["function"]["name"] == "assign_task"
+    assert [m["role"] for m in recorded[1].messages] == ["tool"] * 4  # its calls' results
+
+
+@pytest.fixture(scope="module")
+def tiny_server() -> Iterator[str]:
+    """`kimmy serve --tiny` in a subprocess, on a free loopback port."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    cmd = [sys.executable, "-m", "kimmy", "serve", "--tiny", "--port", str(port),
+           "--max-model-len", "4096"]  # fmt: skip
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 120  # a bound for a hung start, not a speed check
+        while True:
+            assert proc.poll() is None, proc.communicate()[0].decode()
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).raise_for_status()
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "kimmy serve --tiny did not start"
+                time.sleep(0.25)
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_tool_calls_of_a_grammar_constrained_server_are_always_valid(
+    tiny_server: str, tmp_path: Path
+) -> None:
+    """Random weights answer noise, but every turn the server finished (not cut at
+    max_tokens) is a call of one of the orchestrator's tools with arguments that parse (the
+    server decodes them from the tools' schemas); a cut turn is a prefix of such a call."""
+    model = OpenAIChat(tiny_server, "kimmy-tiny", timeout_s=120)
+    max_tokens = 256
+    out = run_solve(
+        SolveConfig(goal="Say hello", out=tmp_path / "o", model=model, runs_dir=tmp_path / "r",
+                    max_turns=4, max_tokens=max_tokens, context_tokens=4096, max_subagents=4)
+    )  # fmt: skip
+    with RunStore(tmp_path / "r", create=False) as store:
+        recorded = store.load_run(out.run_id).turns.get(ORCHESTRATOR_ID, [])
+    turns = [t for t in recorded if t.messages and t.messages[0].get("role") == "assistant"]
+    results = {t.step - 1: t for t in recorded if t not in turns}
+    calls_made = load_trajectory(out.run_id, tmp_path / "r").episodes[ORCHESTRATOR_ID].model_calls
+    assert turns and len(calls_made) >= len(turns), out.answer
+    complete = 0
+    for turn, call_made in zip(turns, calls_made, strict=False):
+        message = turn.messages[0]
+        if call_made.usage.completion_tokens >= max_tokens:  # cut: no call could be parsed
+            assert str(message.get("content", "")).startswith('{"name": "'), message
+            continue
+        complete += 1
+        calls = message.get("tool_calls") or []
+        assert calls, message
+        for call in calls:
+            assert call["function"]["name"] in TOOLS
+            assert isinstance(json.loads(call["function"]["arguments"]), dict)
+        answers = [m["content"] for m in results[turn.step].messages if m["role"] == "tool"]
+        assert not any("arguments are not JSON" in a for a in answers), answers
+    assert complete >= 1
