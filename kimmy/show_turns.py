@@ -54,6 +54,24 @@ def _spawned_line(ids: Sequence[str], subtasks: Mapping[str, Subtask],
     return "spawned " + ", ".join(parts)
 
 
+def _decision(turn: AgentTurn) -> bool:
+    """A turn recording the model's decision (the others record what its calls gave)."""
+    first = turn.messages[0] if turn.messages else None
+    return isinstance(first, dict) and first.get("role") == "assistant"
+
+
+def _add_message(node: Tree, message: Mapping[str, Any]) -> None:
+    content = str(message.get("content") or "").strip()
+    if content:
+        node.add(f"says: {' '.join(content.split())[:160]}", highlight=False)
+    calls = list(message.get("tool_calls") or ())
+    for call in calls[:_CALLS_SHOWN]:
+        node.add(_call_line(call), highlight=False)
+    if len(calls) > _CALLS_SHOWN:
+        rest = Counter(str((c.get("function") or {}).get("name")) for c in calls[_CALLS_SHOWN:])
+        node.add("… and " + ", ".join(f"{n} more {name}" for name, n in rest.items()))
+
+
 def turn_tree(
     turns: Mapping[str, Sequence[AgentTurn]],
     subtasks: Mapping[str, Subtask],
@@ -62,8 +80,9 @@ def turn_tree(
     """The agents' turns as a tree (one branch per agent that recorded turns)."""
     root = Tree("[bold]orchestration[/]")
     for agent, recorded in turns.items():
-        branch = root.add(f"[bold]{agent}[/] ({subtasks[agent].role if agent in subtasks else '?'}"
-                          f", {len(recorded)} turns)")  # fmt: skip
+        decisions = [t for t in recorded if _decision(t)]
+        role = subtasks[agent].role if agent in subtasks else "?"
+        branch = root.add(f"[bold]{agent}[/] ({role}, {len(decisions)} turns)")
         created: dict[str, str] = {}
         for st in subtasks.values():
             if st.parent == agent and st.role_spec and st.role not in created:
@@ -72,21 +91,17 @@ def turn_tree(
             made = branch.add(f"created {len(created)} sub-agent(s)")
             for name, prompt in created.items():
                 made.add(f"[cyan]{name}[/]: {' '.join(prompt.split())}", highlight=False)
+        node = None
         for turn in recorded:
-            first = turn.messages[0] if turn.messages and isinstance(turn.messages[0], dict) else {}
-            node = branch.add(f"turn {turn.step} (attempt {turn.attempt})")
-            content = str(first.get("content") or "").strip()
-            if content:
-                node.add(f"says: {' '.join(content.split())[:160]}", highlight=False)
-            calls = list(first.get("tool_calls") or ())
-            for call in calls[:_CALLS_SHOWN]:
-                node.add(_call_line(call), highlight=False)
-            if len(calls) > _CALLS_SHOWN:
-                rest = Counter(
-                    str((c.get("function") or {}).get("name")) for c in calls[_CALLS_SHOWN:]
-                )
-                node.add("… and " + ", ".join(f"{n} more {name}" for name, n in rest.items()))
-            if turn.spawned:
+            if _decision(turn):
+                node = branch.add(f"turn {decisions.index(turn) + 1} (attempt {turn.attempt})")
+                _add_message(node, turn.messages[0])
+            elif node is not None:
+                errors = [m for m in turn.messages if isinstance(m, dict)
+                          and str(m.get("content", "")).startswith("error:")]  # fmt: skip
+                for m in errors[:3]:
+                    node.add(f"[red]{' '.join(str(m['content']).split())[:140]}[/]")
+            if turn.spawned and node is not None:
                 node.add(_spawned_line(turn.spawned, subtasks, results))
     return root
 
