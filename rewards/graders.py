@@ -100,6 +100,10 @@ def grader_for(traj: Trajectory, candidates: Iterable[PipelineGrader] = ()) -> G
     return CompletionGrader()
 
 
+#: The most tokens of a judge's answer (a score and one or two sentences).
+JUDGE_MAX_TOKENS = 512
+
+
 class Judgement(BaseModel):
     """A judge's verdict: a score from 0 to 10 and why."""
 
@@ -174,7 +178,8 @@ class ModelJudge:
             "response_format": {
                 "type": "json_schema",
                 "json_schema": {"name": "Judgement", "schema": Judgement.model_json_schema()},
-            }
+            },
+            "max_tokens": JUDGE_MAX_TOKENS,
         }
         if self.temperature is not None:
             options["temperature"] = self.temperature

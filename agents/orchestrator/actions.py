@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 
 from agents.orchestrator.agent_specs import AgentSpec
-from agents.orchestrator.digest import digest, page
+from agents.orchestrator.digest import digest, output_text, page
 from agents.orchestrator.state import OrchestratorState, TaskRecord
 from agents.orchestrator.tools import (
     TOOLS,
@@ -64,6 +64,9 @@ class Actions:
     roles: Collection[str]
     tools: Collection[str]
     digest_chars: int = 12_000
+    #: The model's context length and the answer's `max_tokens` (for `finish` synthesis).
+    context_tokens: int = 4_096
+    max_tokens: int = 2_048
     #: Results seen so far, by task id (kept out of the saved state: outputs can be large).
     seen: dict[str, SubtaskResult] = field(default_factory=dict)
 
@@ -191,8 +194,28 @@ class Actions:
         return Outcome(page(result, args.offset, args.limit))
 
     async def _finish(self, args: Finish) -> Outcome:
-        self.state.answer = args.answer
-        return Outcome(json.dumps({"finished": True}))
+        if not args.synthesize:
+            self.state.answer = args.answer
+            return Outcome(json.dumps({"finished": True}))
+        from agents.synthesis import context_tokens, reduce_outputs
+
+        done = [
+            (key, output_text(r.output))
+            for key in self.state.tasks
+            if (r := await self.result_of(key)) is not None and r.status.value == "done"
+        ]
+        if not done:
+            raise ToolCallError("no task has finished with an output: nothing to synthesize")
+        goal = self.ctx.inputs.get("goal") or self.ctx.instructions
+        reduced = await reduce_outputs(
+            self.ctx.model,
+            instructions=f"{goal}\n\nThe orchestrator's notes for the answer: {args.answer}",
+            items=done,
+            context_tokens=context_tokens(self.ctx.model, self.context_tokens),
+            max_tokens=self.max_tokens,
+        )
+        self.state.answer = reduced.text
+        return Outcome(json.dumps({"finished": True, "synthesized_from": len(reduced.ids)}))
 
 
 def _parse(model: type[BaseModel], arguments: str) -> Any:

@@ -83,6 +83,8 @@ class OrchestratorAgent:
         max_turns: the most turns (over all attempts and sessions).
         budget_chars: how much of the context the opening message and each `wait` digest
             may take, in characters.
+        context_tokens: the model's context length (for `finish` with synthesis).
+        max_tokens: the `max_tokens` of a synthesized answer.
     """
 
     def __init__(
@@ -93,12 +95,16 @@ class OrchestratorAgent:
         roles: Collection[str],
         max_turns: int = 50,
         budget_chars: int = 12_000,
+        context_tokens: int = 4_096,
+        max_tokens: int = 2_048,
     ) -> None:
         self.resources = resources
         self.policy = policy
         self.roles = tuple(roles)
         self.max_turns = max_turns
         self.budget_chars = budget_chars
+        self.context_tokens = context_tokens
+        self.max_tokens = max_tokens
 
     def _restore(self, ctx: SubtaskContext) -> tuple[OrchestratorState, list[dict[str, Any]]]:
         """The state and conversation after the last recorded turn (fresh ones at first)."""
@@ -143,7 +149,8 @@ class OrchestratorAgent:
         state, messages = self._restore(ctx)
         actions = Actions(
             ctx, state, roles=self.roles, tools=self.resources.tools,
-            digest_chars=self.budget_chars,
+            digest_chars=self.budget_chars, context_tokens=self.context_tokens,
+            max_tokens=self.max_tokens,
         )  # fmt: skip
         if state.open_turn:  # stopped while carrying out its last turn: carry it out again
             last = next(m for m in reversed(messages) if m.get("role") == "assistant")

@@ -213,6 +213,8 @@ def _build(
         roles=[r for r in swarm.workers if r != "orchestrator"],
         max_turns=config.max_turns,
         budget_chars=max(2_000, budget),
+        context_tokens=_context_tokens(config),
+        max_tokens=config.max_tokens,
     )
     swarm.add_role("orchestrator", agent, output=OrchestratorOutput)
     swarm.settings = {**extra_settings, SOLVE_SETTINGS_KEY: config.settings()}

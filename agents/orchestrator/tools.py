@@ -72,9 +72,12 @@ class ReadResult(_Args):
 
 
 class Finish(_Args):
-    """Finish the run with its answer (what the user gets)."""
+    """Finish the run with its answer (what the user gets). With synthesize=true the answer
+    is written by a hierarchical synthesis of every finished task's full output (for more
+    or longer outputs than you can read), your answer text guiding it."""
 
     answer: str = Field(min_length=1)
+    synthesize: bool = False
 
 
 #: The tools by name, with the model of their arguments.

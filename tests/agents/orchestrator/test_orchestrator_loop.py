@@ -4,6 +4,7 @@ re-assignment, refused spawns, run-time roles, and rewards on its real spawns.""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -196,3 +197,28 @@ def test_offline_a_goal_without_resources_says_how_to_give_a_model(tmp_path: Pat
 
     with pytest.raises(ConfigError, match="needs a model to plan it"):
         run_solve(SolveConfig(goal="Write a poem", out=tmp_path))
+
+
+def test_finish_can_synthesize_every_output_through_the_reduce_tree(tmp_path: Path) -> None:
+    """40 long outputs into a 1,024-token context: the answer is the reduce tree's."""
+    seen_prompts: list[int] = []
+
+    def sub(task: str, inputs: dict[str, Any], messages: list[dict[str, Any]]) -> Any:
+        if "You are a sub-agent (role" not in messages[0]["content"]:  # a synthesis call
+            text = "\n".join(str(m["content"]) for m in messages)
+            seen_prompts.append(len(text))
+            tags = sorted(set(re.findall(r"\bt\d+\b", text)))
+            return f"digest of {' '.join(tags)}"
+        return {"answer": f"finding {inputs['n']}: " + "detail " * 120, "sources": []}
+
+    inputs = [{"n": i} for i in range(40)]
+    model = orchestration(
+        [[("assign_tasks", {"agent": "researcher", "task": "Study", "inputs_list": inputs}),
+          ("wait", {"ids": "all"})],
+         [("finish", {"answer": "summarize the findings", "synthesize": True})]],
+        subagent=sub,
+    )  # fmt: skip
+    out = _solve(tmp_path, model, context_tokens=1024, max_tokens=128, max_concurrency=64)
+    assert out.status == "completed"
+    assert out.answer.startswith("digest of")
+    assert seen_prompts and max(seen_prompts) < 1024 * 4  # every call fitted a 1k context
