@@ -1,0 +1,194 @@
+"""The orchestrator against one agent working serially, on a wide task, with the same model.
+
+    python benchmarks/bench_orchestrator.py [--task rl_papers] [--subagents 100]
+                                            [--ttft 0.3] [--tokens-per-s 40] [--quick]
+
+The wide task: for every ICLR 2017 paper of `../shared/data/papers/` that meets a condition,
+a table of facts (`agents.widesearch`), graded by item-level F1 against the ground truth
+computed from the data. The model: a loopback OpenAI server that simulates a real model's
+latency (time to first token plus completion tokens / tokens-per-second per call; no
+capacity limit) and answers by rules as a competent model would
+(`benchmarks/_latency_model.py`).
+
+- serial: one agent reads the documents one call after another (one call per document),
+  then writes the table in one last call — the same model and latency.
+- swarm: `run_solve` (`kimmy swarm`): the orchestrator creates an extractor, fans out one
+  task per slice of the corpus (`--subagents` slices), waits, and writes the table.
+
+Reported, from one run: wall-clock of both and the speed-up; critical steps of the swarm
+(PARL's metric, from its trajectory) against the serial agent's steps (its model calls);
+the orchestrator's overhead per turn (wall-clock of the swarm beyond its setup and the
+simulated model time on its critical path — the orchestrator's calls and the slowest
+sub-agent's — per orchestrator turn); F1 of both answers. Writes
+benchmarks/results/orchestrator.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from agents.orchestrator import ORCHESTRATOR_ID, SolveConfig, run_solve  # noqa: E402
+from agents.widesearch import (  # noqa: E402
+    ICLR_DEFAULTS,
+    WIDE_TASKS,
+    grade_answer,
+    load_papers,
+    rows_markdown,
+)
+from benchmarks._latency_model import MODEL_ID, Latency, LatencyModelServer  # noqa: E402
+from rewards import critical_steps, load_trajectory  # noqa: E402
+from swarm.llm import OpenAIChat  # noqa: E402
+
+PAPERS = ROOT.parent / "shared" / "data" / "papers" / "iclr2017_citations_in_2018.json"
+RESULTS = ROOT / "benchmarks" / "results" / "orchestrator.md"
+
+
+async def serial(srv: LatencyModelServer, task: Any, ids: list[str]) -> dict[str, Any]:
+    """One agent, one call per document, then one call that writes the table."""
+    from benchmarks._latency_model import serial_messages
+
+    model = OpenAIChat(srv.base_url, MODEL_ID, max_connections=4, timeout_s=600)
+    t0 = time.perf_counter()
+    matched: list[str] = []
+    latency = 0.0
+    try:
+        for doc in ids:
+            c0 = time.perf_counter()
+            reply = await model.chat(serial_messages(task, doc), max_tokens=512)
+            latency += time.perf_counter() - c0
+            if json.loads(reply.content or "{}").get("rows"):
+                matched.append(doc)
+        final = [
+            {"role": "system", "content": "Write the final table of the rows you found."},
+            {"role": "user", "content": f"{task.goal()}\n\nDocuments: {', '.join(matched)}"},
+        ]
+        reply = await model.chat(final, max_tokens=8192)
+    finally:
+        await model.aclose()
+    rows = json.loads(reply.content or "{}").get("rows", [])
+    return {
+        "wall_s": time.perf_counter() - t0,
+        "steps": len(ids) + 1,
+        "answer": rows_markdown(tuple(task.columns), rows),
+    }
+
+
+def swarm(srv: LatencyModelServer, task: Any, subagents: int, tmp: Path) -> dict[str, Any]:
+    """`run_solve` against the same model."""
+    model = OpenAIChat(srv.base_url, MODEL_ID, max_connections=subagents + 8, timeout_s=600)
+    config = SolveConfig(
+        goal=task.goal(), out=tmp / "out", corpus=PAPERS, model=model, runs_dir=tmp / "runs",
+        max_subagents=subagents + 16, max_concurrency=subagents + 8, defaults=ICLR_DEFAULTS,
+        context_tokens=200_000,
+    )  # fmt: skip
+    t0, t0_wall = time.perf_counter(), time.time()
+    try:
+        outcome = run_solve(config)
+    finally:
+        asyncio.run(model.aclose())
+    wall = time.perf_counter() - t0
+    traj = load_trajectory(outcome.run_id, tmp / "runs")
+    crit = critical_steps(traj)
+    orch = traj.episodes[ORCHESTRATOR_ID]
+    orch_model_s = sum(c.latency_s for c in orch.model_calls)
+    subs = [e for k, e in traj.episodes.items() if k != ORCHESTRATOR_ID]
+    slowest = max((sum(c.latency_s for c in e.model_calls) for e in subs), default=0.0)
+    setup = (traj.started_at or t0_wall) - t0_wall  # loading the corpus, its index, tools
+    return {
+        "setup_s": setup,
+        "wall_s": wall,
+        "steps": crit.steps,
+        "serial_steps": crit.serial_steps,
+        "turns": outcome.turns,
+        "subagents": outcome.subagents,
+        "orchestrator_model_s": orch_model_s,
+        "slowest_subagent_s": slowest,
+        "overhead_per_turn_s": (wall - setup - orch_model_s - slowest) / max(1, outcome.turns),
+        "answer": outcome.answer,
+        "status": outcome.status,
+    }
+
+
+def _table(args: argparse.Namespace, task: Any, s: dict[str, Any], w: dict[str, Any],
+           f1s: tuple[float, float], truth: int) -> str:  # fmt: skip
+    speedup = s["wall_s"] / w["wall_s"]
+    when = dt.date.today().isoformat()
+    return "\n".join([
+        "# Orchestrator vs one serial agent (`python benchmarks/bench_orchestrator.py`)",
+        "",
+        f"Wide task `{task.name}` over {args.documents} ICLR 2017 papers ({truth} rows in the "
+        f"ground truth); simulated model: {args.ttft} s to first token + "
+        f"{args.tokens_per_s:g} tokens/s per call, no capacity limit; {args.subagents} "
+        f"sub-agents. One run, Python {platform.python_version()}, {when}.",
+        "",
+        "| measure | serial agent | swarm | ratio |",
+        "|---|---:|---:|---:|",
+        f"| wall-clock (s) | {s['wall_s']:.1f} | {w['wall_s']:.1f} | {speedup:.2f}× faster |",
+        f"| steps (model calls on the critical path) | {s['steps']} | {w['steps']} | "
+        f"{s['steps'] / max(1, w['steps']):.1f}× fewer |",
+        f"| F1 of the answer | {f1s[0]:.3f} | {f1s[1]:.3f} | |",
+        f"| sub-agents / orchestrator turns | – | {w['subagents']} / {w['turns']} | |",
+        f"| orchestrator model time (s) | – | {w['orchestrator_model_s']:.1f} | |",
+        f"| slowest sub-agent (s) | – | {w['slowest_subagent_s']:.1f} | |",
+        f"| setup: corpus, index, tools (s) | – | {w['setup_s']:.2f} | |",
+        f"| orchestrator overhead per turn (s) | – | {w['overhead_per_turn_s']:.3f} | |",
+        "",
+        f"Goal: ≥ 4.5× wall-clock at 100 sub-agents (K2.5 reports 3–4.5×), F1 equal to the "
+        f"serial agent's. Critical steps of the swarm's trajectory: {w['steps']} of "
+        f"{w['serial_steps']} serial (its own sub-agents' steps summed).",
+        "",
+    ])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--task", default="rl_papers", choices=sorted(WIDE_TASKS))
+    parser.add_argument("--subagents", type=int, default=100)
+    parser.add_argument("--ttft", type=float, default=0.3)
+    parser.add_argument("--tokens-per-s", type=float, default=40.0)
+    parser.add_argument("--documents", type=int, default=0, help="0: the whole corpus")
+    parser.add_argument("--quick", action="store_true", help="small and fast (tests)")
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args()
+    if args.quick:
+        args.subagents, args.ttft, args.tokens_per_s = 8, 0.01, 20_000.0
+        args.documents = args.documents or 60
+    task = WIDE_TASKS[args.task]
+    papers = load_papers(PAPERS)
+    if args.documents:
+        papers = papers[: args.documents]
+    args.documents = len(papers)
+    ids = [p.id for p in papers]
+    truth = task.ground_truth(papers)
+    latency = Latency(ttft_s=args.ttft, tokens_per_s=args.tokens_per_s)
+    with LatencyModelServer(papers, task, latency=latency, subagents=args.subagents) as srv:
+        s = asyncio.run(serial(srv, task, ids))
+        with tempfile.TemporaryDirectory(prefix="kimmy-bench-orch-") as tmp:
+            if args.documents < len(load_papers(PAPERS)):
+                print("note: the swarm reads the whole corpus file; the model knows", len(ids))
+            w = swarm(srv, task, args.subagents, Path(tmp))
+        errors = list(srv.errors)
+    f1s = (grade_answer(task, s["answer"], truth).f1, grade_answer(task, w["answer"], truth).f1)
+    table = _table(args, task, s, w, f1s, len(truth))
+    print(table)
+    if errors:
+        print(f"model server errors: {errors[:3]}")
+    if not args.no_write:
+        RESULTS.write_text(table, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
