@@ -4,6 +4,7 @@ swarm` / `kimmy show` on the command line."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -78,6 +79,12 @@ def test_kimmy_swarm_and_show_offline(tmp_path: Path, capsys: pytest.CaptureFixt
     shown = capsys.readouterr().out
     assert "orchestrator (orchestrator, 3 turns)" in shown
     assert "assign_task(agent=\"review_planner\"" in shown and "finish(answer=" in shown
+    assert main(["rewards", "latest", "--runs-dir", str(runs), "--json"]) == 0
+    reward = json.loads(capsys.readouterr().out)
+    traj = load_trajectory("latest", runs)
+    spawned = sum(len(t.spawned) for t in traj.turns if t.subtask_id == ORCHESTRATOR_ID)
+    assert spawned == len(traj.episodes) - 1  # every sub-agent is one of its spawns
+    assert reward["r_inst"] == pytest.approx(min(spawned, 64) / 64)
     assert main(["swarm", "Write a poem", "--out", str(tmp_path / "p"), "--runs-dir",
                  str(runs)]) == 2  # fmt: skip
     assert "needs a model to plan it" in capsys.readouterr().err
