@@ -5,10 +5,17 @@ JSON answer, validated against the role's schema and its meaning check. An inval
 gets exactly one repair turn (the error is shown to the model); still invalid → a
 `ModelBehaviourError`. More turns than the role's `max_steps` → `AgentStepLimitError`.
 Usage is counted by the swarm's metered model, like any call.
+
+Every call sets the role's `max_tokens`, and the opening conversation must fit the model's
+context with it: when the upstream results would not fit (by the learned `TokenBudget` of
+`agents.synthesis`, or because the server rejected the first call as too long), they are
+first reduced with `reduce_outputs` over the sub-agent's own task, and the task message
+carries that digest instead of the raw results.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from concurrent.futures import Executor
@@ -16,15 +23,28 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from swarm.errors import LimitError, ModelBehaviourError, validation_problems
+from agents.synthesis import (
+    ContextOverflowError,
+    Reduced,
+    TokenBudget,
+    context_overflow,
+    reduce_outputs,
+    shared_budget,
+)
+from swarm.errors import LimitError, ModelBehaviourError, ModelRequestError, validation_problems
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from agents.subagent import AgentRun
+    from swarm.llm.types import ChatResponse
 
 #: Upstream outputs and inputs shown to the model are cut to this many characters each.
 MAX_SHOWN_CHARS = 6_000
+#: Upstream ids named in a digest's heading (the digest itself cites them all).
+_NAMED_IDS = 12
+#: The least room a digest of upstream results is worth making for.
+_MIN_DIGEST_TOKENS = 64
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
 
 
@@ -43,13 +63,15 @@ def _schema_text(run: AgentRun) -> str:
     return json.dumps(run.role.output.model_json_schema(), separators=(",", ":"))
 
 
-def task_messages(run: AgentRun) -> list[dict[str, Any]]:
+def task_messages(run: AgentRun, *, digest: Reduced | None = None) -> list[dict[str, Any]]:
     """The opening conversation: the role's system prompt, then the task.
 
     The system message is the same for every sub-agent of a role (prompt, answer schema);
     what differs — the sub-agent's id, its task, inputs and upstream results — is in the
     user message. A server with prefix caching then prefills the role prompt once for all
     of them (`kimmy serve` keeps its cache at the end of the system messages).
+
+    With `digest`, the user message carries it in place of the upstream results.
     """
     ctx = run.ctx
     system = (
@@ -63,12 +85,114 @@ def task_messages(run: AgentRun) -> list[dict[str, Any]]:
     ]
     if ctx.inputs:
         parts.append("Inputs:\n" + _shown(ctx.inputs))
-    for dep, res in ctx.upstream_results.items():
-        output = res.output
-        if hasattr(output, "model_dump"):
-            output = output.model_dump(mode="json")
-        parts.append(f"Result of {dep} ({res.role}, {res.status.value}):\n{_shown(output)}")
+    if digest is not None:
+        parts.append(_digest_text(digest))
+    else:
+        for dep, res in ctx.upstream_results.items():
+            parts.append(f"Result of {dep} ({res.role}, {res.status.value}):\n{_shown(_json(res))}")
     return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(parts)}]
+
+
+def _json(result: Any) -> Any:
+    output = result.output
+    return output.model_dump(mode="json") if hasattr(output, "model_dump") else output
+
+
+def _digest_text(digest: Reduced) -> str:
+    ids = list(digest.ids)
+    named = ", ".join(ids[:_NAMED_IDS]) + (
+        f", … ({len(ids)} in all)" if len(ids) > _NAMED_IDS else ""
+    )
+    return (
+        f"Digest of the {len(ids)} upstream results ({named}), condensed because they do not "
+        f"fit in one prompt; it cites their ids in square brackets:\n{digest.text}"
+    )
+
+
+async def opening_messages(
+    run: AgentRun,
+    budget: TokenBudget,
+    tools: list[dict[str, Any]] | None = None,
+    *,
+    force_digest: bool = False,
+) -> list[dict[str, Any]]:
+    """`task_messages`, with the upstream results reduced to a digest when they do not fit.
+
+    Only a budget that knows the model's context length judges ahead; with a guessed one
+    the results go as they are, and a rejection as too long (which names the real length,
+    on `kimmy serve` and vLLM) brings the digest (`force_digest`, see `_chat`).
+
+    Raises:
+        ContextOverflowError: the task and inputs alone leave no room for the results.
+    """
+    messages = task_messages(run)
+    upstream = run.ctx.upstream_results
+    max_tokens = run.role.max_tokens
+    if not upstream:
+        return messages
+    judged = budget.context_known and not budget.fits(messages, max_tokens, tools)
+    if not (force_digest or judged):
+        return messages
+    placeholder = Reduced(text="", ids=tuple(upstream), levels=0, calls=0)
+    fixed = budget.prompt_tokens(task_messages(run, digest=placeholder), tools)
+    room = budget.prompt_limit(max_tokens) - fixed
+    if room < _MIN_DIGEST_TOKENS:
+        raise ContextOverflowError(
+            f"role {run.role.name!r} (subtask {run.ctx.id!r}): its task and inputs leave "
+            f"{room} tokens for {len(upstream)} upstream results ({budget!r}, max_tokens "
+            f"{max_tokens})"
+        )
+    items = [
+        (dep, f"({res.role}, {res.status.value})\n{_text(_json(res))}")
+        for dep, res in upstream.items()
+    ]
+    digest = await reduce_outputs(
+        run.ctx.model,
+        instructions=(
+            f"Sub-agent {run.ctx.id!r} (role {run.role.name}) will use this digest for its "
+            f"task:\n{run.ctx.instructions or f'subtask {run.ctx.id!r}'}"
+        ),
+        items=items,
+        context_tokens=budget.context_tokens,
+        max_tokens=min(max_tokens, room),
+        budget=budget,
+    )
+    messages = task_messages(run, digest=digest)
+    over = budget.prompt_tokens(messages, tools) - budget.prompt_limit(max_tokens)
+    if over > 0:  # the reduce's calls corrected the ratio the room was measured with
+        keep = max(0, len(digest.text) - budget.chars(over) - 80)
+        cut = f"{digest.text[:keep]} … [digest cut: {len(digest.text) - keep:,} characters]"
+        messages = task_messages(run, digest=dataclasses.replace(digest, text=cut))
+    return messages
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+async def _chat(
+    run: AgentRun,
+    budget: TokenBudget,
+    messages: list[dict[str, Any]],
+    options: dict[str, Any],
+    *,
+    opening: bool,
+) -> tuple[ChatResponse, list[dict[str, Any]]]:
+    """One model call, the budget told what the server counted. A first call rejected as too
+    long is made again once, with the upstream results reduced to a digest (the budget
+    learned from the rejection first); the conversation sent is returned with the answer."""
+    tools = options.get("tools")
+    try:
+        response = await run.ctx.model.chat(messages, **options)
+    except ModelRequestError as exc:
+        overflow = context_overflow(exc)
+        if not (opening and overflow is not None and run.ctx.upstream_results):
+            raise
+        budget.reject(messages, overflow, options["max_tokens"], tools)
+        messages = await opening_messages(run, budget, tools, force_digest=True)
+        response = await run.ctx.model.chat(messages, **options)
+    budget.observe(messages, response.usage.prompt_tokens, tools)
+    return response, messages
 
 
 def parse_answer(content: str | None) -> Any:
@@ -89,8 +213,9 @@ def parse_answer(content: str | None) -> Any:
 async def run_model_policy(run: AgentRun, executor: Executor | None) -> BaseModel:
     """Run the agent loop to a valid answer (see the module docstring for the errors)."""
     role, ctx = run.role, run.ctx
-    messages = task_messages(run)
     specs = run.tools.specs() or None
+    budget = shared_budget(ctx.model)
+    messages = await opening_messages(run, budget, specs)
     response_format = {
         "type": "json_schema",
         "json_schema": {"name": role.output.__name__, "schema": role.output.model_json_schema()},
@@ -102,7 +227,8 @@ async def run_model_policy(run: AgentRun, executor: Executor | None) -> BaseMode
         options: dict[str, Any] = {"tools": specs} if offer_tools else {}
         if not offer_tools:  # JSON-constrained decoding would forbid tool calls
             options["response_format"] = response_format
-        response = await ctx.model.chat(messages, **options)
+        options["max_tokens"] = role.max_tokens
+        response, messages = await _chat(run, budget, messages, options, opening=step == 1)
         messages.append(response.message.to_openai())
         if response.tool_calls and offer_tools:
             for call in response.tool_calls:
@@ -144,6 +270,7 @@ async def run_model_policy(run: AgentRun, executor: Executor | None) -> BaseMode
 __all__ = [
     "MAX_SHOWN_CHARS",
     "AgentStepLimitError",
+    "opening_messages",
     "parse_answer",
     "run_model_policy",
     "task_messages",

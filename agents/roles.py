@@ -50,6 +50,7 @@ class Role:
         procedure: the offline policy (None: the role needs a model).
         check: an extra check of the answer's meaning (both policies).
         max_steps: the most model turns of the model policy.
+        max_tokens: `max_tokens` of each of its model calls (the answer's longest length).
     """
 
     name: str
@@ -59,6 +60,7 @@ class Role:
     procedure: Procedure | None = None
     check: Check | None = None
     max_steps: int = 8
+    max_tokens: int = 1_024
 
     def __post_init__(self) -> None:
         if not re.fullmatch(ROLE_PATTERN, self.name):
@@ -69,6 +71,12 @@ class Role:
             raise ConfigError(f"role {self.name!r}: output must be a pydantic model class")
         if self.max_steps < 1:
             raise ConfigError(f"role {self.name!r}: max_steps must be >= 1, got {self.max_steps}")
+        if isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int):
+            raise ConfigError(
+                f"role {self.name!r}: max_tokens must be an integer >= 1, got {self.max_tokens!r}"
+            )
+        if self.max_tokens < 1:
+            raise ConfigError(f"role {self.name!r}: max_tokens must be >= 1, got {self.max_tokens}")
         object.__setattr__(self, "tools", tuple(self.tools))
 
     def derive(self, **changes: Any) -> Role:

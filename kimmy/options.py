@@ -22,6 +22,7 @@ __all__ = [
     "DEFAULT_RUNS_DIR",
     "ApiKey",
     "BaseUrl",
+    "ContextTokens",
     "Json",
     "ModelName",
     "RunsDir",
@@ -51,6 +52,17 @@ BaseUrl = Annotated[
 ]
 ModelName = Annotated[str | None, typer.Option("--model", help="Model id [env KIMMY_MODEL].")]
 ApiKey = Annotated[str | None, typer.Option("--api-key", help="API key [env KIMMY_API_KEY].")]
+ContextTokens = Annotated[
+    int | None,
+    typer.Option(
+        "--context-tokens",
+        min=16,
+        help=(
+            "The model's context length (prompt + answer tokens) when the server does not "
+            "say it at /models [default: the server's, else 4096]."
+        ),
+    ),
+]
 
 
 def at_least(low: int) -> Callable[[int | None], int | None]:
@@ -94,6 +106,7 @@ def model_client(
     *,
     required: Literal[True],
     pool: int = ...,
+    context_tokens: int | None = ...,
 ) -> OpenAIChat: ...
 
 
@@ -105,6 +118,7 @@ def model_client(
     *,
     required: bool,
     pool: int = ...,
+    context_tokens: int | None = ...,
 ) -> OpenAIChat | None: ...
 
 
@@ -115,6 +129,7 @@ def model_client(
     *,
     required: bool,
     pool: int = 64,
+    context_tokens: int | None = None,
 ) -> OpenAIChat | None:
     """The model server the flags (or `KIMMY_BASE_URL`, `KIMMY_MODEL`, `KIMMY_API_KEY`) name,
     after a preflight call: one clear error line when it is unreachable.
@@ -125,6 +140,11 @@ def model_client(
             command runs offline by default (the pipelines, rollouts): a client only when
             `--base-url` / `--model` or `KIMMY_BASE_URL` ask for model mode, else None.
         pool: the client's connection pool (the run's concurrency).
+        context_tokens: the model's context length when the server's `/models` does not
+            say it (`--context-tokens`); None: the server's, else the sub-agents' default.
+
+    The context length is told to the sub-agents' shared token budget
+    (`agents.synthesis.shared_budget`): the metered model they see does not carry it.
 
     Raises:
         ConfigError: no server configured (when required) or a bad base URL.
@@ -138,4 +158,10 @@ def model_client(
         base_url=base_url, model=model, api_key=api_key, max_connections=pool
     )
     asyncio.run(client.check())  # preflight: one clear line if the server is unreachable
+    if client.context_length is None and context_tokens is not None:
+        client.context_length = context_tokens
+    if client.context_length is not None:
+        from agents.synthesis import shared_budget
+
+        shared_budget(client)
     return client

@@ -102,6 +102,11 @@ class MeteredModel:
     async def aclose(self) -> None:  # the swarm owns the inner model's lifetime
         return None
 
+    @property
+    def context_length(self) -> int | None:
+        """The inner model's context length, when it knows it."""
+        return getattr(self._inner, "context_length", None)
+
 
 SpawnFn = Callable[[Subtask, Sequence[Subtask], Sequence[str]], list[Subtask]]
 #: Waits for subtasks a subtask spawned: `(waiter, ids, mode, timeout_s) -> results`.

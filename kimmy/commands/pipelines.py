@@ -19,6 +19,7 @@ from kimmy.options import (
     DEFAULT_RUNS_DIR,
     ApiKey,
     BaseUrl,
+    ContextTokens,
     Json,
     ModelName,
     RunsDir,
@@ -82,10 +83,12 @@ def _quiet_readers() -> None:
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
-def _client(base_url: str | None, model: str | None, api_key: str | None) -> OpenAIChat | None:
+def _client(
+    base_url: str | None, model: str | None, api_key: str | None, context_tokens: int | None
+) -> OpenAIChat | None:
     from kimmy.options import model_client
 
-    return model_client(base_url, model, api_key, required=False)
+    return model_client(base_url, model, api_key, required=False, context_tokens=context_tokens)
 
 
 def _run_pipeline(
@@ -137,6 +140,7 @@ def review(
     base_url: BaseUrl = None,
     model: ModelName = None,
     api_key: ApiKey = None,
+    context_tokens: ContextTokens = None,
     runs_dir: RunsDir = DEFAULT_RUNS_DIR,
     store: Store = True,
     json_lines: Json = False,
@@ -157,7 +161,7 @@ def review(
         "defaults": {"year": year} if year is not None else None,
     }
     ReviewConfig(**options)  # a bad option fails before a model server is asked
-    client = _client(base_url, model, api_key)
+    client = _client(base_url, model, api_key, context_tokens)
     config = ReviewConfig(**options, model=client)
     _run_pipeline(run_review, config, client, print_review, json_lines)
 
@@ -174,6 +178,7 @@ def analyze(
     base_url: BaseUrl = None,
     model: ModelName = None,
     api_key: ApiKey = None,
+    context_tokens: ContextTokens = None,
     runs_dir: RunsDir = DEFAULT_RUNS_DIR,
     store: Store = True,
     json_lines: Json = False,
@@ -189,7 +194,7 @@ def analyze(
         "runs_dir": runs_dir if store else None,
     }
     AnalysisConfig(**options)  # a bad option fails before a model server is asked
-    client = _client(base_url, model, api_key)
+    client = _client(base_url, model, api_key, context_tokens)
     config = AnalysisConfig(**options, model=client)
     _run_pipeline(run_analysis, config, client, print_analysis, json_lines)
 

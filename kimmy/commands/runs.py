@@ -20,6 +20,7 @@ from kimmy.options import (
     DEFAULT_RUNS_DIR,
     ApiKey,
     BaseUrl,
+    ContextTokens,
     Json,
     ModelName,
     RunsDir,
@@ -53,14 +54,27 @@ def _swarm(config: RunConfig, runs_dir: Path | None) -> Swarm:
     return swarm
 
 
-def _attach(swarm: Swarm, base_url: str | None, model: str | None, api_key: str | None) -> None:
+def _attach(
+    swarm: Swarm,
+    base_url: str | None,
+    model: str | None,
+    api_key: str | None,
+    context_tokens: int | None,
+) -> None:
     from kimmy.options import model_client
 
     client = model_client(
-        base_url, model, api_key, required=True, pool=swarm.config.max_concurrency
+        base_url,
+        model,
+        api_key,
+        required=True,
+        pool=swarm.config.max_concurrency,
+        context_tokens=context_tokens,
     )
     swarm.model = client
     swarm.settings = {"base_url": client.base_url, "model": client.name}
+    if context_tokens is not None:  # `kimmy resume` reuses it
+        swarm.settings["context_tokens"] = context_tokens
 
 
 def _execute(swarm: Swarm, work: Work, json_lines: bool) -> RunResult:
@@ -116,6 +130,7 @@ def run(
     base_url: BaseUrl = None,
     model: ModelName = None,
     api_key: ApiKey = None,
+    context_tokens: ContextTokens = None,
     max_concurrency: Annotated[
         int,
         typer.Option("--max-concurrency", callback=at_least(1), help="Most sub-agents in flight."),
@@ -188,7 +203,7 @@ def run(
     where = runs_dir if store else None
     swarm = _swarm(config, where)
     swarm.check(parsed)  # a bad plan fails before the server is even asked
-    _attach(swarm, base_url, model, api_key)
+    _attach(swarm, base_url, model, api_key, context_tokens)
     result = _execute(swarm, lambda sinks: swarm.execute(parsed, sinks=sinks), json_lines)
     _finish(result, json_lines, where)
 
@@ -199,6 +214,7 @@ def resume(
     base_url: BaseUrl = None,
     model: ModelName = None,
     api_key: ApiKey = None,
+    context_tokens: ContextTokens = None,
     max_concurrency: Annotated[
         int | None,
         typer.Option("--max-concurrency", callback=at_least(1), help="Most sub-agents in flight."),
@@ -211,11 +227,22 @@ def resume(
 
     with RunStore(runs_dir, create=False) as store:
         stored = store.load_run(run_id)
+    if "solve" in stored.settings:  # a `kimmy swarm` run: its orchestrator continues
+        from kimmy.commands.solve import resume_swarm
+
+        resume_swarm(stored.run_id, runs_dir, stored.settings, json_lines, api_key)
+        return
     given: dict[str, Any] = {"max_concurrency": max_concurrency}
     config = stored.config.replace(**{k: v for k, v in given.items() if v is not None})
     swarm = _swarm(config, runs_dir)
     settings = stored.settings
-    _attach(swarm, base_url or settings.get("base_url"), model or settings.get("model"), api_key)
+    _attach(
+        swarm,
+        base_url or settings.get("base_url"),
+        model or settings.get("model"),
+        api_key,
+        context_tokens or settings.get("context_tokens"),
+    )
     result = _execute(swarm, lambda sinks: swarm.resume(stored.run_id, sinks=sinks), json_lines)
     _finish(result, json_lines, runs_dir)
 

@@ -56,6 +56,11 @@ class RecordingModel:
     async def aclose(self) -> None:  # the host owns the inner model's lifetime
         return None
 
+    @property
+    def context_length(self) -> int | None:
+        """The inner model's context length, when it knows it."""
+        return getattr(self._inner, "context_length", None)
+
 
 class RemoteContext(SubtaskContext):
     """A `SubtaskContext` whose agent trace and spawns are recorded for the driver.

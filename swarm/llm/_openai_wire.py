@@ -103,6 +103,35 @@ def retry_after(value: str | None) -> float | None:
     return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
+#: Where servers put a model's context length in its `/models` card: vLLM and `kimmy serve`
+#: say `max_model_len`; others `context_length` or `context_window`.
+CONTEXT_KEYS = ("max_model_len", "context_length", "context_window")
+
+
+def model_cards(data: Any, url: str, status: int) -> list[dict[str, Any]]:
+    """The model cards of a `/models` body (`data[]`, each with an `id`)."""
+    try:
+        cards = [dict(item) for item in data["data"]]
+        for card in cards:
+            card["id"] = str(card["id"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ModelResponseError(
+            f"model server at {url} answered HTTP {status} without a model list (data[].id): "
+            f"{snippet(data)}",
+            status=status,
+        ) from exc
+    return cards
+
+
+def card_context_length(card: dict[str, Any]) -> int | None:
+    """The context length a model card states (a positive integer), or None."""
+    for key in CONTEXT_KEYS:
+        value = card.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
 def parse_completion(data: Any, url: str, status: int) -> ChatResponse:
     """Turn a chat-completion JSON body into a `ChatResponse`."""
     try:

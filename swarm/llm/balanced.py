@@ -46,6 +46,12 @@ class BalancedChat:
         self.calls = [0] * len(members)
 
     @property
+    def context_length(self) -> int | None:
+        """The smallest context length its members know (a call may go to any of them)."""
+        known = [n for m in self.models if isinstance(n := getattr(m, "context_length", None), int)]
+        return min(known) if known else None
+
+    @property
     def outstanding(self) -> list[int]:
         """Calls in flight per member."""
         return list(self._outstanding)

@@ -37,6 +37,10 @@ class LocalModel:
         timeout_s: the client's limit for one call.
         engine_options: `model.serve.factory.build_engine` options (`max_num_seqs`,
             `max_model_len`, `page_size`, `num_pages`, other `EngineConfig` fields).
+
+    Attributes:
+        context_length: the engine's `max_model_len` (prompt + completion tokens), once
+            started; None before.
     """
 
     def __init__(
@@ -53,6 +57,7 @@ class LocalModel:
         self._server: Any = None  # model.serve.server.ServerThread once started
         self._client: OpenAIChat | None = None
         self.name = "local"
+        self.context_length: int | None = None
 
     @classmethod
     def tiny(cls, *, seed: int = 0, **options: Any) -> LocalModel:
@@ -94,7 +99,12 @@ class LocalModel:
         if self._server is not None:
             return
         self._server = await asyncio.to_thread(self._start_server)
-        self._client = OpenAIChat(self._server.base_url, self.name, **self._client_options)
+        self._client = OpenAIChat(
+            self._server.base_url,
+            self.name,
+            context_length=self.context_length,
+            **self._client_options,
+        )
 
     def _start_server(self) -> Any:
         from model.serve.async_engine import AsyncEngine
@@ -102,10 +112,10 @@ class LocalModel:
         from model.serve.server import ServerThread, create_app
 
         model, tokenizer, name = self._load()
-        engine = AsyncEngine(
-            build_engine(model, tokenizer, **self._engine_options), model_name=name
-        )
+        built = build_engine(model, tokenizer, **self._engine_options)
+        engine = AsyncEngine(built, model_name=name)
         self.name = name
+        self.context_length = int(built.config.max_model_len)
         return ServerThread(create_app(engine, model_name=name)).start()
 
     async def chat(
@@ -142,6 +152,7 @@ class LocalModel:
         """Close the client, then stop the server and its engine."""
         client, server = self._client, self._server
         self._client = self._server = None
+        self.context_length = None
         if client is not None:
             await client.aclose()
         if server is not None:

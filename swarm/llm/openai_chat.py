@@ -25,6 +25,8 @@ import httpx
 
 from swarm.errors import ConfigError, ModelConnectionError, ModelResponseError, ModelTimeoutError
 from swarm.llm._openai_wire import (
+    card_context_length,
+    model_cards,
     parse_completion,
     require_positive,
     snippet,
@@ -53,9 +55,15 @@ class OpenAIChat:
             every in-flight sub-agent can hold a connection without queueing in the client.
             Callers beyond it wait (up to `timeout_s`) in one FIFO queue.
         headers: Extra headers sent with every request.
+        context_length: The model's context length in tokens (prompt + completion), when
+            known otherwise; `check()` replaces it with what the server's `/models` card
+            says (`max_model_len`, `context_length` or `context_window`), if it says.
+
+    Attributes:
+        context_length: The context length: the server's, else the one given, else None.
 
     Raises:
-        ConfigError: A bad URL, model, timeout or pool size.
+        ConfigError: A bad URL, model, timeout, pool size or context length.
     """
 
     def __init__(
@@ -68,6 +76,7 @@ class OpenAIChat:
         connect_timeout_s: float = 10.0,
         max_connections: int = 256,
         headers: Mapping[str, str] | None = None,
+        context_length: int | None = None,
     ) -> None:
         self.base_url = validate_base_url(base_url)
         if model is not None and not (isinstance(model, str) and model.strip()):
@@ -78,7 +87,14 @@ class OpenAIChat:
             raise ConfigError(f"max_connections {max_connections!r} is not an integer >= 1")
         if max_connections < 1:
             raise ConfigError(f"max_connections {max_connections!r} is not an integer >= 1")
+        if context_length is not None and (
+            isinstance(context_length, bool)
+            or not isinstance(context_length, int)
+            or context_length < 1
+        ):
+            raise ConfigError(f"context_length {context_length!r} is not an integer >= 1")
         self._model = model
+        self.context_length: int | None = context_length
         #: The constructor's options, to rebuild the client elsewhere (see `__reduce__`).
         self._options: dict[str, Any] = {
             "api_key": api_key,
@@ -181,10 +197,13 @@ class OpenAIChat:
 
     async def list_models(self) -> list[str]:
         """The model ids the server lists at `GET {base_url}/models`."""
-        return await self._list_models(self._http())
+        return [card["id"] for card in await self._list_models(self._http())]
 
     async def check(self) -> None:
         """Preflight: the server answers `GET /models` and, without a model id, lists one.
+
+        The model's card there sets `context_length` when it states one (vLLM and
+        `kimmy serve` do, as `max_model_len`).
 
         It uses a one-off connection closed before it returns, so it may run in its own
         `asyncio.run` before the run that makes the calls.
@@ -199,9 +218,8 @@ class OpenAIChat:
         async with httpx.AsyncClient(
             headers=self._headers, timeout=self._timeout, limits=limits, verify=self._ssl_context()
         ) as client:
-            models = await self._list_models(client)
-        if self._model is None:
-            self._adopt_first(models)
+            cards = await self._list_models(client)
+        self._adopt(cards)
 
     async def aclose(self) -> None:
         """Close the pooled connections; later calls raise `RuntimeError`."""
@@ -229,8 +247,10 @@ class OpenAIChat:
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle as the constructor's arguments (a Ray host rebuilds the model so): the
-        copy opens its own connections; a model id already looked up travels with it."""
-        return (_rebuild, (self.base_url, self._model, self._options))
+        copy opens its own connections; a model id and context length already looked up
+        travel with it."""
+        options = {**self._options, "context_length": self.context_length}
+        return (_rebuild, (self.base_url, self._model, options))
 
     # --- internals ---------------------------------------------------------------------
 
@@ -274,33 +294,36 @@ class OpenAIChat:
         assert self._resolve_lock is not None
         async with self._resolve_lock:
             if self._model is None:
-                self._adopt_first(await self.list_models())
+                self._adopt(await self._list_models(self._http()))
         assert self._model is not None
         return self._model
 
-    def _adopt_first(self, models: list[str]) -> None:
-        if not models:
-            raise ConfigError(
-                f"model server at {self.base_url} lists no models at /models; "
-                f"pass --model or set {ENV_MODEL}"
-            )
-        self._model = self.name = models[0]
+    def _adopt(self, cards: list[dict[str, Any]]) -> None:
+        """The first model listed when none was given; the context length its card states."""
+        if self._model is None:
+            if not cards:
+                raise ConfigError(
+                    f"model server at {self.base_url} lists no models at /models; "
+                    f"pass --model or set {ENV_MODEL}"
+                )
+            self._model = self.name = cards[0]["id"]
+        card = next((c for c in cards if c["id"] == self._model), None)
+        if card is None and len(cards) == 1:  # one model served, under another name
+            card = cards[0]
+        told = card_context_length(card) if card is not None else None
+        if told is not None:
+            self.context_length = told
 
     def _ensure_open(self) -> None:
         if self._closed:
             raise RuntimeError(f"{self!r} is closed")
 
-    async def _list_models(self, client: httpx.AsyncClient | _ShardedClient) -> list[str]:
+    async def _list_models(
+        self, client: httpx.AsyncClient | _ShardedClient
+    ) -> list[dict[str, Any]]:
         url = f"{self.base_url}/models"
         response, data = await self._send(client, "GET", url, None)
-        try:
-            return [str(item["id"]) for item in data["data"]]
-        except (KeyError, TypeError) as exc:
-            raise ModelResponseError(
-                f"model server at {url} answered HTTP {response.status_code} without a model "
-                f"list (data[].id): {snippet(data)}",
-                status=response.status_code,
-            ) from exc
+        return model_cards(data, url, response.status_code)
 
     async def _send(
         self,

@@ -181,6 +181,21 @@ def test_model_policy_step_limit() -> None:
     assert len(model.calls) == ROLE.max_steps
 
 
+def test_every_model_call_sets_the_roles_max_tokens() -> None:
+    model = ScriptedChat(["not json at all", json.dumps({"numbers": [1, 2], "total": 3})])
+    swarm = Swarm(model=model, max_retries=0)
+    install(swarm, [ROLE.derive(max_tokens=300)], _toolbox())
+    swarm.run_sync({"subtasks": [{"id": "s1", "role": "summer", "inputs": {"key": "primes"}}]})
+    assert [options["max_tokens"] for _, options in model.calls] == [300, 300]  # repair too
+    assert Role("plain", "You answer.").max_tokens == 1024
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, True])
+def test_role_max_tokens_must_be_a_positive_integer(bad: Any) -> None:
+    with pytest.raises(ConfigError, match="max_tokens"):
+        Role("plain", "You answer.", max_tokens=bad)
+
+
 def test_subagent_rejects_missing_tools_and_bad_policy() -> None:
     with pytest.raises(ConfigError, match="lacks"):
         SubAgent(ROLE, ToolBox())

@@ -4,8 +4,9 @@ It runs `http.server.ThreadingHTTPServer` in a background thread (one thread per
 connection, HTTP/1.1 keep-alive, a deep accept backlog), so hundreds of requests can be in
 flight at once. Each `POST /v1/chat/completions` is answered by the next *behaviour* in the
 queue, in arrival order; once the queue is empty, `default` answers. `GET /v1/models` lists
-`models`. Every request is recorded in `srv.requests`, and `srv.max_in_flight` is the most
-requests that were in flight at once.
+`models` (each card with `card_fields` added, e.g. vLLM's `max_model_len`). Every request is
+recorded in `srv.requests`, and `srv.max_in_flight` is the most requests that were in flight
+at once.
 
 Example:
     with OpenAIServer([status(429, headers={"Retry-After": "2"}), reply("hi")]) as srv:
@@ -29,7 +30,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Self
@@ -60,6 +61,7 @@ class OpenAIServer:
         behaviours: Answers for the first chat requests, in arrival order.
         default: Answers every chat request after those (default: `echo()`).
         models: Ids listed by `GET /v1/models`.
+        card_fields: Extra fields of every model card there (`{"max_model_len": 4096}`).
         api_key: When set, requests without `Authorization: Bearer <api_key>` get 401.
     """
 
@@ -69,11 +71,13 @@ class OpenAIServer:
         *,
         default: Behaviour | None = None,
         models: Sequence[str] = ("test-model",),
+        card_fields: Mapping[str, Any] | None = None,
         api_key: str | None = None,
     ) -> None:
         self._queue: deque[Behaviour] = deque(behaviours)
         self.default = default or echo()
         self.models = list(models)
+        self.card_fields = dict(card_fields or {})
         self.api_key = api_key
         self.requests: list[ServerRequest] = []
         #: Exceptions raised by behaviours (each was answered with a 500).
@@ -179,7 +183,10 @@ class OpenAIServer:
         if self.api_key and request.headers.get("authorization") != f"Bearer {self.api_key}":
             return json_reply(401, _error("invalid or missing API key", "auth"))
         if request.method == "GET" and path == "/v1/models":
-            data = [{"id": m, "object": "model", "owned_by": "test"} for m in self.models]
+            data = [
+                {"id": m, "object": "model", "owned_by": "test", **self.card_fields}
+                for m in self.models
+            ]
             return json_reply(200, {"object": "list", "data": data})
         if request.method == "POST" and path == "/v1/chat/completions":
             if not isinstance(request.body, dict):

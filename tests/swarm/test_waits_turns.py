@@ -167,3 +167,19 @@ async def test_roles_made_at_run_time_come_from_the_role_factory(tmp_path: Path)
     with pytest.raises(Exception, match="physicist"):  # no factory: the role is unknown
         await plain.resume("rt")
     plain.close()
+
+
+async def test_a_sub_agent_sees_its_model_s_context_length() -> None:
+    from swarm.llm.scripted import ScriptedChat
+
+    inner = ScriptedChat.always("ok")
+    inner.context_length = 8192  # type: ignore[attr-defined]
+    swarm = Swarm(model=inner)
+    seen: list[int | None] = []
+
+    @swarm.role("w")
+    async def work(ctx: SubtaskContext) -> None:
+        seen.append(ctx.model.context_length)
+
+    await swarm.execute(Plan(subtasks=[Subtask(id="a", role="w")]))
+    assert seen == [8192]

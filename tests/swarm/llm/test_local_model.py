@@ -24,6 +24,7 @@ ASK = [{"role": "system", "content": "You name things."}, {"role": "user", "cont
 async def test_tiny_local_model_answers_through_the_chat_model_protocol() -> None:
     async with LocalModel.tiny(max_num_seqs=4, max_model_len=512) as model:
         assert isinstance(model, ChatModel) and model.name == "kimmy-tiny"
+        assert model.context_length == 512  # the engine's max_model_len
         url = model.base_url
         reply = await model.chat(ASK, max_tokens=6, temperature=0)
         assert reply.model == "kimmy-tiny" and 1 <= reply.usage.completion_tokens <= 6
@@ -31,6 +32,8 @@ async def test_tiny_local_model_answers_through_the_chat_model_protocol() -> Non
         assert u.total_tokens == u.prompt_tokens + u.completion_tokens and u.model_calls == 1
         async with OpenAIChat(url) as other:  # plain HTTP: any client can use the server
             assert (await other.chat(ASK, max_tokens=6, temperature=0)).content == reply.content
+            await other.check()  # `kimmy serve`'s /v1/models card says max_model_len
+            assert other.context_length == 512
         schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 6}},
                   "required": ["name"], "additionalProperties": False}  # fmt: skip
         fmt = {"type": "json_schema", "json_schema": {"name": "Name", "schema": schema}}
@@ -40,6 +43,7 @@ async def test_tiny_local_model_answers_through_the_chat_model_protocol() -> Non
         httpx.get(f"{url}/models")
     with pytest.raises(RuntimeError, match="not started"):
         await model.chat(ASK)
+    assert model.context_length is None
 
 
 async def test_a_saved_checkpoint_serves_the_in_memory_models_answers(tmp_path: Path) -> None:
