@@ -5,15 +5,10 @@ are always valid calls of the orchestrator's tools."""
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from agents.orchestrator import ORCHESTRATOR_ID, SolveConfig, run_solve
@@ -22,6 +17,7 @@ from rewards import load_trajectory
 from swarm.llm import OpenAIChat
 from swarm.store import RunStore
 from tests.support.openai_server import OpenAIServer, ServerRequest, completion, json_reply
+from tests.support.serve_process import tiny_server
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -70,37 +66,19 @@ def test_the_loop_over_loopback_http_records_turns_with_logprobs(tmp_path: Path)
 
 
 @pytest.fixture(scope="module")
-def tiny_server() -> Iterator[str]:
+def tiny_url() -> Iterator[str]:
     """`kimmy serve --tiny` in a subprocess, on a free loopback port."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
-    cmd = [sys.executable, "-m", "kimmy", "serve", "--tiny", "--port", str(port),
-           "--max-model-len", "4096"]  # fmt: skip
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 120  # a bound for a hung start, not a speed check
-        while True:
-            assert proc.poll() is None, proc.communicate()[0].decode()
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).raise_for_status()
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline, "kimmy serve --tiny did not start"
-                time.sleep(0.25)
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    with tiny_server("--max-model-len", "4096") as url:
+        yield url
 
 
 def test_tool_calls_of_a_grammar_constrained_server_are_always_valid(
-    tiny_server: str, tmp_path: Path
+    tiny_url: str, tmp_path: Path
 ) -> None:
     """Random weights answer noise, but every turn the server finished (not cut at
     max_tokens) is a call of one of the orchestrator's tools with arguments that parse (the
     server decodes them from the tools' schemas); a cut turn is a prefix of such a call."""
-    model = OpenAIChat(tiny_server, "kimmy-tiny", timeout_s=120)
+    model = OpenAIChat(tiny_url, "kimmy-tiny", timeout_s=120)
     max_tokens = 256
     out = run_solve(
         SolveConfig(goal="Say hello", out=tmp_path / "o", model=model, runs_dir=tmp_path / "r",

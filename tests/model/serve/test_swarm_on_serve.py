@@ -5,10 +5,6 @@ prompt they share is prefilled once, not 1,000 times."""
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
-import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +18,7 @@ from pydantic import BaseModel, Field
 from agents import Role, install
 from swarm import Plan, Subtask, SubtaskContext, Swarm
 from swarm.llm import OpenAIChat
+from tests.support.serve_process import tiny_server
 
 ROOT = Path(__file__).resolve().parents[3]
 N = 1000
@@ -45,25 +42,8 @@ CHECKER = Role(
 @pytest.fixture(scope="module")
 def server_url() -> Iterator[str]:
     """`kimmy serve --tiny` in a subprocess, on a free loopback port."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
-    cmd = [sys.executable, "-m", "kimmy", "serve", "--tiny", "--port", str(port)]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 120  # a bound for a hung start, not a speed check
-        while True:
-            assert proc.poll() is None, proc.communicate()[0].decode()
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).raise_for_status()
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline, "kimmy serve --tiny did not start"
-                time.sleep(0.2)
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        proc.terminate()
-        proc.communicate(timeout=60)
+    with tiny_server() as url:
+        yield url
 
 
 def _metrics(url: str) -> dict[str, float]:
