@@ -21,6 +21,7 @@ from agents.orchestrator.actions import Actions
 from agents.orchestrator.prompts import NO_TOOL_CALL, Resources, opening_messages
 from agents.orchestrator.state import OrchestratorState
 from agents.orchestrator.tools import tool_specs
+from swarm.errors import ModelError
 from swarm.llm.types import ToolCall
 
 if TYPE_CHECKING:
@@ -52,25 +53,65 @@ class TurnPolicy(Protocol):
     ) -> ChatResponse: ...
 
 
+#: The fewest tokens an orchestrator turn may be given (a call or two).
+MIN_TURN_TOKENS = 64
+#: Rejections as too long after which a turn gives up (each teaches the budget first).
+MAX_REJECTIONS = 2
+
+
 @dataclass
 class ModelTurns:
     """The model policy: the run's model with the orchestrator's tools (a call is required
-    every turn, so a server with structured output can constrain it to valid calls)."""
+    every turn, so a server with structured output can constrain it to valid calls).
+
+    Each turn's `max_tokens` is `max_tokens`, or less when the conversation leaves less of
+    the context (a learned estimate of the prompt; a rejection as too long teaches it and
+    the turn is asked again, once per rejection, while something was learned).
+    """
 
     max_tokens: int = 2_048
     temperature: float | None = None
     logprobs: bool = False
+    context_tokens: int | None = None
     name: str = "model"
+
+    def _budget(self, ctx: SubtaskContext) -> Any:
+        from agents.synthesis import context_tokens, shared_budget
+
+        budget = shared_budget(ctx.model)
+        if not budget.context_known:
+            budget.tell_context(context_tokens(ctx.model, self.context_tokens or 4_096))
+        return budget
 
     async def next_turn(
         self, ctx: SubtaskContext, messages: Sequence[dict[str, Any]], actions: Actions
     ) -> ChatResponse:
-        options: dict[str, Any] = {"tools": tool_specs(), "tool_choice": "required"}
+        from agents.synthesis import context_overflow
+
+        tools = tool_specs()
+        options: dict[str, Any] = {"tools": tools, "tool_choice": "required"}
         if self.temperature is not None:
             options["temperature"] = self.temperature
         if self.logprobs:
             options["logprobs"] = True
-        return await ctx.model.chat(list(messages), max_tokens=self.max_tokens, **options)
+        budget = self._budget(ctx)
+        for rejected in range(MAX_REJECTIONS + 1):
+            room = budget.context_tokens - budget.prompt_tokens(messages, tools) - budget.margin
+            max_tokens = max(MIN_TURN_TOKENS, min(self.max_tokens, room))
+            try:
+                response = await ctx.model.chat(list(messages), max_tokens=max_tokens, **options)
+            except ModelError as exc:
+                overflow = context_overflow(exc)
+                if (
+                    overflow is None
+                    or rejected == MAX_REJECTIONS
+                    or not budget.reject(messages, overflow, max_tokens, tools)
+                ):
+                    raise
+                continue
+            budget.observe(messages, response.usage.prompt_tokens, tools)
+            return response
+        raise AssertionError("unreachable")  # pragma: no cover
 
 
 class OrchestratorAgent:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -100,8 +100,8 @@ class SolveConfig:
 
     def settings(self) -> dict[str, Any]:
         """What a resume needs (JSON; the model is given again)."""
-        keep = asdict(self)
-        keep.pop("model")
+        # Not `asdict`: it deep-copies the model too (a local one holds sockets and threads).
+        keep = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "model"}
         for key in ("out", "corpus", "runs_dir"):
             keep[key] = str(keep[key]) if keep[key] is not None else None
         keep["datasets"] = list(self.datasets)
@@ -143,7 +143,11 @@ def _context_tokens(config: SolveConfig) -> int:
 def _policy(config: SolveConfig, loaded: Loaded) -> tuple[TurnPolicy, Any]:
     """The orchestrator's policy, and the offline rules it follows (None with a model)."""
     if config.model is not None:
-        policy = ModelTurns(max_tokens=config.max_tokens, logprobs=config.logprobs)
+        policy = ModelTurns(
+            max_tokens=config.max_tokens,
+            logprobs=config.logprobs,
+            context_tokens=config.context_tokens,
+        )
         return policy, None
     from agents.widesearch.task import WIDE_TASKS
 

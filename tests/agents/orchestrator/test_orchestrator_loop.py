@@ -222,3 +222,28 @@ def test_finish_can_synthesize_every_output_through_the_reduce_tree(tmp_path: Pa
     assert out.status == "completed"
     assert out.answer.startswith("digest of")
     assert seen_prompts and max(seen_prompts) < 1024 * 4  # every call fitted a 1k context
+
+
+def test_a_turn_fits_its_max_tokens_to_the_context_and_learns_from_a_rejection(
+    tmp_path: Path,
+) -> None:
+    from agents.synthesis import forget_shared_budgets
+    from swarm.errors import ModelRequestError
+    from swarm.llm.scripted import ScriptedChat
+    from swarm.llm.types import ChatResponse, FunctionCall, ToolCall
+
+    forget_shared_budgets()
+    finish = ChatResponse(
+        tool_calls=[ToolCall(id="c", function=FunctionCall(name="finish",
+                                                           arguments='{"answer": "ok"}'))]
+    )  # fmt: skip
+    too_long = ModelRequestError(
+        "answered HTTP 400: prompt (3000 tokens) + max_tokens (1500) is more than "
+        "max_model_len 4096"
+    )
+    model = ScriptedChat([too_long, finish])
+    out = _solve(tmp_path, model, context_tokens=8192, max_tokens=1500)
+    assert out.answer == "ok"
+    first, second = (options["max_tokens"] for _, options in model.calls)
+    assert first == 1500 and 64 <= second < 4096 - 3000  # the context it was told
+    forget_shared_budgets()

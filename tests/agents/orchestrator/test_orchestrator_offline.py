@@ -88,3 +88,22 @@ def test_kimmy_swarm_and_show_offline(tmp_path: Path, capsys: pytest.CaptureFixt
     assert main(["swarm", "Write a poem", "--out", str(tmp_path / "p"), "--runs-dir",
                  str(runs)]) == 2  # fmt: skip
     assert "needs a model to plan it" in capsys.readouterr().err
+
+
+def test_settings_of_a_run_leave_the_model_alone(tmp_path: Path) -> None:
+    """A local model holds sockets and threads: recording the settings must not copy it."""
+    import socket
+
+    class Local:
+        name = "local"
+
+        def __init__(self) -> None:
+            self.sock = socket.socket()
+
+    model = Local()
+    try:
+        settings = SolveConfig(goal="g", out=tmp_path, model=model).settings()  # type: ignore[arg-type]
+    finally:
+        model.sock.close()
+    assert "model" not in settings and settings["out"] == str(tmp_path)
+    assert json.loads(json.dumps(settings)) == settings
