@@ -20,7 +20,7 @@ from model.cache import MLAState
 from model.config import KimiLinearConfig
 from model.norm import RMSNorm
 
-__all__ = ["MLAttention", "attention_mask"]
+__all__ = ["KV_A_NORM_EPS", "MLAttention", "attention_mask"]
 
 
 def attention_mask(
@@ -42,6 +42,9 @@ def attention_mask(
     return (keep | (ki == qi)[None])[:, None]
 
 
+#: eps of the latent's RMSNorm (`kv_a_layernorm`), fixed as in the published model code.
+KV_A_NORM_EPS = 1e-6
+
 class MLAttention(nn.Module):
     """MLA over `[B, T, hidden]`; weight names as in the checkpoint (`self_attn.*`)."""
 
@@ -58,7 +61,9 @@ class MLAttention(nn.Module):
         self.kv_a_proj_with_mqa = nn.Linear(
             d, self.kv_lora_rank + self.qk_rope_head_dim, bias=False
         )
-        self.kv_a_layernorm = RMSNorm(self.kv_lora_rank, eps=config.rms_norm_eps)
+        # The published modeling code (and the transformers port) builds this norm with
+        # its default eps, 1e-6, whatever the config's `rms_norm_eps` says.
+        self.kv_a_layernorm = RMSNorm(self.kv_lora_rank, eps=KV_A_NORM_EPS)
         self.kv_b_proj = nn.Linear(
             self.kv_lora_rank, h * (self.qk_nope_head_dim + self.v_head_dim), bias=False
         )

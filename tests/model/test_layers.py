@@ -112,3 +112,17 @@ def test_router_bias_balancing_moves_towards_even_load() -> None:
     torch.testing.assert_close(
         moe.gate.e_score_correction_bias, torch.tensor([-0.01, 0.01, 0.0, 0.01])
     )
+
+
+def test_mla_latent_norm_uses_the_published_eps_not_rms_norm_eps() -> None:
+    """The official modeling code builds `kv_a_layernorm` with its default eps (1e-6); ours
+    used the config's `rms_norm_eps` (1e-5 in the tiny configs)."""
+    config = KimiLinearConfig.tiny()
+    assert config.rms_norm_eps == 1e-5
+    layer = MLAttention(config)
+    assert layer.kv_a_layernorm.eps == 1e-6
+    x = torch.randn(2, 8, config.kv_lora_rank, dtype=torch.float64) * 1e-3
+    w = layer.kv_a_layernorm.weight.detach().double()
+    want = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
+    got = layer.kv_a_layernorm.double()(x)
+    assert torch.allclose(got, want, rtol=1e-12, atol=0)
