@@ -18,6 +18,7 @@ from typing import Any
 
 _EXPORTS = {
     "CheckpointError": "model.errors",
+    "GGUFError": "model.errors",
     "GenerationError": "model.errors",
     "KimiModelError": "model.errors",
     "ModelConfigError": "model.errors",
@@ -31,6 +32,10 @@ _EXPORTS = {
     "SamplingParams": "model.generation",
     "generate": "model.generation",
     "KimiLinearForCausalLM": "model.modeling",
+    "LlamaCache": "model.llama",
+    "LlamaConfig": "model.llama",
+    "LlamaForCausalLM": "model.llama",
+    "load_gguf": "model.gguf_loader",
     "MuonClip": "model.optim",
     "Tokenizer": "model.tokenizer",
     "load_tokenizer": "model.tokenizer",

@@ -5,6 +5,7 @@
     ├── ModelConfigError       a config value is unknown, missing or inconsistent (ValueError)
     │   └── TrainingCorpusError    `kimmy train lm`: no readable text in the corpus paths
     ├── CheckpointError        a checkpoint folder lacks files, or its tensors do not fit
+    │   └── GGUFError              a GGUF file: unsupported architecture, missing key or tensor
     ├── GenerationError        bad arguments to `generate` (ValueError)
     ├── EngineOverloadedError  the serving engine's queue is full (HTTP 503, `retry_after`)
     └── VLLMNotAvailableError  `--engine vllm` without vLLM installed
@@ -15,6 +16,7 @@ from __future__ import annotations
 __all__ = [
     "CheckpointError",
     "EngineOverloadedError",
+    "GGUFError",
     "GenerationError",
     "KimiModelError",
     "ModelConfigError",
@@ -31,6 +33,11 @@ class ModelConfigError(KimiModelError, ValueError):
 
 class CheckpointError(KimiModelError):
     """A checkpoint folder is missing files, or its tensors do not fit the config."""
+
+
+class GGUFError(CheckpointError):
+    """A GGUF file is unreadable, of an unsupported architecture or tokenizer, or lacks a
+    metadata key or tensor; the message names the file and what is wrong."""
 
 
 class GenerationError(KimiModelError, ValueError):

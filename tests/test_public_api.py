@@ -101,6 +101,7 @@ def test_import_agents_stays_light() -> None:
 
 MODEL_API = {
     "CheckpointError",
+    "GGUFError",
     "GenerationError",
     "HybridCache",
     "KDAState",
@@ -108,6 +109,9 @@ MODEL_API = {
     "KimiLinearForCausalLM",
     "KimiModelError",
     "LinearAttnConfig",
+    "LlamaCache",
+    "LlamaConfig",
+    "LlamaForCausalLM",
     "MLAState",
     "ModelConfigError",
     "MuonClip",
@@ -116,6 +120,7 @@ MODEL_API = {
     "cache_bytes_per_sequence",
     "generate",
     "hybrid_layers",
+    "load_gguf",
     "load_tokenizer",
     "train_bpe_tokenizer",
 }

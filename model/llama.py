@@ -1,0 +1,309 @@
+"""A Llama-family causal LM (Llama 2/3, SmolLM2, …): RMSNorm, RoPE, GQA attention, SwiGLU.
+
+Module and weight names follow Hugging Face's `LlamaForCausalLM` (`model.layers.N.self_attn.
+q_proj`, …), and Q/K use HF's RoPE layout (rotate the two halves of each head), so HF
+safetensors load as they are; `model.gguf_loader` undoes llama.cpp's Q/K row permutation.
+
+The forward signature matches `KimiLinearForCausalLM` (`input_ids, attention_mask, cache`, plus
+`new_cache()` and `config.eos_token_id`/`pad_token_id`), so `model.generation.generate` drives
+both: greedy or sampled, batched with left padding, with or without the KV cache.
+
+    lm = LlamaForCausalLM(LlamaConfig.tiny())
+    out = lm.generate(torch.tensor([[1, 5, 9]]), max_new_tokens=8)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from model.errors import ModelConfigError
+from model.norm import RMSNorm
+
+__all__ = ["LlamaCache", "LlamaConfig", "LlamaForCausalLM"]
+
+
+@dataclass(frozen=True)
+class LlamaConfig:
+    """Sizes and constants of a Llama-family model (HF `LlamaConfig` field meanings)."""
+
+    vocab_size: int
+    hidden_size: int
+    intermediate_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    rope_theta: float = 10000.0
+    rms_norm_eps: float = 1e-5
+    max_position_embeddings: int = 2048
+    tie_word_embeddings: bool = False
+    bos_token_id: int | None = None
+    eos_token_id: int | None = None
+    pad_token_id: int | None = None
+
+    def __post_init__(self) -> None:
+        sizes = {
+            "vocab_size": self.vocab_size,
+            "hidden_size": self.hidden_size,
+            "intermediate_size": self.intermediate_size,
+            "num_hidden_layers": self.num_hidden_layers,
+            "num_attention_heads": self.num_attention_heads,
+            "num_key_value_heads": self.num_key_value_heads,
+            "head_dim": self.head_dim,
+            "max_position_embeddings": self.max_position_embeddings,
+        }
+        for name, value in sizes.items():
+            if not isinstance(value, int) or value < 1:
+                raise ModelConfigError(f"LlamaConfig.{name} must be an int ≥ 1; got {value!r}")
+        if self.num_attention_heads % self.num_key_value_heads:
+            raise ModelConfigError(
+                f"num_attention_heads ({self.num_attention_heads}) must be a multiple of "
+                f"num_key_value_heads ({self.num_key_value_heads})"
+            )
+        if self.head_dim % 2:
+            raise ModelConfigError(f"head_dim must be even for RoPE; got {self.head_dim}")
+        if not self.rope_theta > 0 or not self.rms_norm_eps > 0:
+            raise ModelConfigError(
+                f"rope_theta and rms_norm_eps must be > 0; got {self.rope_theta}, "
+                f"{self.rms_norm_eps}"
+            )
+
+    @classmethod
+    def tiny(cls, **overrides: Any) -> LlamaConfig:
+        """A few-thousand-parameter config for tests (GQA: 4 heads, 2 KV heads)."""
+        base: dict[str, Any] = dict(
+            vocab_size=64,
+            hidden_size=32,
+            intermediate_size=48,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            head_dim=8,
+            max_position_embeddings=128,
+            bos_token_id=1,
+            eos_token_id=2,
+        )
+        return cls(**(base | overrides))
+
+
+@dataclass
+class LlamaCache:
+    """Per-layer keys and values of the tokens seen so far, `[B, H_kv, L, D]` each.
+
+    A plain concatenating cache: enough for `generate`; the serving engine's paged cache is
+    a different object.
+    """
+
+    keys: list[torch.Tensor | None] = field(default_factory=list)
+    values: list[torch.Tensor | None] = field(default_factory=list)
+
+    def length(self) -> int:
+        """Tokens already cached (0 before the first forward)."""
+        k = self.keys[0] if self.keys else None
+        return 0 if k is None else k.shape[2]
+
+    def update(
+        self, layer: int, k: torch.Tensor, v: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:  # (B, Hkv, L + T, D) each
+        """Append this step's `k`, `v` (`[B, H_kv, T, D]`) to layer `layer`; all of them."""
+        while len(self.keys) <= layer:
+            self.keys.append(None)
+            self.values.append(None)
+        old_k, old_v = self.keys[layer], self.values[layer]
+        if old_k is not None and old_v is not None:
+            k = torch.cat([old_k, k], dim=2)
+            v = torch.cat([old_v, v], dim=2)
+        self.keys[layer], self.values[layer] = k, v
+        return k, v
+
+
+# ---- RoPE ----------------------------------------------------------------------------------
+def rope_cos_sin(
+    positions: torch.Tensor,  # (B, T) int
+    head_dim: int,
+    theta: float,
+) -> tuple[torch.Tensor, torch.Tensor]:  # (B, 1, T, D) each, fp32
+    """cos/sin of angle `pos · theta^(-2i/D)`, each frequency written for both halves."""
+    inv_freq = theta ** -(torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)
+    angles = positions.float()[..., None] * inv_freq.to(positions.device)  # (B, T, D/2)
+    emb = torch.cat([angles, angles], dim=-1)[:, None]  # (B, 1, T, D)
+    return emb.cos(), emb.sin()
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate pairs (x[i], x[i + D/2]) of `x` `[B, H, T, D]` (HF's half-split layout)."""
+    x1, x2 = x.float().chunk(2, dim=-1)  # (B, H, T, D/2) each
+    rotated = torch.cat([-x2, x1], dim=-1)  # (B, H, T, D)
+    return (x.float() * cos + rotated * sin).to(x.dtype)
+
+
+# ---- layers --------------------------------------------------------------------------------
+class LlamaMLP(nn.Module):
+    """SwiGLU: `down(silu(gate(x)) ⊙ up(x))`, no biases."""
+
+    def __init__(self, config: LlamaConfig) -> None:
+        super().__init__()
+        self.gate_proj = nn.Linear(config.hidden_size, config.intermediate_size, bias=False)
+        self.up_proj = nn.Linear(config.hidden_size, config.intermediate_size, bias=False)
+        self.down_proj = nn.Linear(config.intermediate_size, config.hidden_size, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, C)
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))  # (B, T, C)
+
+
+class LlamaAttention(nn.Module):
+    """Causal grouped-query attention with RoPE; each KV head serves H / H_kv query heads."""
+
+    def __init__(self, config: LlamaConfig, layer_idx: int) -> None:
+        super().__init__()
+        self.layer_idx = layer_idx
+        self.n_head, self.n_kv = config.num_attention_heads, config.num_key_value_heads
+        self.head_dim = config.head_dim
+        c, d = config.hidden_size, config.head_dim
+        self.q_proj = nn.Linear(c, self.n_head * d, bias=False)
+        self.k_proj = nn.Linear(c, self.n_kv * d, bias=False)
+        self.v_proj = nn.Linear(c, self.n_kv * d, bias=False)
+        self.o_proj = nn.Linear(self.n_head * d, c, bias=False)
+
+    def forward(
+        self,
+        x: torch.Tensor,  # (B, T, C)
+        cos: torch.Tensor,  # (B, 1, T, D)
+        sin: torch.Tensor,  # (B, 1, T, D)
+        mask: torch.Tensor | None,  # (B, 1, T, L) bool, True = attend; None = plain causal
+        cache: LlamaCache | None,
+    ) -> torch.Tensor:  # (B, T, C)
+        b, t, _ = x.shape
+        q = self.q_proj(x).view(b, t, self.n_head, self.head_dim).transpose(1, 2)  # (B, H, T, D)
+        k = self.k_proj(x).view(b, t, self.n_kv, self.head_dim).transpose(1, 2)  # (B, Hkv, T, D)
+        v = self.v_proj(x).view(b, t, self.n_kv, self.head_dim).transpose(1, 2)  # (B, Hkv, T, D)
+        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        if cache is not None:
+            k, v = cache.update(self.layer_idx, k, v)  # (B, Hkv, L, D)
+        y = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, is_causal=mask is None, enable_gqa=self.n_kv != self.n_head
+        )  # (B, H, T, D)
+        return self.o_proj(y.transpose(1, 2).reshape(b, t, self.n_head * self.head_dim))
+
+
+class LlamaDecoderLayer(nn.Module):
+    """Pre-norm block: `x + attn(norm(x))`, then `x + mlp(norm(x))`."""
+
+    def __init__(self, config: LlamaConfig, layer_idx: int) -> None:
+        super().__init__()
+        self.input_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.self_attn = LlamaAttention(config, layer_idx)
+        self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.mlp = LlamaMLP(config)
+
+    def forward(
+        self,
+        x: torch.Tensor,  # (B, T, C)
+        cos: torch.Tensor,
+        sin: torch.Tensor,
+        mask: torch.Tensor | None,
+        cache: LlamaCache | None,
+    ) -> torch.Tensor:  # (B, T, C)
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask, cache)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class LlamaModel(nn.Module):
+    """Embeddings, the decoder layers and the final norm (HF's `model.` prefix)."""
+
+    def __init__(self, config: LlamaConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.layers = nn.ModuleList(
+            LlamaDecoderLayer(config, i) for i in range(config.num_hidden_layers)
+        )
+        self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,  # (B, T)
+        attention_mask: torch.Tensor | None = None,  # (B, L) 1 = real token, left padding
+        cache: LlamaCache | None = None,
+    ) -> torch.Tensor:  # (B, T, C)
+        b, t = input_ids.shape
+        past = 0 if cache is None else cache.length()
+        positions, mask = _positions_and_mask(b, t, past, attention_mask, input_ids.device)
+        cos, sin = rope_cos_sin(positions, self.config.head_dim, self.config.rope_theta)
+        x = self.embed_tokens(input_ids)  # (B, T, C)
+        for layer in self.layers:
+            x = layer(x, cos, sin, mask, cache)
+        return self.norm(x)
+
+
+def _positions_and_mask(
+    b: int, t: int, past: int, attention_mask: torch.Tensor | None, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor | None]:  # (B, T), (B, 1, T, past + T) | None
+    """RoPE positions of the new tokens and the attention mask (None: plain causal, no cache).
+
+    Left padding shifts positions so that each row's first real token is at 0, and padded
+    keys are masked out; with a cache, new queries see every cached key (bottom-right causal).
+    """
+    total = past + t
+    if attention_mask is None:
+        positions = torch.arange(past, total, device=device).expand(b, t)  # (B, T)
+        if past == 0:
+            return positions, None
+        keep = torch.ones(b, total, dtype=torch.bool, device=device)  # (B, L)
+    else:
+        if attention_mask.shape != (b, total):
+            raise ModelConfigError(
+                f"attention_mask must be [batch, cached + new] = {[b, total]}; got "
+                f"{list(attention_mask.shape)}"
+            )
+        keep = attention_mask.bool()  # (B, L)
+        positions = (keep.long().cumsum(-1) - 1).clamp(min=0)[:, past:]  # (B, T)
+    q_idx = torch.arange(past, total, device=device)[:, None]  # (T, 1)
+    k_idx = torch.arange(total, device=device)[None, :]  # (1, L)
+    mask = (k_idx <= q_idx)[None] & keep[:, None, :]  # (B, T, L)
+    # a fully padded query row would give NaN: let it see itself (its output is never used)
+    mask = mask | (k_idx == q_idx)[None]
+    return positions, mask[:, None]  # (B, 1, T, L)
+
+
+class LlamaForCausalLM(nn.Module):
+    """The Llama decoder with its LM head (tied to the embeddings when the config says so)."""
+
+    def __init__(self, config: LlamaConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.model = LlamaModel(config)
+        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        if config.tie_word_embeddings:
+            self.lm_head.weight = self.model.embed_tokens.weight
+        self.apply(self._init_weights)
+
+    @staticmethod
+    def _init_weights(module: nn.Module) -> None:
+        if isinstance(module, nn.Linear | nn.Embedding):
+            nn.init.normal_(module.weight, std=0.02)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,  # (B, T)
+        attention_mask: torch.Tensor | None = None,  # (B, L)
+        cache: LlamaCache | None = None,
+    ) -> torch.Tensor:  # (B, T, vocab)
+        """Logits of every position; with `cache`, `input_ids` are only the new tokens."""
+        return self.lm_head(self.model(input_ids, attention_mask, cache))
+
+    def new_cache(self) -> LlamaCache:
+        """An empty KV cache for `forward(…, cache=)` / `generate`."""
+        return LlamaCache()
+
+    def generate(self, input_ids: torch.Tensor, **kwargs: Any) -> torch.Tensor:
+        """`model.generation.generate(self, input_ids, **kwargs)`: greedy unless
+        `do_sample=True`, KV-cached unless `use_cache=False`; returns prompt + new ids."""
+        from model.generation import generate
+
+        return generate(self, input_ids, **kwargs)
