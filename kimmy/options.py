@@ -143,9 +143,6 @@ def model_client(
         context_tokens: the model's context length when the server's `/models` does not
             say it (`--context-tokens`); None: the server's, else the sub-agents' default.
 
-    The context length is told to the sub-agents' shared token budget
-    (`agents.synthesis.shared_budget`): the metered model they see does not carry it.
-
     Raises:
         ConfigError: no server configured (when required) or a bad base URL.
         ModelError: the server cannot be reached or refuses the key.
@@ -160,8 +157,4 @@ def model_client(
     asyncio.run(client.check())  # preflight: one clear line if the server is unreachable
     if client.context_length is None and context_tokens is not None:
         client.context_length = context_tokens
-    if client.context_length is not None:
-        from agents.synthesis import shared_budget
-
-        shared_budget(client)
     return client

@@ -311,9 +311,7 @@ class RunLoop:
             )
         workforce = self.workforce
         workers, schemas = workforce.workers, workforce.schemas
-        unknown = sorted(
-            {s.role for s in subtasks if s.role not in workers and workforce.worker_for(s) is None}
-        )
+        unknown = sorted({s.role for s in subtasks if workforce.worker_for(s) is None})
         if unknown:
             raise SpawnError(
                 f"spawn from {parent.id!r} names unknown roles {unknown}; "

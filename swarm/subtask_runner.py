@@ -254,7 +254,7 @@ class SubtaskRunner:
             retries = cfg.max_retries if st.max_retries is None else st.max_retries
             results = self.state.results
             upstream = {d: results[d] for d in st.depends_on} if st.depends_on else _NO_UPSTREAM
-            worker = self.workforce.workers.get(st.role) or self.workforce.worker_for(st)
+            worker = self.workforce.worker_for(st)
             if worker is None:  # checked at plan and spawn time: a bug if it happens
                 raise RuntimeError(f"no worker for role {st.role!r} of subtask {st.id!r}")
             deadlines = self.deadlines

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from swarm.errors import ConfigError
@@ -184,13 +184,12 @@ class OfflinePlanner:
 
     rules: Rules
     name: str = "offline"
-    _step: int = field(default=0, repr=False)
 
     async def next_turn(
         self, ctx: SubtaskContext, messages: Sequence[dict[str, Any]], actions: Actions
     ) -> ChatResponse:
-        self._step += 1
-        return _response(await self.rules.calls(ctx, actions), len(ctx.history) + self._step)
+        turn = actions.state.turns + 1  # counted over attempts and sessions
+        return _response(await self.rules.calls(ctx, actions), turn)
 
 
 def offline_rules(

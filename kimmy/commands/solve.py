@@ -174,10 +174,10 @@ def swarm_cmd(
         max_concurrency=max_concurrency, max_turns=max_turns,
         defaults={"year": year} if year is not None else None,
     )  # fmt: skip
-    if source["kind"] == "offline":
+    if source["kind"] == "offline" and config.corpus is None and not config.datasets:
         from agents.orchestrator import offline_rules
 
-        _check_offline(config, offline_rules)
+        offline_rules(config.goal, corpus=None, datasets=())  # one clear line, nothing loaded
     client = open_model(source, api_key)
     if source["kind"] == "http" and client is not None:
         source = {"kind": "http", "base_url": client.base_url, "model": client.name}
@@ -188,12 +188,6 @@ def swarm_cmd(
         json_lines,
         store,
     )
-
-
-def _check_offline(config: Any, offline_rules: Any) -> None:
-    """Offline, a goal no rule set plans fails before anything is loaded (one clear line)."""
-    if config.corpus is None and not config.datasets:
-        offline_rules(config.goal, corpus=None, datasets=())
 
 
 def resume_swarm(run_id: str, runs_dir: Path, settings: dict[str, Any], json_lines: bool,

@@ -25,25 +25,14 @@ from swarm import Swarm
 from swarm.context import SubtaskContext
 from swarm.errors import ModelBehaviourError
 from swarm.llm import ScriptedChat
-from tests.agents.review.conftest import ICLR_JSON
 
 REWARDS = Path(__file__).resolve().parents[2] / "rewards"
 
 
-@pytest.fixture(scope="module")
-def review(tmp_path_factory: pytest.TempPathFactory) -> tuple[Trajectory, Any]:
-    """A real offline review: the judge's material (its final output is the synthesis)."""
-    if not ICLR_JSON.exists():
-        pytest.skip(f"the shared corpus is not at {ICLR_JSON}")
-    from agents.review import ReviewConfig, run_review
-
-    tmp = tmp_path_factory.mktemp("review")
-    out = run_review(
-        ReviewConfig(
-            corpus=ICLR_JSON, topic="attention", out=tmp, runs_dir=tmp / "r", max_papers=20
-        )
-    )
-    return load_trajectory(out.run_id, tmp / "r"), out
+@pytest.fixture
+def review(iclr_attention_review: tuple[Trajectory, Any]) -> tuple[Trajectory, Any]:
+    """A real offline review (20 papers on attention), run once per session."""
+    return iclr_attention_review
 
 
 # --- completion, and the choice of a grader -----------------------------------------------

@@ -29,19 +29,10 @@ def _coverage(claims: list[dict[str, Any]], themes: list[str]) -> float:
     return len(covered & set(themes)) / len(themes)
 
 
-@pytest.fixture(scope="module")
-def review(tmp_path_factory: pytest.TempPathFactory) -> tuple[Trajectory, Any]:
-    if not ICLR_JSON.exists():
-        pytest.skip(f"the shared corpus is not at {ICLR_JSON}")
-    from agents.review import ReviewConfig, run_review
-
-    tmp = tmp_path_factory.mktemp("review")
-    out = run_review(
-        ReviewConfig(
-            corpus=ICLR_JSON, topic="attention", out=tmp, runs_dir=tmp / "r", max_papers=20
-        )
-    )
-    return load_trajectory(out.run_id, tmp / "r"), out
+@pytest.fixture
+def review(iclr_attention_review: tuple[Trajectory, Any]) -> tuple[Trajectory, Any]:
+    """A real offline review (20 papers on attention), run once per session."""
+    return iclr_attention_review
 
 
 def test_review_grader_matches_the_pipelines_own_counts(review: tuple[Trajectory, Any]) -> None:

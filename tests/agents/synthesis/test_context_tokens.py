@@ -7,6 +7,7 @@ import asyncio
 
 from agents.synthesis import DEFAULT_CONTEXT_TOKENS, context_tokens, shared_budget
 from kimmy.options import model_client
+from swarm import Plan, Subtask, SubtaskContext, Swarm
 from swarm.llm import ScriptedChat
 from tests.support.openai_server import OpenAIServer
 
@@ -37,6 +38,15 @@ def test_the_model_client_takes_the_servers_length_else_the_flag() -> None:
     with OpenAIServer(models=["said-8k"], card_fields={"max_model_len": 8192}) as srv:
         client = model_client(srv.base_url, None, None, required=True, context_tokens=2048)
         assert client.context_length == 8192
+        # a sub-agent's metered view of the client carries the length
+        swarm, seen = Swarm(model=client), []
+
+        @swarm.role("w")
+        async def work(ctx: SubtaskContext) -> None:
+            seen.append(context_tokens(ctx.model, 1))
+
+        swarm.run_sync(Plan(subtasks=[Subtask(id="a", role="w")]))
+        assert seen == [8192]
         asyncio.run(client.aclose())
     with OpenAIServer(models=["said-nothing"]) as srv:
         client = model_client(srv.base_url, None, None, required=True, context_tokens=2048)
@@ -45,7 +55,3 @@ def test_the_model_client_takes_the_servers_length_else_the_flag() -> None:
         plain = model_client(srv.base_url, "unsaid", None, required=True)
         assert plain.context_length is None
         asyncio.run(plain.aclose())
-    # the sub-agents' budgets (they see a metered view without the length) know it
-    assert shared_budget(ScriptedChat(name="said-8k")).context_tokens == 8192
-    assert shared_budget(ScriptedChat(name="said-nothing")).context_tokens == 2048
-    assert not shared_budget(ScriptedChat(name="unsaid")).context_known

@@ -39,7 +39,7 @@ def _writer_prompt(model: TokenModel) -> str:
 
 def test_a_writer_with_sixteen_long_upstreams_gets_a_digest(tokenizer: Any) -> None:
     model = TokenModel(tokenizer, context_length=4096, name="tiny-4k-told")
-    shared_budget(model)  # what `kimmy` does for the client it built (the server told 4,096)
+    # the sub-agents' metered view of the model carries its context length
     result = _run(model)
     assert result.results["write"].status is SubtaskStatus.DONE
     calls = model.calls
