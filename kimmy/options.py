@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, overload
 import typer
 
 if TYPE_CHECKING:
-    from swarm.llm import OpenAIChat
+    from swarm.llm import LocalModel, OpenAIChat
 
 __all__ = [
     "DEFAULT_RUNS_DIR",
@@ -24,12 +24,14 @@ __all__ = [
     "BaseUrl",
     "ContextTokens",
     "Json",
+    "Local",
     "ModelName",
     "RunsDir",
     "at_least",
     "command_group",
     "fail",
     "int_option",
+    "local_model",
     "model_client",
 ]
 
@@ -49,6 +51,14 @@ Json = Annotated[bool, typer.Option("--json", help="JSON lines on stdout instead
 BaseUrl = Annotated[
     str | None,
     typer.Option("--base-url", help="OpenAI-compatible API root [env KIMMY_BASE_URL]."),
+]
+Local = Annotated[
+    str | None,
+    typer.Option(
+        "--local",
+        help="Run the model in this process: smollm2 (bundled SmolLM2-135M-Instruct), a "
+        ".gguf file or a checkpoint folder.",
+    ),
 ]
 ModelName = Annotated[str | None, typer.Option("--model", help="Model id [env KIMMY_MODEL].")]
 ApiKey = Annotated[str | None, typer.Option("--api-key", help="API key [env KIMMY_API_KEY].")]
@@ -98,6 +108,20 @@ def command_group() -> typer.Typer:
     )
 
 
+def local_model(source: str, *, pool: int = 64) -> LocalModel:
+    """The model `source` names (smollm2, a .gguf file, a checkpoint folder), started in
+    this process; one clear error line (exit 2) when it cannot be loaded."""
+    from model.errors import KimiModelError
+    from swarm.llm import LocalModel
+
+    local = LocalModel.load(source, max_connections=pool)
+    try:
+        asyncio.run(local.start())
+    except KimiModelError as e:
+        raise fail(f"--local {source}: {e}") from e
+    return local
+
+
 @overload
 def model_client(
     base_url: str | None,
@@ -107,7 +131,8 @@ def model_client(
     required: Literal[True],
     pool: int = ...,
     context_tokens: int | None = ...,
-) -> OpenAIChat: ...
+    local: str | None = ...,
+) -> OpenAIChat | LocalModel: ...
 
 
 @overload
@@ -119,7 +144,8 @@ def model_client(
     required: bool,
     pool: int = ...,
     context_tokens: int | None = ...,
-) -> OpenAIChat | None: ...
+    local: str | None = ...,
+) -> OpenAIChat | LocalModel | None: ...
 
 
 def model_client(
@@ -130,7 +156,8 @@ def model_client(
     required: bool,
     pool: int = 64,
     context_tokens: int | None = None,
-) -> OpenAIChat | None:
+    local: str | None = None,
+) -> OpenAIChat | LocalModel | None:
     """The model server the flags (or `KIMMY_BASE_URL`, `KIMMY_MODEL`, `KIMMY_API_KEY`) name,
     after a preflight call: one clear error line when it is unreachable.
 
@@ -142,11 +169,17 @@ def model_client(
         pool: the client's connection pool (the run's concurrency).
         context_tokens: the model's context length when the server's `/models` does not
             say it (`--context-tokens`); None: the server's, else the sub-agents' default.
+        local: `--local SOURCE`: serve that model in this process instead (`local_model`);
+            not with `--base-url` / `--model`.
 
     Raises:
         ConfigError: no server configured (when required) or a bad base URL.
         ModelError: the server cannot be reached or refuses the key.
     """
+    if local is not None:
+        if base_url or model:
+            raise fail(f"give one model: --base-url/--model or --local {local}, not both")
+        return local_model(local, pool=pool)
     if not required and not (base_url or model or os.environ.get("KIMMY_BASE_URL")):
         return None
     from swarm.llm import OpenAIChat

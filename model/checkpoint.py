@@ -36,6 +36,7 @@ from torch import nn
 
 from model.config import KimiLinearConfig
 from model.errors import CheckpointError
+from model.llama import LlamaConfig
 
 __all__ = [
     "DEFAULT_MAX_SHARD_BYTES",
@@ -81,7 +82,7 @@ def save_checkpoint(
     tokenizer: _SavesItself | None = None,
     dtype: torch.dtype | None = None,
 ) -> Path:
-    """Write `model` (with a `.config: KimiLinearConfig`) as an HF checkpoint folder.
+    """Write `model` (with a `.config`: KimiLinearConfig or LlamaConfig) as an HF folder.
 
     Args:
         model: the module to save; its `state_dict` names are written as they are.
@@ -96,13 +97,13 @@ def save_checkpoint(
         The checkpoint folder (absolute).
 
     Raises:
-        CheckpointError: `model` has no KimiLinearConfig, `path` is a file, a tensor is
+        CheckpointError: `model` has neither config, `path` is a file, a tensor is
             sparse, or `max_shard_bytes` < 1.
     """
     config = getattr(model, "config", None)
-    if not isinstance(config, KimiLinearConfig):
+    if not isinstance(config, KimiLinearConfig | LlamaConfig):
         raise CheckpointError(
-            f"model {type(model).__name__} has no .config KimiLinearConfig (got "
+            f"model {type(model).__name__} has no .config KimiLinearConfig or LlamaConfig (got "
             f"{type(config).__name__}); save_checkpoint writes config.json from it"
         )
     if max_shard_bytes < 1:

@@ -14,7 +14,10 @@ both: greedy or sampled, batched with left padding, with or without the KV cache
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -24,7 +27,10 @@ from torch import nn
 from model.errors import ModelConfigError
 from model.norm import RMSNorm
 
-__all__ = ["LlamaCache", "LlamaConfig", "LlamaForCausalLM"]
+__all__ = ["LLAMA_MODEL_TYPES", "LlamaCache", "LlamaConfig", "LlamaForCausalLM"]
+
+#: `config.json` `model_type`s of this architecture (SmolLM2 and TinyLlama say "llama").
+LLAMA_MODEL_TYPES = ("llama",)
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,7 @@ class LlamaConfig:
     bos_token_id: int | None = None
     eos_token_id: int | None = None
     pad_token_id: int | None = None
+    torch_dtype: str | None = None
 
     def __post_init__(self) -> None:
         sizes = {
@@ -72,6 +79,84 @@ class LlamaConfig:
                 f"rope_theta and rms_norm_eps must be > 0; got {self.rope_theta}, "
                 f"{self.rms_norm_eps}"
             )
+
+    # ---- (de)serialization --------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> LlamaConfig:
+        """Build from an HF `config.json` dict (`head_dim` defaults to hidden / heads, KV
+        heads to the heads); other keys are ignored.
+
+        Raises:
+            ModelConfigError: `model_type` is not a Llama one, the config asks for what this
+                model does not do (RoPE scaling, attention or MLP biases), or a value is
+                missing or invalid.
+        """
+        mt = d.get("model_type")
+        if mt not in LLAMA_MODEL_TYPES:
+            raise ModelConfigError(
+                f"model_type {mt!r} is not a Llama-family one ({', '.join(LLAMA_MODEL_TYPES)})"
+            )
+        # transformers ≥ 5 writes RoPE as `rope_parameters`; older files `rope_scaling`
+        rope = d.get("rope_parameters") or d.get("rope_scaling") or {}
+        rope_type = rope.get("rope_type", rope.get("type", "default"))
+        unsupported = [k for k in ("attention_bias", "mlp_bias") if d.get(k)]
+        if rope_type != "default":
+            unsupported.append(f"RoPE type {rope_type!r}")
+        if unsupported:
+            raise ModelConfigError(
+                f"config.json sets {', '.join(unsupported)}, which this Llama does not implement"
+            )
+        known = {f.name for f in dataclasses.fields(cls)}
+        kw = {k: v for k, v in d.items() if k in known}
+        kw.setdefault("num_key_value_heads", d.get("num_attention_heads"))
+        if kw.get("head_dim") is None and d.get("num_attention_heads"):
+            kw["head_dim"] = d.get("hidden_size", 0) // d["num_attention_heads"]
+        if isinstance(kw.get("eos_token_id"), list):  # HF allows several; the first is ours
+            kw["eos_token_id"] = kw["eos_token_id"][0] if kw["eos_token_id"] else None
+        kw.setdefault("torch_dtype", d.get("dtype"))
+        if "rope_theta" in rope:
+            kw.setdefault("rope_theta", rope["rope_theta"])
+        try:
+            return cls(**kw)
+        except TypeError as e:  # a required size is missing
+            raise ModelConfigError(f"config.json: {e}") from e
+
+    def to_dict(self) -> dict[str, Any]:
+        """The HF `config.json` dict (`architectures`, `model_type` "llama", our fields)."""
+        d: dict[str, Any] = {"architectures": ["LlamaForCausalLM"], "model_type": "llama"}
+        d.update(dataclasses.asdict(self))
+        d.update(hidden_act="silu", attention_bias=False, mlp_bias=False)
+        return d
+
+    @classmethod
+    def from_pretrained(cls, path: str | Path) -> LlamaConfig:
+        """Read `config.json` from a checkpoint folder (or the file itself).
+
+        Raises:
+            ModelConfigError: the file is missing, not a JSON object, or invalid.
+        """
+        p = Path(path)
+        file = p / "config.json" if p.is_dir() else p
+        try:
+            data = json.loads(file.read_text(encoding="utf-8"))
+        except FileNotFoundError as e:
+            raise ModelConfigError(f"no config.json at {file}") from e
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise ModelConfigError(f"{file}: not readable JSON ({e})") from e
+        if not isinstance(data, dict):
+            raise ModelConfigError(f"{file}: expected a JSON object")
+        return cls.from_dict(data)
+
+    def save_pretrained(self, path: str | Path) -> Path:
+        out = Path(path)
+        out.mkdir(parents=True, exist_ok=True)
+        file = out / "config.json"
+        file.write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+        return file
+
+    def replace(self, **changes: Any) -> LlamaConfig:
+        """A copy with some fields changed (validated again)."""
+        return dataclasses.replace(self, **changes)
 
     @classmethod
     def tiny(cls, **overrides: Any) -> LlamaConfig:
@@ -296,6 +381,41 @@ class LlamaForCausalLM(nn.Module):
     ) -> torch.Tensor:  # (B, T, vocab)
         """Logits of every position; with `cache`, `input_ids` are only the new tokens."""
         return self.lm_head(self.model(input_ids, attention_mask, cache))
+
+    def save_pretrained(self, path: str | Path, **kwargs: Any) -> Path:
+        """Write an HF-format folder (config.json, safetensors; `tokenizer=`, `dtype=`,
+        `max_shard_bytes=` as for `model.checkpoint.save_checkpoint`)."""
+        from model.checkpoint import save_checkpoint
+
+        return save_checkpoint(self, path, **kwargs)
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        path: str | Path,
+        *,
+        dtype: torch.dtype | None = None,
+        device: str | torch.device = "cpu",
+    ) -> LlamaForCausalLM:
+        """Load an HF Llama folder (config.json + safetensors, e.g. a `save_pretrained` one
+        of transformers' `LlamaForCausalLM`).
+
+        Raises:
+            ModelConfigError: config.json is missing, invalid or not a Llama one.
+            CheckpointError: weights are missing or do not fit the config.
+        """
+        from model.checkpoint import load_into, load_state_dict
+
+        config = LlamaConfig.from_pretrained(path)
+        with torch.device("meta"):
+            model = cls(config)
+        model.to_empty(device="cpu")
+        load_into(model, load_state_dict(path, device="cpu"))
+        if config.tie_word_embeddings:
+            model.lm_head.weight = model.model.embed_tokens.weight
+        if dtype is not None:
+            model = model.to(dtype)
+        return model.to(device).eval()
 
     def new_cache(self) -> LlamaCache:
         """An empty KV cache for `forward(…, cache=)` / `generate`."""

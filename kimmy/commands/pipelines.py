@@ -21,6 +21,7 @@ from kimmy.options import (
     BaseUrl,
     ContextTokens,
     Json,
+    Local,
     ModelName,
     RunsDir,
     at_least,
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from agents.analysis import AnalysisOutcome
     from agents.review import ReviewOutcome
     from swarm import EventSink
-    from swarm.llm import OpenAIChat
+    from swarm.llm import LocalModel, OpenAIChat
 
 app = command_group()
 
@@ -84,17 +85,23 @@ def _quiet_readers() -> None:
 
 
 def _client(
-    base_url: str | None, model: str | None, api_key: str | None, context_tokens: int | None
-) -> OpenAIChat | None:
+    base_url: str | None,
+    model: str | None,
+    api_key: str | None,
+    context_tokens: int | None,
+    local: str | None,
+) -> OpenAIChat | LocalModel | None:
     from kimmy.options import model_client
 
-    return model_client(base_url, model, api_key, required=False, context_tokens=context_tokens)
+    return model_client(
+        base_url, model, api_key, required=False, context_tokens=context_tokens, local=local
+    )
 
 
 def _run_pipeline(
     run: Pipeline[ConfigT, OutcomeT],
     config: ConfigT,
-    client: OpenAIChat | None,
+    client: OpenAIChat | LocalModel | None,
     show: Summary[OutcomeT],
     json_lines: bool,
 ) -> None:
@@ -141,6 +148,7 @@ def review(
     model: ModelName = None,
     api_key: ApiKey = None,
     context_tokens: ContextTokens = None,
+    local: Local = None,
     runs_dir: RunsDir = DEFAULT_RUNS_DIR,
     store: Store = True,
     json_lines: Json = False,
@@ -161,7 +169,7 @@ def review(
         "defaults": {"year": year} if year is not None else None,
     }
     ReviewConfig(**options)  # a bad option fails before a model server is asked
-    client = _client(base_url, model, api_key, context_tokens)
+    client = _client(base_url, model, api_key, context_tokens, local)
     config = ReviewConfig(**options, model=client)
     _run_pipeline(run_review, config, client, print_review, json_lines)
 
@@ -179,6 +187,7 @@ def analyze(
     model: ModelName = None,
     api_key: ApiKey = None,
     context_tokens: ContextTokens = None,
+    local: Local = None,
     runs_dir: RunsDir = DEFAULT_RUNS_DIR,
     store: Store = True,
     json_lines: Json = False,
@@ -194,7 +203,7 @@ def analyze(
         "runs_dir": runs_dir if store else None,
     }
     AnalysisConfig(**options)  # a bad option fails before a model server is asked
-    client = _client(base_url, model, api_key, context_tokens)
+    client = _client(base_url, model, api_key, context_tokens, local)
     config = AnalysisConfig(**options, model=client)
     _run_pipeline(run_analysis, config, client, print_analysis, json_lines)
 

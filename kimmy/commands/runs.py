@@ -22,6 +22,7 @@ from kimmy.options import (
     BaseUrl,
     ContextTokens,
     Json,
+    Local,
     ModelName,
     RunsDir,
     at_least,
@@ -60,6 +61,7 @@ def _attach(
     model: str | None,
     api_key: str | None,
     context_tokens: int | None,
+    local: str | None = None,
 ) -> None:
     from kimmy.options import model_client
 
@@ -70,9 +72,12 @@ def _attach(
         required=True,
         pool=swarm.config.max_concurrency,
         context_tokens=context_tokens,
+        local=local,
     )
     swarm.model = client
     swarm.settings = {"base_url": client.base_url, "model": client.name}
+    if local is not None:  # its in-process server is gone by `kimmy resume`: start it again
+        swarm.settings["local"] = local
     if context_tokens is not None:  # `kimmy resume` reuses it
         swarm.settings["context_tokens"] = context_tokens
 
@@ -131,6 +136,7 @@ def run(
     model: ModelName = None,
     api_key: ApiKey = None,
     context_tokens: ContextTokens = None,
+    local: Local = None,
     max_concurrency: Annotated[
         int,
         typer.Option("--max-concurrency", callback=at_least(1), help="Most sub-agents in flight."),
@@ -203,7 +209,7 @@ def run(
     where = runs_dir if store else None
     swarm = _swarm(config, where)
     swarm.check(parsed)  # a bad plan fails before the server is even asked
-    _attach(swarm, base_url, model, api_key, context_tokens)
+    _attach(swarm, base_url, model, api_key, context_tokens, local)
     result = _execute(swarm, lambda sinks: swarm.execute(parsed, sinks=sinks), json_lines)
     _finish(result, json_lines, where)
 
@@ -236,12 +242,15 @@ def resume(
     config = stored.config.replace(**{k: v for k, v in given.items() if v is not None})
     swarm = _swarm(config, runs_dir)
     settings = stored.settings
+    remote = base_url or model
+    local = None if remote else settings.get("local")
     _attach(
         swarm,
-        base_url or settings.get("base_url"),
-        model or settings.get("model"),
+        None if local else base_url or settings.get("base_url"),
+        None if local else model or settings.get("model"),
         api_key,
         context_tokens or settings.get("context_tokens"),
+        local,
     )
     result = _execute(swarm, lambda sinks: swarm.resume(stored.run_id, sinks=sinks), json_lines)
     _finish(result, json_lines, runs_dir)

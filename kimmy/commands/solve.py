@@ -4,6 +4,7 @@
     kimmy swarm "Which factors drive GNP?" --data statsmodels:longley # offline: an analysis
     kimmy swarm "Compare the papers' methods" --corpus papers/ --base-url URL --model M
     kimmy swarm "…" --corpus papers/ --tiny                           # in-process tiny model
+    kimmy swarm "…" --corpus papers/ --local smollm2                  # real model, in-process
     kimmy swarm "…" --corpus papers/ --local runs/tiny/checkpoint-000200
 
 Writes OUT/answer.md and stores the run (`kimmy show RUN` shows the orchestrator's turns and
@@ -24,6 +25,7 @@ from kimmy.options import (
     ApiKey,
     BaseUrl,
     Json,
+    Local,
     ModelName,
     RunsDir,
     at_least,
@@ -43,9 +45,8 @@ def open_model(source: dict[str, Any], api_key: str | None = None) -> Any:
     """The model a source names (started: a local one runs in this process), or None.
 
     Sources: {"kind": "offline"}, {"kind": "http", "base_url", "model"}, {"kind": "tiny"},
-    {"kind": "local", "path"}.
+    {"kind": "local", "path"} (smollm2, a .gguf file or a checkpoint folder).
     """
-    import asyncio
 
     kind = source.get("kind")
     if kind == "offline":
@@ -54,15 +55,13 @@ def open_model(source: dict[str, Any], api_key: str | None = None) -> Any:
         from kimmy.options import model_client
 
         return model_client(source.get("base_url"), source.get("model"), api_key, required=True)
-    from swarm.llm.local import LocalModel
+    from kimmy.options import local_model
 
-    local = LocalModel.tiny() if kind == "tiny" else LocalModel.from_pretrained(source["path"])
-    asyncio.run(local.start())
-    return local
+    return local_model("tiny" if kind == "tiny" else source["path"])
 
 
 def _source(
-    base_url: str | None, model: str | None, local: Path | None, tiny: bool
+    base_url: str | None, model: str | None, local: str | None, tiny: bool
 ) -> dict[str, Any]:
     import os
 
@@ -70,13 +69,11 @@ def _source(
 
     given = sum([bool(base_url or model), local is not None, tiny])
     if given > 1:
-        raise fail("give one model: --base-url/--model, --local MODEL_DIR or --tiny")
+        raise fail("give one model: --base-url/--model, --local MODEL or --tiny")
     if tiny:
         return {"kind": "tiny"}
     if local is not None:
-        if not local.is_dir():
-            raise fail(f"--local {local}: not a folder (a checkpoint folder of kimmy train lm)")
-        return {"kind": "local", "path": str(local)}
+        return {"kind": "local", "path": local}
     if base_url or model or os.environ.get("KIMMY_BASE_URL"):
         return {"kind": "http", "base_url": base_url, "model": model}
     return {"kind": "offline"}
@@ -104,9 +101,7 @@ def print_solve(outcome: SolveOutcome, json_lines: bool, *, stored: bool) -> Non
     _say(f"  run {outcome.run_id}{where}", json_lines)
 
 
-def run_with_progress(
-    work: Any, model: Any, json_lines: bool, stored: bool
-) -> None:
+def run_with_progress(work: Any, model: Any, json_lines: bool, stored: bool) -> None:
     """Run `work(sinks)` under the progress view, close the model, print, set the exit."""
     import asyncio
 
@@ -153,10 +148,7 @@ def swarm_cmd(
     base_url: BaseUrl = None,
     model: ModelName = None,
     api_key: ApiKey = None,
-    local: Annotated[
-        Path | None,
-        typer.Option("--local", help="Serve this checkpoint folder in-process as the model."),
-    ] = None,
+    local: Local = None,
     tiny: Annotated[
         bool, typer.Option("--tiny", help="An in-process tiny random model (wiring checks).")
     ] = False,

@@ -1,13 +1,16 @@
 """The inference engine: continuous batching over a hybrid cache with shared-prefix reuse.
 
     engine = LLMEngine(KimiLinearForCausalLM.from_pretrained(path), tokenizer)
+    engine = LLMEngine(*load_gguf("SmolLM2-135M-Instruct.Q4_1.gguf")[:2])   # a Llama
     outs = engine.generate([prompt_ids_a, prompt_ids_b], GenerationParams(max_tokens=64))
 
 `add_request` queues a request; each `step()` schedules a batch (decodes + prefill chunks
 under a token budget), runs the model through the cache pools, samples one token for every
 sequence whose pending tokens are all fed, and returns the `TokenEvent`s of that step.
-Greedy output equals `model.generate` without a cache (tests: single and batched requests,
-prefix hits and misses, chunk boundaries inside the shared prefix, preemption, eviction).
+The model is a `KimiLinearForCausalLM` or a `LlamaForCausalLM`; `kv_layout` maps its cache
+onto the pools. Greedy output equals `model.generate` without a cache (tests: single and
+batched requests, prefix hits and misses, chunk boundaries inside the shared prefix,
+preemption, eviction).
 """
 
 from __future__ import annotations
@@ -19,13 +22,12 @@ from typing import Any
 import torch
 
 from model.errors import EngineOverloadedError, GenerationError
-from model.modeling import KimiLinearForCausalLM
+from model.serve.kv_layout import layout_for
 from model.serve.pages import PagePool
 from model.serve.runner import ModelRunner
 from model.serve.sampling import RequestSampler, sample_batch
 from model.serve.scheduler import Scheduler
 from model.serve.sequence import SeqStatus, Sequence
-from model.serve.slots import StatePool
 from model.serve.types import (
     EngineConfig,
     EngineStats,
@@ -42,7 +44,7 @@ class LLMEngine:
 
     def __init__(
         self,
-        model: KimiLinearForCausalLM,
+        model: Any,
         tokenizer: Any = None,
         config: EngineConfig | None = None,
         *,
@@ -52,30 +54,22 @@ class LLMEngine:
         self.tokenizer = tokenizer
         self.config = config or EngineConfig()
         self.grammars = grammars  # a structured.GrammarCache, built by the caller if wanted
+        self.layout = layout_for(model)
         mcfg = model.config
         p = next(model.parameters())
-        types = mcfg.layer_types
-        lac = mcfg.linear_attn_config
         self.pages = PagePool(
             num_pages=self.config.num_pages,
             page_size=self.config.page_size,
-            num_layers=types.count("mla"),
-            width=mcfg.kv_lora_rank + mcfg.qk_rope_head_dim,
+            num_layers=self.layout.page_layers,
+            width=self.layout.page_width,
             dtype=p.dtype,
             device=p.device,
         )
-        self.slots = StatePool(
-            num_slots=self.config.num_state_slots,
-            num_layers=types.count("kda"),
-            conv_dim=0 if lac is None else lac.num_heads * lac.head_dim,
-            conv_width=0 if lac is None else lac.short_conv_kernel_size,
-            heads=0 if lac is None else lac.num_heads,
-            head_dim=0 if lac is None else lac.head_dim,
-            dtype=p.dtype,
-            device=p.device,
+        self.slots = self.layout.state_pool(self.config.num_state_slots, p.dtype, p.device)
+        self.scheduler = Scheduler(
+            self.config, self.pages, self.slots, needs_state=self.layout.needs_state
         )
-        self.scheduler = Scheduler(self.config, self.pages, self.slots, needs_state="kda" in types)
-        self.runner = ModelRunner(model, self.pages, self.slots)
+        self.runner = ModelRunner(model, self.layout, self.pages, self.slots)
         self.vocab_size = mcfg.vocab_size
         self.eos_ids = {mcfg.eos_token_id} if mcfg.eos_token_id is not None else set()
         if tokenizer is not None and tokenizer.eos_token_id is not None:

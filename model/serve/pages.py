@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import OrderedDict, deque
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 
 from model.errors import ModelConfigError
@@ -27,6 +28,22 @@ def page_hashes(tokens: Sequence[int], page_size: int, *, parent: int = ROOT_HAS
         h = hash((h, tuple(tokens[start : start + page_size])))
         out.append(h)
     return out
+
+
+def _zeros(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device | str) -> torch.Tensor:
+    """A zero tensor; on the CPU from the OS's lazily zeroed pages (numpy's calloc), so a
+    pool of gigabytes costs memory only as pages are written, not a fill up front.
+
+    Zeros, not `empty`: a left-padded batch reads rows it masks out, and garbage there could
+    be NaN, which a zero attention weight does not cancel."""
+    if torch.device(device).type != "cpu":
+        return torch.zeros(shape, dtype=dtype, device=device)
+    probe = torch.empty((), dtype=dtype)
+    try:
+        array = np.zeros(shape, dtype=probe.numpy().dtype)
+    except TypeError:  # a dtype numpy lacks (bfloat16): the plain fill
+        return torch.zeros(shape, dtype=dtype)
+    return torch.from_numpy(array)
 
 
 class PagePool:
@@ -52,8 +69,7 @@ class PagePool:
             )
         self.page_size = page_size
         self.num_pages = num_pages
-        self.kv = torch.zeros(max(num_layers, 1), num_pages * page_size, width, dtype=dtype,
-                              device=device)  # fmt: skip
+        self.kv = _zeros((max(num_layers, 1), num_pages * page_size, width), dtype, device)
         self.ref = [0] * num_pages
         self.hash: list[int | None] = [None] * num_pages
         self.tokens: list[tuple[int, ...] | None] = [None] * num_pages

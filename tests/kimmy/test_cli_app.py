@@ -104,15 +104,12 @@ def test_every_table_entry_names_a_command_of_its_module() -> None:
 
 def test_choices_spelt_out_in_commands_agree_with_the_libraries() -> None:
     from kimmy.commands.runs import FailurePolicyName
-    from kimmy.commands.serve import DEFAULT_NUM_PAGES
     from kimmy.commands.train import Preset
     from model.presets import PRESETS
-    from model.serve import factory
     from swarm import FailurePolicy
 
     assert [p.value for p in FailurePolicyName] == [p.value for p in FailurePolicy]
     assert [p.value for p in Preset] == list(PRESETS)
-    assert DEFAULT_NUM_PAGES == factory.DEFAULT_NUM_PAGES
 
 
 def test_no_args_prints_help_and_a_typo_suggests_the_command(

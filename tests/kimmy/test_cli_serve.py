@@ -54,10 +54,10 @@ def test_serve_tiny_answers_health_and_lists_its_model() -> None:
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (["serve", "{tmp}/missing"], "MODEL_DIR {tmp}/missing is not a folder"),
+        (["serve", "{tmp}/missing"], "model '{tmp}/missing' is not 'smollm2', 'tiny', a .gguf"),
         (["serve", "{tmp}"], "MODEL_DIR {tmp}: no config.json"),  # not a checkpoint
-        (["serve"], "give either MODEL_DIR or --tiny"),
-        (["serve", "{tmp}", "--tiny"], "give either MODEL_DIR or --tiny"),
+        (["serve"], "give either MODEL"),
+        (["serve", "{tmp}", "--tiny"], "give either MODEL"),
         (["serve", "--tiny", "--engine", "vllm"], "--tiny needs --engine kimmy"),
         (["serve", "{tmp}", "--engine", "vllm", "--num-pages", "9"], "--num-pages 9 sizes kimmy's"),
         (["serve", "--tiny", "--tensor-parallel-size", "2"], "--tensor-parallel-size 2 needs"),
