@@ -223,7 +223,10 @@ async def run_model_policy(run: AgentRun, executor: Executor | None) -> BaseMode
     repaired = False
     for step in range(1, role.max_steps + 1):
         run.steps = step
-        offer_tools = specs is not None and step < role.max_steps
+        # The last step, and the repair turn after an invalid answer, ask for the JSON
+        # schema with constrained decoding (no tools): a weak model that answered in prose
+        # gets a turn that can only produce a valid answer.
+        offer_tools = specs is not None and step < role.max_steps and not repaired
         options: dict[str, Any] = {"tools": specs} if offer_tools else {}
         if not offer_tools:  # JSON-constrained decoding would forbid tool calls
             options["response_format"] = response_format

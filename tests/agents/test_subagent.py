@@ -158,6 +158,17 @@ def test_model_policy_repairs_once_then_answers() -> None:
     assert [s for k, s in sink.agent() if k == "step"] == [(1, [], "invalid"), (2, [], "answer")]
 
 
+def test_the_repair_turn_is_schema_constrained_without_tools() -> None:
+    """A weak model that answers in prose while tools are offered gets a repair turn that
+    can only be a valid answer (constrained decoding), not another free-form turn."""
+    model = ScriptedChat(["I think the total is three.", json.dumps({"numbers": [1], "total": 1})])
+    result, _ = _run(model)
+    assert result.results["s1"].output == {"numbers": [1], "total": 1}
+    first, repair = model.calls[0][1], model.calls[1][1]
+    assert first["tools"] is not None and first["response_format"] is None
+    assert repair["tools"] is None and repair["response_format"]["type"] == "json_schema"
+
+
 def test_model_policy_meaning_check_triggers_repair_then_typed_error() -> None:
     wrong = json.dumps({"numbers": [1, 2], "total": 4})
     model = ScriptedChat([wrong, wrong])
