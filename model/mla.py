@@ -45,6 +45,7 @@ def attention_mask(
 #: eps of the latent's RMSNorm (`kv_a_layernorm`), fixed as in the published model code.
 KV_A_NORM_EPS = 1e-6
 
+
 class MLAttention(nn.Module):
     """MLA over `[B, T, hidden]`; weight names as in the checkpoint (`self_attn.*`)."""
 

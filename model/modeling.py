@@ -8,6 +8,7 @@ checkpoint (`model.layers.{i}.self_attn.q_proj.weight`, …), so its weights loa
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -188,7 +189,26 @@ class KimiLinearForCausalLM(nn.Module):
 
         config = KimiLinearConfig.from_pretrained(path)
         model = cls(config)
-        load_into(model, load_state_dict(path, device="cpu"))
+        state = _dense_ffn_names(load_state_dict(path, device="cpu"), model.state_dict())
+        load_into(model, state)
         if dtype is not None:
             model = model.to(dtype)
         return model.to(device).eval()
+
+
+def _dense_ffn_names(
+    state: dict[str, torch.Tensor], expected: Mapping[str, torch.Tensor]
+) -> dict[str, torch.Tensor]:
+    """Accept the dense-FFN names that transformers' `KimiLinearForCausalLM.save_pretrained`
+    writes: it keeps every FFN under `mlp.` and, saving, renames `.mlp.` back to
+    `.block_sparse_moe.` for dense layers too, so a dense layer's
+    `model.layers.{i}.block_sparse_moe.{gate,up,down}_proj.weight` is the published
+    `model.layers.{i}.mlp.*` (vLLM's names, and ours). Renamed only where the model has the
+    `mlp.` name and the state lacks it."""
+    out: dict[str, torch.Tensor] = {}
+    for name, t in state.items():
+        alias = name.replace(".block_sparse_moe.", ".mlp.", 1)
+        if alias != name and name not in expected and alias in expected and alias not in state:
+            name = alias
+        out[name] = t
+    return out
