@@ -1,5 +1,6 @@
-"""`kimmy serve --tiny` in a subprocess on a free loopback port, for tests that need a real
-server process (the same `OpenAIChat` client reaches it as any server)."""
+"""`kimmy serve` in a subprocess on a free loopback port (`--tiny`, or a real model such as
+the bundled `smollm2`), for tests that need a real server process (the same `OpenAIChat`
+client reaches it as any server)."""
 
 from __future__ import annotations
 
@@ -19,10 +20,17 @@ ROOT = Path(__file__).resolve().parents[2]
 @contextlib.contextmanager
 def tiny_server(*flags: str) -> Iterator[str]:
     """Start `kimmy serve --tiny FLAGS…`; yields its API root (`http://127.0.0.1:PORT/v1`)."""
+    with kimmy_server("--tiny", *flags) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def kimmy_server(*args: str) -> Iterator[str]:
+    """Start `kimmy serve ARGS…` (a model or `--tiny`, then flags); yields its API root."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = int(s.getsockname()[1])
-    cmd = [sys.executable, "-m", "kimmy", "serve", "--tiny", "--port", str(port), *flags]
+    cmd = [sys.executable, "-m", "kimmy", "serve", *args, "--port", str(port)]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 120  # a bound for a hung start, not a speed check
@@ -32,7 +40,7 @@ def tiny_server(*flags: str) -> Iterator[str]:
                 httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).raise_for_status()
                 break
             except httpx.TransportError:
-                assert time.monotonic() < deadline, "kimmy serve --tiny did not start"
+                assert time.monotonic() < deadline, f"kimmy serve {' '.join(args)} did not start"
                 time.sleep(0.2)
         yield f"http://127.0.0.1:{port}/v1"
     finally:
@@ -40,4 +48,4 @@ def tiny_server(*flags: str) -> Iterator[str]:
         proc.communicate(timeout=60)
 
 
-__all__ = ["tiny_server"]
+__all__ = ["kimmy_server", "tiny_server"]

