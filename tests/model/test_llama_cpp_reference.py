@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,21 +86,27 @@ class Comparison:
         )
 
 
-def compare(ours: list[np.ndarray], theirs: list[np.ndarray]) -> Comparison:
-    """Compare per-sequence logits `(T, V)` of ours and llama.cpp's."""
-    o, t = np.concatenate(ours), np.concatenate(theirs)  # (N, V)
-    ours_top, theirs_top = o.argmax(-1), t.argmax(-1)  # (N,)
-    diff = np.abs(o - t)  # (N, V)
+def compare(pairs: Iterable[tuple[np.ndarray, np.ndarray]]) -> Comparison:
+    """Compare our logits with llama.cpp's, one `(T, V)` pair per sequence (streamed, so
+    that only one sequence of llama.cpp's logits is held at a time)."""
+    positions = agree = n_logits = 0
+    max_diff, diff_sum = 0.0, 0.0
     disagreements = []
-    for i in np.flatnonzero(ours_top != theirs_top):
-        gap = float(o[i, ours_top[i]] - o[i, theirs_top[i]])
-        rank = int((o[i] > o[i, theirs_top[i]]).sum())
-        disagreements.append((gap, rank))
+    for o, t in pairs:  # each (T, V)
+        ours_top, theirs_top = o.argmax(-1), t.argmax(-1)  # (T,)
+        diff = np.abs(o - t)  # (T, V)
+        max_diff, diff_sum = max(max_diff, float(diff.max())), diff_sum + float(diff.sum())
+        positions, agree = positions + len(o), agree + int((ours_top == theirs_top).sum())
+        n_logits += o.size
+        for i in np.flatnonzero(ours_top != theirs_top):
+            gap = float(o[i, ours_top[i]] - o[i, theirs_top[i]])
+            rank = int((o[i] > o[i, theirs_top[i]]).sum())
+            disagreements.append((gap, rank))
     return Comparison(
-        positions=len(o),
-        agreement=float((ours_top == theirs_top).mean()),
-        max_abs_diff=float(diff.max()),
-        mean_abs_diff=float(diff.mean()),
+        positions=positions,
+        agreement=agree / positions,
+        max_abs_diff=max_diff,
+        mean_abs_diff=diff_sum / n_logits,
         disagreements=disagreements,
     )
 
@@ -200,7 +206,7 @@ def test_logits_match_llama_cpp_up_to_float_order(
     our_logits: list[np.ndarray], held_out: list[list[int]], f32_reference: LlamaCppReference
 ) -> None:
     start = time.perf_counter()
-    got = compare(our_logits, [f32_reference.logits(s) for s in held_out])
+    got = compare((o, f32_reference.logits(s)) for o, s in zip(our_logits, held_out, strict=True))
     msg = got.report(f"float32 weights ({f32_reference.backend})")
     print(f"\n{msg} [llama.cpp {time.perf_counter() - start:.1f}s]")
     assert got.positions >= 2000, msg
@@ -237,7 +243,8 @@ def test_near_llama_cpp_on_the_quantized_file(
     llama.cpp's greedy run equals ours exactly when its argmax after every prefix of ours
     is our next token.
     """
-    got = compare(our_logits, [quantized_reference.logits(s) for s in held_out])
+    pairs = zip(our_logits, held_out, strict=True)
+    got = compare((o, quantized_reference.logits(s)) for o, s in pairs)
     agreeing = []  # per prompt: how many of our tokens llama.cpp's argmax reproduces in a row
     for ids, new in zip(prompts, our_greedy, strict=True):
         picks = quantized_reference.logits(ids + new)[len(ids) - 1 : -1].argmax(-1)  # (32,)
