@@ -24,7 +24,7 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -343,6 +343,31 @@ def load_into(
     with torch.no_grad():
         model.load_state_dict({k: v for k, v in state.items() if k in expected}, strict=False)
     return LoadResult(missing=tuple(missing), unexpected=tuple(unexpected))
+
+
+def load_pretrained_weights(
+    model: nn.Module,
+    path: str | Path,
+    *,
+    dtype: torch.dtype | None = None,
+    device: str | torch.device = "cpu",
+    rename: Callable[[dict[str, torch.Tensor], Mapping[str, torch.Tensor]], dict[str, torch.Tensor]]
+    | None = None,
+) -> nn.Module:
+    """The common tail of every architecture's `from_pretrained`: read the folder's weights,
+    let `rename(state, model.state_dict())` map foreign names, `load_into` (strict), then cast
+    to `dtype`, move to `device` and switch to eval mode.
+
+    Raises:
+        CheckpointError: as `load_state_dict` and `load_into`.
+    """
+    state = load_state_dict(path, device="cpu")
+    if rename is not None:
+        state = rename(state, model.state_dict())
+    load_into(model, state)
+    if dtype is not None:
+        model = model.to(dtype)
+    return model.to(device).eval()
 
 
 def _first(items: list[str]) -> str:

@@ -12,11 +12,11 @@ checkpoint without them is a standard-residual model.
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from model.config_json import read_config_json, write_config_json
 from model.errors import ModelConfigError
 
 __all__ = ["KimiLinearConfig", "LayerType", "LinearAttnConfig", "Residual", "hybrid_layers"]
@@ -253,26 +253,13 @@ class KimiLinearConfig:
         """Read `config.json` from a checkpoint folder (or the file itself).
 
         Raises:
-            ModelConfigError: the file is missing, not JSON, or invalid.
+            ModelConfigError: the file is missing, not a JSON object, or invalid.
         """
-        p = Path(path)
-        file = p / "config.json" if p.is_dir() else p
-        if not file.is_file():
-            raise ModelConfigError(f"no config.json at {file}")
-        try:
-            data = json.loads(file.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as e:
-            raise ModelConfigError(f"{file}: not readable JSON ({e})") from e
-        if not isinstance(data, dict):
-            raise ModelConfigError(f"{file}: expected a JSON object")
-        return cls.from_dict(data)
+        return cls.from_dict(read_config_json(path))
 
     def save_pretrained(self, path: str | Path) -> Path:
-        out = Path(path)
-        out.mkdir(parents=True, exist_ok=True)
-        file = out / "config.json"
-        file.write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
-        return file
+        """Write `path/config.json`; returns the file."""
+        return write_config_json(self.to_dict(), path)
 
     def replace(self, **changes: Any) -> KimiLinearConfig:
         """A copy with some fields changed (validated again)."""

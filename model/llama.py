@@ -15,7 +15,6 @@ both: greedy or sampled, batched with left padding, with or without the KV cache
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from model.config_json import read_config_json, write_config_json
 from model.errors import ModelConfigError
 from model.norm import RMSNorm
 
@@ -135,24 +135,11 @@ class LlamaConfig:
         Raises:
             ModelConfigError: the file is missing, not a JSON object, or invalid.
         """
-        p = Path(path)
-        file = p / "config.json" if p.is_dir() else p
-        try:
-            data = json.loads(file.read_text(encoding="utf-8"))
-        except FileNotFoundError as e:
-            raise ModelConfigError(f"no config.json at {file}") from e
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise ModelConfigError(f"{file}: not readable JSON ({e})") from e
-        if not isinstance(data, dict):
-            raise ModelConfigError(f"{file}: expected a JSON object")
-        return cls.from_dict(data)
+        return cls.from_dict(read_config_json(path))
 
     def save_pretrained(self, path: str | Path) -> Path:
-        out = Path(path)
-        out.mkdir(parents=True, exist_ok=True)
-        file = out / "config.json"
-        file.write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
-        return file
+        """Write `path/config.json`; returns the file."""
+        return write_config_json(self.to_dict(), path)
 
     def replace(self, **changes: Any) -> LlamaConfig:
         """A copy with some fields changed (validated again)."""
@@ -404,18 +391,15 @@ class LlamaForCausalLM(nn.Module):
             ModelConfigError: config.json is missing, invalid or not a Llama one.
             CheckpointError: weights are missing or do not fit the config.
         """
-        from model.checkpoint import load_into, load_state_dict
+        from model.checkpoint import load_pretrained_weights
 
         config = LlamaConfig.from_pretrained(path)
-        with torch.device("meta"):
+        with torch.device("meta"):  # no random init: every weight comes from the folder
             model = cls(config)
         model.to_empty(device="cpu")
-        load_into(model, load_state_dict(path, device="cpu"))
-        if config.tie_word_embeddings:
+        if config.tie_word_embeddings:  # `to_empty` gave the head its own storage
             model.lm_head.weight = model.model.embed_tokens.weight
-        if dtype is not None:
-            model = model.to(dtype)
-        return model.to(device).eval()
+        return load_pretrained_weights(model, path, dtype=dtype, device=device)
 
     def new_cache(self) -> LlamaCache:
         """An empty KV cache for `forward(…, cache=)` / `generate`."""

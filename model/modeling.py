@@ -185,15 +185,12 @@ class KimiLinearForCausalLM(nn.Module):
             ModelConfigError: config.json is missing or invalid.
             CheckpointError: weights are missing or do not fit the config.
         """
-        from model.checkpoint import load_into, load_state_dict
+        from model.checkpoint import load_pretrained_weights
 
-        config = KimiLinearConfig.from_pretrained(path)
-        model = cls(config)
-        state = _dense_ffn_names(load_state_dict(path, device="cpu"), model.state_dict())
-        load_into(model, state)
-        if dtype is not None:
-            model = model.to(dtype)
-        return model.to(device).eval()
+        model = cls(KimiLinearConfig.from_pretrained(path))
+        return load_pretrained_weights(
+            model, path, dtype=dtype, device=device, rename=_dense_ffn_names
+        )
 
 
 def _dense_ffn_names(

@@ -43,6 +43,10 @@ def _bodies(srv: Any, role: str) -> list[dict[str, Any]]:
     ]
 
 
+def _is_repair(body: dict[str, Any]) -> bool:
+    return "Your answer is invalid" in str(body["messages"][-1].get("content"))
+
+
 def test_model_mode_writes_the_artifacts(served: tuple[AnalysisOutcome, Any]) -> None:
     outcome, srv = served
     assert not srv.errors
@@ -61,7 +65,10 @@ def test_analysts_ran_pandas_code_in_the_sandbox(served: tuple[AnalysisOutcome, 
     outcome, srv = served
     printed: dict[str, dict[str, Any]] = {}
     for body in _bodies(srv, "data_analyst"):
-        assert "run_python" in {t["function"]["name"] for t in body.get("tools") or []}
+        tools = {t["function"]["name"] for t in body.get("tools") or []}
+        # every turn offers the sandbox, except a repair turn: that one only asks for the
+        # answer again, constrained to the schema
+        assert "run_python" in tools or _is_repair(body)
         dataset = json.loads(body["messages"][1]["content"].split("Inputs:\n")[1])["dataset"]
         for m in body["messages"]:
             if m.get("role") == "tool" and '"stdout"' in m["content"]:
@@ -78,11 +85,9 @@ def test_analysts_ran_pandas_code_in_the_sandbox(served: tuple[AnalysisOutcome, 
 
 def test_invalid_answer_gets_the_repair_turn(served: tuple[AnalysisOutcome, Any]) -> None:
     outcome, srv = served
-    repairs = [
-        b for b in _bodies(srv, "data_analyst")
-        if "Your answer is invalid" in str(b["messages"][-1].get("content"))
-    ]  # fmt: skip
+    repairs = [b for b in _bodies(srv, "data_analyst") if _is_repair(b)]
     assert len(repairs) == 1
+    assert not repairs[0].get("tools") and repairs[0]["response_format"]["type"] == "json_schema"
     assert BAD_JSON in repairs[0]["messages"][1]["content"]
     assert "oops" in repairs[0]["messages"][-2]["content"]  # the invalid answer, shown back
     records = [json.loads(x) for x in outcome.paths["findings.jsonl"].read_text().splitlines()]

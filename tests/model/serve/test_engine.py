@@ -9,9 +9,15 @@ import torch
 from model import GenerationError, KimiLinearConfig, KimiLinearForCausalLM, hybrid_layers
 from model.serve.engine import LLMEngine
 from model.serve.types import EngineConfig, GenerationParams
+from tests.support.engine_equivalence import (
+    run_two_waves,
+    shared_prefix_prompts,
+    uncached_greedy,
+)
 
 N = 6  # new tokens per request
 SHARED = 40  # tokens of the shared "role prompt"
+VOCAB = 512
 
 
 def _model(**overrides: object) -> KimiLinearForCausalLM:
@@ -23,32 +29,18 @@ HYBRID = _model()
 
 
 def _prompts(seed: int = 1) -> list[list[int]]:
-    g = torch.Generator().manual_seed(seed)
-    shared = torch.randint(3, 512, (SHARED,), generator=g).tolist()
-    tails = [5, 9, 1, 20, 3]
-    ps = [shared + torch.randint(3, 512, (k,), generator=g).tolist() for k in tails]
-    return ps + [torch.randint(3, 512, (n,), generator=g).tolist() for n in (1, 2, 33)]
+    return shared_prefix_prompts(vocab=VOCAB, shared=SHARED, seed=seed)
 
 
 PROMPTS = _prompts()
 PARAMS = GenerationParams(max_tokens=N, temperature=0, cache_point=SHARED, ignore_eos=True)
 
 
-def _reference(lm: KimiLinearForCausalLM, prompts: list[list[int]]) -> list[list[int]]:
-    out = []
-    for p in prompts:
-        ids = lm.generate(torch.tensor([p]), max_new_tokens=N, eos_token_id=[], use_cache=False)
-        out.append(ids[0, len(p) :].tolist())
-    return out
-
-
-REFERENCE = _reference(HYBRID, PROMPTS)
+REFERENCE = uncached_greedy(HYBRID, PROMPTS, N)
 
 
 def _run(engine: LLMEngine, prompts: list[list[int]]) -> tuple[list[list[int]], list[int]]:
-    """The first request alone (it stores the shared prefix), then the rest together."""
-    outs = engine.generate(prompts[:1], PARAMS) + engine.generate(prompts[1:], PARAMS)
-    return [o.output_ids for o in outs], [o.cached_tokens for o in outs]
+    return run_two_waves(engine, prompts, PARAMS)
 
 
 @pytest.mark.parametrize(
@@ -91,7 +83,7 @@ def test_equal_chunks_of_different_contexts_run_as_one_group() -> None:
 
     engine.runner.run = spy  # type: ignore[method-assign]
     got, cached = _run(engine, prompts)
-    assert got == _reference(HYBRID, prompts)
+    assert got == uncached_greedy(HYBRID, prompts, N)
     assert cached == [0, SHARED, SHARED, SHARED, 0, 0]
     assert [0, 0, SHARED, SHARED, SHARED] in groups  # one forward for the five
 
@@ -106,7 +98,7 @@ def test_preemption_recomputes_and_still_matches() -> None:
     engine = LLMEngine(HYBRID, None, EngineConfig(page_size=4, num_pages=14))
     prompts = [PROMPTS[0][:44], PROMPTS[6], PROMPTS[7], PROMPTS[0][:20], PROMPTS[1][:22]]
     outs = engine.generate(prompts, PARAMS)
-    assert [o.output_ids for o in outs] == _reference(HYBRID, prompts)
+    assert [o.output_ids for o in outs] == uncached_greedy(HYBRID, prompts, N)
     assert engine.stats().preemptions > 0
 
 
@@ -117,7 +109,7 @@ def test_eviction_under_pressure_keeps_outputs_right() -> None:
     engine = LLMEngine(HYBRID, None, cfg)
     prompts = _prompts(seed=2)[:5] + _prompts(seed=3)[:5] + _prompts(seed=2)[:5]
     outs = [engine.generate([p], PARAMS)[0] for p in prompts]
-    assert [o.output_ids for o in outs] == _reference(HYBRID, prompts)
+    assert [o.output_ids for o in outs] == uncached_greedy(HYBRID, prompts, N)
     assert engine.stats().pages_used == 0 and engine.slots.num_used <= 3
 
 
@@ -134,7 +126,7 @@ def test_other_layer_schedules(overrides: dict) -> None:
     lm = _model(**overrides)
     engine = LLMEngine(lm, None, EngineConfig(page_size=8, max_num_batched_tokens=13))
     got, cached = _run(engine, PROMPTS)
-    assert got == _reference(lm, PROMPTS)
+    assert got == uncached_greedy(lm, PROMPTS, N)
     assert cached[1:5] == [SHARED] * 4
 
 

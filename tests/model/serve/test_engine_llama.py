@@ -11,6 +11,11 @@ from model import LlamaConfig, LlamaForCausalLM
 from model.serve.engine import LLMEngine
 from model.serve.kv_layout import GQALayout, layout_for
 from model.serve.types import EngineConfig, GenerationParams
+from tests.support.engine_equivalence import (
+    run_two_waves,
+    shared_prefix_prompts,
+    uncached_greedy,
+)
 
 N = 6  # new tokens per request
 SHARED = 40  # tokens of the shared "role prompt"
@@ -26,32 +31,18 @@ LLAMA = _llama()
 
 
 def _prompts(seed: int = 1) -> list[list[int]]:
-    g = torch.Generator().manual_seed(seed)
-    shared = torch.randint(3, VOCAB, (SHARED,), generator=g).tolist()
-    tails = [5, 9, 1, 20, 3]
-    ps = [shared + torch.randint(3, VOCAB, (k,), generator=g).tolist() for k in tails]
-    return ps + [torch.randint(3, VOCAB, (n,), generator=g).tolist() for n in (1, 2, 33)]
+    return shared_prefix_prompts(vocab=VOCAB, shared=SHARED, seed=seed)
 
 
 PROMPTS = _prompts()
 PARAMS = GenerationParams(max_tokens=N, temperature=0, ignore_eos=True)
 
 
-def _reference(lm: LlamaForCausalLM, prompts: list[list[int]]) -> list[list[int]]:
-    out = []
-    for p in prompts:
-        ids = lm.generate(torch.tensor([p]), max_new_tokens=N, eos_token_id=[], use_cache=False)
-        out.append(ids[0, len(p) :].tolist())
-    return out
-
-
-REFERENCE = _reference(LLAMA, PROMPTS)
+REFERENCE = uncached_greedy(LLAMA, PROMPTS, N)
 
 
 def _run(engine: LLMEngine, prompts: list[list[int]]) -> tuple[list[list[int]], list[int]]:
-    """The first request alone (it stores the shared prefix), then the rest together."""
-    outs = engine.generate(prompts[:1], PARAMS) + engine.generate(prompts[1:], PARAMS)
-    return [o.output_ids for o in outs], [o.cached_tokens for o in outs]
+    return run_two_waves(engine, prompts, PARAMS)
 
 
 def test_the_layout_pages_keys_and_values_of_every_layer() -> None:
@@ -103,7 +94,7 @@ def test_preemption_recomputes_and_still_matches() -> None:
     engine = LLMEngine(LLAMA, None, EngineConfig(page_size=4, num_pages=14))
     prompts = [PROMPTS[0][:44], PROMPTS[6], PROMPTS[7], PROMPTS[0][:20], PROMPTS[1][:22]]
     outs = engine.generate(prompts, PARAMS)
-    assert [o.output_ids for o in outs] == _reference(LLAMA, prompts)
+    assert [o.output_ids for o in outs] == uncached_greedy(LLAMA, prompts, N)
     assert engine.stats().preemptions > 0
 
 
@@ -112,7 +103,7 @@ def test_eviction_under_pressure_keeps_outputs_right() -> None:
     engine = LLMEngine(LLAMA, None, cfg)
     prompts = _prompts(seed=2)[:5] + _prompts(seed=3)[:5] + _prompts(seed=2)[:5]
     outs = [engine.generate([p], PARAMS)[0] for p in prompts]
-    assert [o.output_ids for o in outs] == _reference(LLAMA, prompts)
+    assert [o.output_ids for o in outs] == uncached_greedy(LLAMA, prompts, N)
     assert engine.stats().pages_used == 0
     assert sum(o.cached_tokens for o in outs) > 0  # some prefixes survived and were reused
 
@@ -121,7 +112,7 @@ def test_multi_head_attention_without_grouping() -> None:
     lm = _llama(num_key_value_heads=4)
     engine = LLMEngine(lm, None, EngineConfig(page_size=8, max_num_batched_tokens=13))
     got, cached = _run(engine, PROMPTS)
-    assert got == _reference(lm, PROMPTS)
+    assert got == uncached_greedy(lm, PROMPTS, N)
     assert cached[1:5] == [SHARED] * 4
 
 
