@@ -1,17 +1,19 @@
 """File-format readers for `corpus.load_corpus`: one file in, raw records and skip notes out.
 
-Readers never raise for bad content: a file or record that cannot be used becomes a
-`(source, reason)` note, so one corrupt PDF never stops a corpus of hundreds of papers.
-Ids, defaults and `Document` objects are built by `corpus.py`; this module only parses.
-"""
+Readers parse the bytes `corpus.py` read (confined to the corpus root, capped in size); they
+open nothing themselves. They never raise for bad content: a file or record that cannot be
+used becomes a `(source, reason)` note, so one corrupt PDF never stops a corpus of hundreds
+of papers. Ids, defaults and `Document` objects are built by `corpus.py`; this module only
+parses."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import PurePosixPath
 from typing import Any
 
 __all__ = [
@@ -59,17 +61,14 @@ class FileRead:
     skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
-def read_file(path: Path, rel: str) -> FileRead:
-    """Parse one corpus file; `rel` is its path relative to the corpus root (the source)."""
-    reader = _READERS.get(path.suffix.lower())
+def read_file(data: bytes, rel: str) -> FileRead:
+    """Parse the content `data` of one corpus file; `rel`, its path relative to the corpus
+    root (the source), gives its type (by suffix) and stem."""
+    name = PurePosixPath(rel)
+    reader = _READERS.get(name.suffix.lower())
     if reader is None:
-        return FileRead(skipped=[(rel, f"unsupported file type {path.suffix!r}")])
-    try:
-        return reader(path, rel)
-    except PermissionError:
-        return FileRead(skipped=[(rel, "permission denied")])
-    except OSError as exc:
-        return FileRead(skipped=[(rel, f"cannot read: {exc.strerror or exc}")])
+        return FileRead(skipped=[(rel, f"unsupported file type {name.suffix!r}")])
+    return reader(data, rel, name.stem)
 
 
 # --- field parsing -------------------------------------------------------------------------
@@ -183,29 +182,27 @@ def _title_of_text(text: str) -> str:
     return first.strip().lstrip("#").strip()
 
 
-def _read_text(path: Path, rel: str) -> FileRead:
-    text = _decode(path.read_bytes())
+def _read_text(data: bytes, rel: str, stem: str) -> FileRead:
+    text = _decode(data)
     if isinstance(text, UnicodeDecodeError):
         return FileRead(skipped=[(rel, _decode_reason(text))])
     if not text.strip():
         return FileRead(skipped=[(rel, "empty file")])
     record = RawRecord(
-        source=rel, title=_title_of_text(text), text=text, stem=path.stem, whole_file=True
+        source=rel, title=_title_of_text(text), text=text, stem=stem, whole_file=True
     )
     return FileRead(records=[record])
 
 
-def _read_pdf(path: Path, rel: str) -> FileRead:
+def _read_pdf(data: bytes, rel: str, stem: str) -> FileRead:
     from pypdf import PdfReader
 
     try:
-        reader = PdfReader(path)
+        reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not reader.decrypt(""):
             return FileRead(skipped=[(rel, "encrypted PDF (a password is required)")])
         pages = [page.extract_text() or "" for page in reader.pages]
         meta_title = reader.metadata.title if reader.metadata else None
-    except PermissionError:
-        raise
     # pypdf raises many exception types on damaged input; each becomes a skip note naming it.
     except Exception as exc:  # noqa: BLE001
         return FileRead(skipped=[(rel, f"unreadable PDF: {type(exc).__name__}: {exc}")])
@@ -217,7 +214,7 @@ def _read_pdf(path: Path, rel: str) -> FileRead:
         source=rel,
         title=title,
         text=text,
-        stem=path.stem,
+        stem=stem,
         whole_file=True,
         meta={"pages": len(pages)},
     )
@@ -237,8 +234,8 @@ def _read_records(items: list[tuple[str, Any]], stem: str, out: FileRead) -> Fil
     return out
 
 
-def _read_jsonl(path: Path, rel: str) -> FileRead:
-    text = _decode(path.read_bytes())
+def _read_jsonl(data: bytes, rel: str, stem: str) -> FileRead:
+    text = _decode(data)
     if isinstance(text, UnicodeDecodeError):
         return FileRead(skipped=[(rel, _decode_reason(text))])
     out = FileRead()
@@ -250,11 +247,11 @@ def _read_jsonl(path: Path, rel: str) -> FileRead:
             items.append((f"{rel}#{lineno}", json.loads(line)))
         except json.JSONDecodeError as exc:
             out.skipped.append((f"{rel}#{lineno}", f"invalid JSON on line {lineno}: {exc.msg}"))
-    return _read_records(items, path.stem, out)
+    return _read_records(items, stem, out)
 
 
-def _read_json(path: Path, rel: str) -> FileRead:
-    text = _decode(path.read_bytes())
+def _read_json(data: bytes, rel: str, stem: str) -> FileRead:
+    text = _decode(data)
     if isinstance(text, UnicodeDecodeError):
         return FileRead(skipped=[(rel, _decode_reason(text))])
     try:
@@ -269,7 +266,7 @@ def _read_json(path: Path, rel: str) -> FileRead:
     else:
         reason = f"JSON is neither an array of records nor one object (got {type(data).__name__})"
         return FileRead(skipped=[(rel, reason)])
-    return _read_records(items, path.stem, FileRead())
+    return _read_records(items, stem, FileRead())
 
 
 def _bib_value(value: Any) -> str:
@@ -277,11 +274,11 @@ def _bib_value(value: Any) -> str:
     return " ".join(str(value).replace("{", "").replace("}", "").split())
 
 
-def _read_bib(path: Path, rel: str) -> FileRead:
+def _read_bib(data: bytes, rel: str, stem: str) -> FileRead:
     import bibtexparser
     from bibtexparser.middlewares import LatexDecodingMiddleware
 
-    text = _decode(path.read_bytes())
+    text = _decode(data)
     if isinstance(text, UnicodeDecodeError):
         return FileRead(skipped=[(rel, _decode_reason(text))])
     library = bibtexparser.parse_string(text, append_middleware=[LatexDecodingMiddleware()])
@@ -301,7 +298,7 @@ def _read_bib(path: Path, rel: str) -> FileRead:
         if not fields.get("url") and fields.get("doi"):
             obj["url"] = f"https://doi.org/{fields['doi']}"
         obj["id"] = entry.key
-        rec = record_from_mapping(obj, f"{rel}#{entry.key}", path.stem)
+        rec = record_from_mapping(obj, f"{rel}#{entry.key}", stem)
         if isinstance(rec, str):
             out.skipped.append((f"{rel}#{entry.key}", rec))
             continue
@@ -310,7 +307,7 @@ def _read_bib(path: Path, rel: str) -> FileRead:
     return out
 
 
-_READERS: dict[str, Callable[[Path, str], FileRead]] = {
+_READERS: dict[str, Callable[[bytes, str, str], FileRead]] = {
     ".md": _read_text,
     ".markdown": _read_text,
     ".txt": _read_text,

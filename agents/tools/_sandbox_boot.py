@@ -106,24 +106,55 @@ def _bind(libc, source: str, new_root: str, flags: int) -> None:
     _mount(libc, None, target, None, _MS_BIND | _MS_REMOUNT | flags | _locked_flags(real))
 
 
+def _inside(path: str, roots: list[str]) -> bool:
+    return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
+
+
 def _python_trees() -> list[str]:
-    trees = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
-    return sorted(trees | {os.path.realpath(tree) for tree in trees})
+    """The Python installation as named here: the prefixes and the `sys.path` folders in them.
+
+    The names may run through symlinks (a venv reached by a linked folder, a linked
+    site-packages): the jail binds their real paths and links these names to them, and the
+    hook allows the real paths, so both sides agree on what is inside (see `_enter_jail`).
+    """
+    prefixes = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
+    entries = [os.path.abspath(entry) for entry in sys.path if entry and os.path.isdir(entry)]
+    return sorted({*prefixes, *(entry for entry in entries if _inside(entry, prefixes))})
+
+
+def _link_names(new_root: str, names: list[str], bound: list[str]) -> None:
+    """In the jail, make each of `names` whose real path differs a symlink to the real path.
+
+    A name inside a bound tree or under a link made here already leads where it should.
+    """
+    made: list[str] = []
+    for name in sorted(set(names)):
+        real = os.path.realpath(name)
+        if real == name or _inside(name, bound) or _inside(name, made):
+            continue
+        os.makedirs(new_root + os.path.dirname(name), exist_ok=True)  # in the tmpfs only
+        os.symlink(real, new_root + name)
+        made.append(name)
 
 
 def _enter_jail(new_root: str, work: str) -> None:
-    """Make `new_root` a read-only view of what Python needs plus `work`, and chroot into it."""
+    """Make `new_root` a read-only view of what Python needs plus `work`, and chroot into it.
+
+    The Python trees are bound at their real paths, and the names this process knows them
+    by (`sys.prefix`, `sys.path`, perhaps through symlinks) become symlinks to those, so a
+    path resolves inside the jail to the same real path the hook allows (`_read_roots`).
+    """
     libc = ctypes.CDLL(None, use_errno=True)
     _mount(libc, None, "/", None, _MS_REC | _MS_PRIVATE)
     _mount(libc, "tmpfs", new_root, "tmpfs", _MS_NOSUID | _MS_NODEV, "size=1m,mode=0755")
     done: list[str] = []
-    for source in [*_SYSTEM_TREES, *_python_trees()]:
-        if not os.path.lexists(source) or any(
-            source == seen or source.startswith(seen + "/") for seen in done
-        ):
+    trees = [tree for tree in _python_trees() if os.path.exists(tree)]
+    for source in [*_SYSTEM_TREES, *sorted({os.path.realpath(tree) for tree in trees})]:
+        if not os.path.lexists(source) or _inside(source, done):
             continue
         _bind(libc, source, new_root, _MS_RDONLY | _MS_NOSUID | _MS_NODEV)
         done.append(source)
+    _link_names(new_root, trees, done)
     for device in _DEVICES:
         if os.path.exists(device):
             _bind(libc, device, new_root, _MS_NOSUID | _MS_NOEXEC)

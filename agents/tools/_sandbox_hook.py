@@ -23,7 +23,13 @@ import pathlib
 import posix
 import sys
 
-__all__ = ["hook_context", "install_audit_hook", "resolve_path"]
+__all__ = ["HookRefusedError", "hook_context", "install_audit_hook", "resolve_path"]
+
+
+class HookRefusedError(BaseException):
+    """A refused ``sys.addaudithook``. CPython drops any `Exception` an audit hook raises for
+    that event and returns as if the new hook were installed, so this one is not an
+    `Exception`: the call fails where it is made, and the report says ``tamper``."""
 
 
 def resolve_path(path, _lstat=posix.lstat, _readlink=posix.readlink, _getcwd=posix.getcwd,
@@ -69,14 +75,19 @@ def resolve_path(path, _lstat=posix.lstat, _readlink=posix.readlink, _getcwd=pos
 
 
 def _deny(message, ctx, kind="violation", _write=posix.write, _fstat=posix.fstat,
-          _OSError=OSError, _PermissionError=PermissionError):  # fmt: skip
-    """Record the first lines of denials on the report fd, then raise PermissionError."""
+          _OSError=OSError, _PermissionError=PermissionError,
+          _Refused=HookRefusedError):  # fmt: skip
+    """Record the first lines of denials on the report fd, then raise PermissionError
+    (`HookRefusedError` for kind ``tamper``, which also has room of its own in the report:
+    a flood of other denials cannot crowd it out, and the parent fails the run on it)."""
     line = (kind + "\t" + message.replace("\n", " ") + "\n").encode("utf-8", "replace")
     try:
-        if _fstat(ctx[3]).st_size < 65536:
+        if _fstat(ctx[3]).st_size < (131072 if kind == "tamper" else 65536):
             _write(ctx[3], line)
     except _OSError:  # the code closed the report fd: the denial still stands
         message += " (unreported)"
+    if kind == "tamper":
+        raise _Refused("sandbox: " + message)
     raise _PermissionError(13, "sandbox: " + message)
 
 
@@ -196,7 +207,6 @@ _DENIED = (
                        " get_last_error set_errno set_exception set_last_error seh_exception"
                        " string_at wstring_at PyObj_FromPtr"), "ctypes: {} is not allowed"),
     (_names("", "os.symlink"), "{}: symlinks are not allowed in the sandbox"),
-    (_names("", "sys.addaudithook"), "hook: {} is not allowed"),
     (_names("", "cpython.PyInterpreterState_New"), "{}: subinterpreters are not allowed"),
     (_names("resource.", "setrlimit prlimit"), "limits: {} is not allowed"),
     (_names("gc.", "get_referents get_referrers"), "introspection: {} is not allowed"),
@@ -204,6 +214,7 @@ _DENIED = (
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 _EVENTS = frozenset(
     {"open", "os.kill", "os.killpg", "object.__setattr__", "object.__delattr__"}
+    | {"sys.addaudithook"}
     | {rule[0] for rule in _PATH_RULES}
 ).union(*(events for events, _ in _DENIED))
 
@@ -242,6 +253,8 @@ def _on_event(event, args, ctx, _check=_check_path, _deny=_deny, _on_path=_on_pa
     if event == "open":
         access = "write" if args[2] & _write_flags else "read"
         return _check("open", args[0], access, ctx)
+    if event == "sys.addaudithook":
+        return _deny("hook: sys.addaudithook is not allowed", ctx, "tamper")
     if event == "subprocess.Popen" and args[0] == "fc-list":
         # matplotlib asks fontconfig for fonts when it builds its font cache: "not installed"
         raise _FileNotFoundError(2, "sandbox: no fc-list", "fc-list")
@@ -284,6 +297,6 @@ def install_audit_hook(work: str, read_roots: tuple[str, ...], report_fd: int) -
             _on(event, args, _ctx)
 
     checks = (hook, resolve_path, _deny, _path_text, _climbs, _check_path, _on_path_event)
-    protected = frozenset(map(id, (*checks, _on_event)))
+    protected = frozenset(map(id, (*checks, _on_event, HookRefusedError)))
     hook.__defaults__ = (hook_context(work, read_roots, report_fd, protected), _EVENTS, _on_event)
     sys.addaudithook(hook)

@@ -144,15 +144,17 @@ def collect_files(
     return files, tuple(skipped)
 
 
-def read_report(path: Path) -> tuple[str | None, bool]:
-    """(first violation, whether a MemoryError ended the code) from the boot's report file."""
-    violation, memory = None, False
+def read_report(path: Path) -> tuple[str | None, bool, bool]:
+    """(first violation, whether a MemoryError ended the code, whether the code tampered
+    with the audit hook) from the boot's report file."""
+    violation, memory, tampered = None, False, False
     for line in path.read_bytes().decode("utf-8", errors="replace").splitlines():
         kind, _, message = line.partition("\t")
-        if kind == "violation" and violation is None:
+        if kind in ("violation", "tamper") and violation is None:
             violation = message
         memory = memory or kind == "memory"
-    return violation, memory
+        tampered = tampered or kind == "tamper"
+    return violation, memory, tampered
 
 
 def wait_unreaped(proc: subprocess.Popen[bytes], deadline: float) -> bool:

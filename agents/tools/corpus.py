@@ -12,7 +12,6 @@ import difflib
 import hashlib
 import os
 import re
-import stat
 import unicodedata
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from agents.tools._corpus_files import FileRef, open_reason, open_under, read_capped, walk
 from agents.tools._readers import SUPPORTED_SUFFIXES, RawRecord, parse_authors, parse_year
 from agents.tools._readers import read_file as _read_file
 from swarm.errors import UserError
@@ -30,6 +30,7 @@ __all__ = [
     "SUPPORTED_SUFFIXES",
     "Corpus",
     "CorpusError",
+    "CorpusLimits",
     "Document",
     "PathOutsideRootError",
     "Skipped",
@@ -40,7 +41,6 @@ __all__ = [
 ]
 
 MAX_ID_LENGTH = 64
-_OUTSIDE = "outside the corpus root"
 _DEFAULT_FIELDS = ("authors", "year", "venue", "url")
 _NOT_DEFAULTABLE = frozenset({"id", "title", "text", "source", "meta"})
 _TITLE_SKIP = frozenset({"a", "an", "the", "on", "of", "in", "for", "to", "and", "towards"})
@@ -52,7 +52,8 @@ class CorpusError(UserError):
 
 
 class PathOutsideRootError(UserError):
-    """A path resolves outside the corpus root."""
+    """A path resolves outside the corpus root, or cannot be resolved safely inside it (a
+    symlink loop, a NUL byte)."""
 
 
 class UnknownDocumentError(UserError):
@@ -69,6 +70,28 @@ class UnknownDocumentError(UserError):
         super().__init__(f"no document with id {doc_id!r} among {len(known)} documents{hint}")
         self.doc_id = doc_id
         self.suggestions: tuple[str, ...] = tuple(close)
+
+
+@dataclass(frozen=True, slots=True)
+class CorpusLimits:
+    """How much `load_corpus` reads; a file past a cap is skipped (and reported), unread.
+
+    Attributes:
+        max_file_bytes: largest file read, 16 MiB by default: a long paper as PDF is a few
+            MiB, a .jsonl of some thousand abstracts a few more.
+        max_corpus_bytes: bytes read over all files, 1 GiB by default; files are read in
+            source order, and one that would pass the cap is skipped (smaller later ones may
+            still fit).
+    """
+
+    max_file_bytes: int = 16 * 2**20
+    max_corpus_bytes: int = 2**30
+
+    def __post_init__(self) -> None:
+        for name in ("max_file_bytes", "max_corpus_bytes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise CorpusError(f"CorpusLimits.{name} must be a positive int, got {value!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,10 +164,17 @@ def safe_path(root: Path, relative: str | Path) -> Path:
     """`root / relative`, resolved (symlinks followed), if it stays inside `root`.
 
     Raises:
-        PathOutsideRootError: the path, or a symlink on it, leads outside `root`.
+        PathOutsideRootError: the path, or a symlink on it, leads outside `root`, or it
+            cannot be resolved (a symlink loop, a NUL byte, a name too long).
     """
-    base = Path(root).resolve()
-    target = (base / relative).resolve()
+    try:
+        base = Path(root).resolve()
+        target = (base / relative).resolve()
+    except (RuntimeError, ValueError, OSError) as exc:  # RuntimeError: a loop (Python < 3.13)
+        raise PathOutsideRootError(
+            f"path {str(relative)!r} under {str(root)!r} cannot be resolved ({exc}); only "
+            f"paths that resolve, without symlink loops or NUL bytes, inside the root are allowed"
+        ) from exc
     if not target.is_relative_to(base):
         raise PathOutsideRootError(
             f"path {str(relative)!r} resolves to {str(target)!r}, outside the corpus root "
@@ -153,78 +183,56 @@ def safe_path(root: Path, relative: str | Path) -> Path:
     return target
 
 
-# --- walking -------------------------------------------------------------------------------
+# --- reading -------------------------------------------------------------------------------
 
 
 def _supported_types() -> str:
     return ", ".join(SUPPORTED_SUFFIXES)
 
 
-def _walk(root: Path) -> tuple[list[tuple[Path, str]], list[Skipped]]:
-    """Supported files under `root` as (path, relative source), sorted; and skip notes."""
-    regular: list[tuple[Path, str]] = []
-    links: list[tuple[Path, str]] = []
-    others: list[str] = []
-    skipped: list[Skipped] = []
-
-    def on_error(exc: OSError) -> None:
-        where = Path(exc.filename).relative_to(root).as_posix() if exc.filename else "."
-        skipped.append(Skipped(where, f"cannot list folder: {exc.strerror or exc}"))
-
-    for dirpath, dirnames, filenames in os.walk(root, onerror=on_error, followlinks=False):
-        here = Path(dirpath)
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in list(dirnames):
-            if (here / name).is_symlink():  # never followed: a loop or an escape otherwise
-                dirnames.remove(name)
-                rel = (here / name).relative_to(root).as_posix()
-                inside = (here / name).resolve().is_relative_to(root)
-                reason = "symlink to a folder inside the corpus root" if inside else _OUTSIDE
-                skipped.append(Skipped(rel, reason))
-        for name in filenames:
-            path = here / name
-            rel = path.relative_to(root).as_posix()
-            if name.startswith("."):
-                continue
-            if path.suffix.lower() not in SUPPORTED_SUFFIXES:
-                others.append(rel)
-            elif path.is_symlink():
-                links.append((path, rel))
-            else:
-                regular.append((path, rel))
-    real = {p: rel for p, rel in regular}
-    for path, rel in links:
-        target = path.resolve()
-        if not target.is_relative_to(root):
-            skipped.append(Skipped(rel, _OUTSIDE))
-        elif not target.exists():
-            skipped.append(Skipped(rel, "broken symlink"))
-        elif target in real:
-            skipped.append(Skipped(rel, f"symlink to {real[target]}, which is read itself"))
-        else:
-            regular.append((path, rel))
-    if not regular:  # say why an otherwise non-empty folder gave nothing
-        skipped += [
-            Skipped(rel, f"unsupported file type; supported: {_supported_types()}")
-            for rel in others
-        ]
-    return sorted(regular, key=lambda item: item[1]), skipped
+def _read_bytes(root_fd: int, target: str, limits: CorpusLimits, used: int) -> bytes | str:
+    """The bytes of the file `target` under the root, or why it is skipped."""
+    room = min(limits.max_file_bytes, limits.max_corpus_bytes - used)
+    try:
+        got = read_capped(open_under(root_fd, target), room)
+    except OSError as exc:
+        return open_reason(exc)
+    if isinstance(got, bytes):
+        return got
+    if got < 0:  # a FIFO named x.txt would block the read forever
+        return "not a regular file"
+    if got > limits.max_file_bytes:
+        cap, field_name = f"{limits.max_file_bytes}-byte cap", "max_file_bytes"
+        return f"the file is {got} bytes, over the {cap} of CorpusLimits.{field_name}; not read"
+    cap, field_name = f"{limits.max_corpus_bytes}-byte cap", "max_corpus_bytes"
+    return (
+        f"its {got} bytes would bring the corpus to {used + got} bytes, over the {cap} of "
+        f"CorpusLimits.{field_name}; not read"
+    )
 
 
-def _read_all(files: list[tuple[Path, str]], skipped: list[Skipped]) -> list[RawRecord]:
+def _read_all(
+    root: Path, files: list[FileRef], skipped: list[Skipped], limits: CorpusLimits
+) -> list[RawRecord]:
     records: list[RawRecord] = []
-    for path, rel in files:
-        try:
-            mode = path.stat().st_mode
-        except OSError as exc:
-            skipped.append(Skipped(rel, f"cannot read: {exc.strerror or exc}"))
-            continue
-        if not stat.S_ISREG(mode):  # a FIFO named x.txt would block the read forever
-            skipped.append(Skipped(rel, "not a regular file"))
-            continue
-        result = _read_file(path, rel)
-        records += result.records
-        skipped += [Skipped(src, reason) for src, reason in result.skipped]
+    used = 0
+    try:
+        root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        skipped += [Skipped(rel, open_reason(exc)) for _, rel in files]
+        return records
+    try:
+        for target, rel in files:
+            data = _read_bytes(root_fd, target, limits, used)
+            if isinstance(data, str):
+                skipped.append(Skipped(rel, data))
+                continue
+            used += len(data)
+            result = _read_file(data, rel)
+            records += result.records
+            skipped += [Skipped(src, reason) for src, reason in result.skipped]
+    finally:
+        os.close(root_fd)
     return records
 
 
@@ -347,16 +355,25 @@ def _apply_defaults(rec: RawRecord, defaults: Mapping[str, Any]) -> None:
         rec.url = str(defaults["url"])
 
 
-def load_corpus(path: str | Path, *, defaults: Mapping[str, Any] | None = None) -> Corpus:
+def load_corpus(
+    path: str | Path,
+    *,
+    defaults: Mapping[str, Any] | None = None,
+    limits: CorpusLimits = CorpusLimits(),
+) -> Corpus:
     """Load every supported file under a folder (recursively), or one file.
 
-    Hidden files and folders are ignored; symlinks that lead outside the root are skipped,
-    never followed. A folder with no readable document gives an empty corpus, not an error.
+    Hidden files and folders are ignored; symlinks that lead outside the root, loop or are
+    broken are skipped, never followed. Files are opened relative to the root without
+    following symlinks, so a name swapped for a link after the walk is skipped, not read.
+    Files past the `limits` are skipped unread. A folder with no readable document gives an
+    empty corpus, not an error. Every skipped file is in `Corpus.skipped`, with the reason.
 
     Args:
         path: a folder, or one .md/.markdown/.txt/.pdf/.bib/.jsonl/.json file.
         defaults: values for fields a record lacks, e.g. {"year": 2017, "venue": "ICLR 2017"};
             keys other than authors/year/venue/url fill `meta`.
+        limits: the per-file and per-corpus byte caps (16 MiB and 1 GiB by default).
 
     Raises:
         CorpusError: `path` does not exist, is a file of an unsupported type, or `defaults`
@@ -364,6 +381,8 @@ def load_corpus(path: str | Path, *, defaults: Mapping[str, Any] | None = None) 
     """
     given = Path(path).expanduser()
     fills = _check_defaults(defaults)
+    if not isinstance(limits, CorpusLimits):
+        raise CorpusError(f"load_corpus limits must be CorpusLimits, got {limits!r}")
     if not given.exists():
         raise CorpusError(
             f"corpus path {str(given)!r} does not exist; give a folder or a file of type "
@@ -371,16 +390,17 @@ def load_corpus(path: str | Path, *, defaults: Mapping[str, Any] | None = None) 
         )
     if given.is_dir():
         root = given.resolve()
-        files, skipped = _walk(root)
+        files, notes = walk(root)
+        skipped = [Skipped(source, reason) for source, reason in notes]
     elif given.suffix.lower() in SUPPORTED_SUFFIXES and given.is_file():
         resolved = given.resolve()
-        root, files, skipped = resolved.parent, [(resolved, given.name)], []
+        root, files, skipped = resolved.parent, [(resolved.name, given.name)], []
     else:
         raise CorpusError(
             f"corpus file {str(given)!r} has an unsupported type {given.suffix!r}; "
             f"supported: {_supported_types()}"
         )
-    records = _read_all(files, skipped)
+    records = _read_all(root, files, skipped, limits)
     for rec in records:
         _apply_defaults(rec, fills)
     ids = _assign_ids(records)

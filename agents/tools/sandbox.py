@@ -127,7 +127,8 @@ class SandboxResult:
     """What one run did.
 
     Attributes:
-        ok: the code exited 0 within the limits.
+        ok: the code exited 0 within the limits, and did not try to add an audit hook
+            (``sys.addaudithook``: refused, and fatal to the run even if the code caught it).
         returncode: exit status (negative: killed by that signal); None if the parent killed it.
         stdout: decoded (errors="replace"), at most ``output_bytes`` bytes of it.
         stderr: the same for stderr.
@@ -368,7 +369,7 @@ class Sandbox:
                 if stream is not None and not stream.closed:
                     stream.close()
         duration = time.monotonic() - start
-        violation, memory = read_report(root / "report")
+        violation, memory, tampered = read_report(root / "report")
         returncode = None if killed else proc.returncode
         if killed is None and memory:
             killed = "memory"
@@ -377,7 +378,7 @@ class Sandbox:
         files, skipped = collect_files(work, inputs, self.limits.max_files_bytes)
         out, err = (bytes(buffer) for buffer in pump.out.values())
         return SandboxResult(
-            ok=killed is None and returncode == 0,
+            ok=killed is None and returncode == 0 and not tampered,
             returncode=returncode,
             stdout=out.decode("utf-8", errors="replace"),
             stderr=err.decode("utf-8", errors="replace"),

@@ -12,7 +12,9 @@ import csv
 import io
 import json
 import re
+import shutil
 import statistics
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +22,7 @@ import pytest
 
 from agents.tools.sandbox import Sandbox, SandboxInputError, SandboxLimits, SandboxUnavailableError
 from swarm.errors import ConfigError, UserError
-from tests.agents.tools.conftest import new_sandbox, watch
+from tests.agents.tools.conftest import AVAILABLE, WHY, new_sandbox, watch
 
 DATA = Path(__file__).resolve().parents[3] / ".." / "shared" / "data" / "papers"
 PAPERS = DATA / "iclr2017_citations_in_2018.json"
@@ -117,6 +119,38 @@ def test_output_flood_is_cut_and_killed() -> None:
         None,
     )
     assert 0 < len(result.stdout.encode()) <= 10_000
+
+
+def _linked_python(tmp_path: Path, how: str) -> Path:
+    """This venv's python, reached through a symlink: to the whole venv, or (in a venv of its
+    own that borrows this one's packages) to its site-packages."""
+    venv = Path(sys.prefix).resolve()
+    python = Path(sys.executable).name
+    if how == "venv":
+        (tmp_path / "venv").symlink_to(venv, target_is_directory=True)
+        return tmp_path / "venv" / "bin" / python
+    other = tmp_path / "other-venv"
+    (other / "bin").mkdir(parents=True)
+    shutil.copy(venv / "pyvenv.cfg", other / "pyvenv.cfg")
+    (other / "bin" / python).symlink_to(Path(sys.executable).resolve())
+    (site,) = (venv / "lib").glob("python3*/site-packages")
+    (other / site.relative_to(venv).parent).mkdir(parents=True)
+    (other / site.relative_to(venv)).symlink_to(site, target_is_directory=True)
+    return other / "bin" / python
+
+
+@pytest.mark.parametrize("how", ["venv", "site-packages"])
+def test_pandas_imports_when_the_venv_path_holds_a_symlink(tmp_path: Path, how: str) -> None:
+    if not AVAILABLE:
+        pytest.skip(f"no isolated sandbox here: {WHY}")
+    if sys.prefix == sys.base_prefix:
+        pytest.skip("needs a virtual environment to link to")
+    sandbox = Sandbox(SandboxLimits(timeout_s=20), python=str(_linked_python(tmp_path, how)))
+    code = f"import sys, pandas\nprint([p for p in sys.path if p.startswith({str(tmp_path)!r})])"
+    result = sandbox.run(code)
+    assert result.ok, result.stderr
+    assert result.violation is None
+    assert str(tmp_path) in result.stdout  # the child imported through the linked path
 
 
 def test_no_network_isolation_fails_closed_unless_allowed() -> None:

@@ -118,6 +118,27 @@ probe("kill", lambda: os.kill(2, 9))
     assert result.violation == "subprocess: subprocess.Popen is not allowed"
 
 
+@pytest.mark.parametrize("catch", ["Exception", "BaseException"])
+def test_adding_an_audit_hook_fails_the_run(sandbox: Sandbox, catch: str) -> None:
+    # CPython swallows an Exception from a hook on sys.addaudithook: the call would "work"
+    code = f"""
+import sys
+try:
+    sys.addaudithook(lambda *args: None)
+except {catch} as exc:
+    print(type(exc).__name__, exc)
+print("went on")
+"""
+    result = sandbox.run(code)
+    assert not result.ok
+    assert result.violation == "hook: sys.addaudithook is not allowed"
+    assert "HookRefusedError" in result.stdout + result.stderr
+    if catch == "BaseException":  # caught and ignored: the run still fails
+        assert (result.returncode, result.stdout.splitlines()[-1]) == (0, "went on")
+    else:
+        assert result.returncode == 1 and "went on" not in result.stdout
+
+
 def test_the_child_runs_without_uid_capabilities_or_new_privileges(sandbox: Sandbox) -> None:
     if sandbox.mode != "jail":
         pytest.skip(f"a uid of its own needs root; this runs in mode {sandbox.mode!r}")
