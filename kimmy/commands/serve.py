@@ -17,6 +17,10 @@ offline; `model.presets`); its answers are noise, but every API feature works, s
 output included. The tokenizer has Kimi's chat tokens (`<|im_system|>` … `<|im_end|>`, the
 turn end being the EOS), so the default chat template applies. Only typer is imported at the
 top: torch loads when the command runs, so the rest of `kimmy` starts fast.
+
+The API key comes from `--api-key-file PATH` (its first line) or the `KIMMY_API_KEY`
+environment variable — neither shows in `ps` — or from `--api-key KEY`, which does and so
+draws a warning on stderr.
 """
 
 from __future__ import annotations
@@ -64,6 +68,54 @@ def _run_vllm(
         raise fail(str(e)) from e
 
 
+ApiKeyOption = Annotated[
+    str | None,
+    typer.Option(
+        "--api-key",
+        envvar="KIMMY_API_KEY",
+        show_envvar=False,  # named in the help text
+        help=(
+            "Require this bearer token on /v1 routes. Prefer KIMMY_API_KEY or --api-key-file: "
+            "a key on the command line shows in `ps` [env KIMMY_API_KEY]."
+        ),
+    ),
+]
+ApiKeyFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--api-key-file",
+        help="Read the bearer token from this file's first line (e.g. a mounted secret).",
+        dir_okay=False,
+        show_default=False,
+    ),
+]
+
+
+def _api_key(ctx: typer.Context, api_key: str | None, api_key_file: Path | None) -> str | None:
+    """The key from --api-key-file, else KIMMY_API_KEY / --api-key (the latter warned of)."""
+    # by name: typer ≥ 0.20 carries its own copy of click, whose ParameterSource is not click's
+    source = ctx.get_parameter_source("api_key")
+    from_cli = getattr(source, "name", None) == "COMMANDLINE"
+    if api_key_file is None:
+        if from_cli:
+            typer.echo(
+                "kimmy: warning: --api-key on the command line is visible to every local user "
+                "(ps, /proc); use KIMMY_API_KEY or --api-key-file",
+                err=True,
+            )
+        return api_key
+    if from_cli:
+        raise fail("give the key once: --api-key or --api-key-file, not both")
+    try:
+        lines = api_key_file.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise fail(f"--api-key-file {api_key_file}: cannot read it ({e})") from e
+    key = lines[0].strip() if lines else ""
+    if not key:
+        raise fail(f"--api-key-file {api_key_file}: the first line is empty; it holds the key")
+    return key  # the file wins over KIMMY_API_KEY, as a flag wins over the environment
+
+
 ModelArg = Annotated[
     str | None,
     typer.Argument(
@@ -76,14 +128,13 @@ ModelArg = Annotated[
 
 @app.command("serve")
 def serve_cmd(
+    ctx: typer.Context,
     model_dir: ModelArg = None,
     tiny: Annotated[bool, typer.Option(help="Serve a tiny random model (tests).")] = False,
     host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port.", min=1, max=65535)] = 8000,
-    api_key: Annotated[
-        str | None,
-        typer.Option("--api-key", envvar="KIMMY_API_KEY", help="Require this bearer token."),
-    ] = None,
+    api_key: ApiKeyOption = None,
+    api_key_file: ApiKeyFile = None,
     max_num_seqs: Annotated[int, int_option("Most sequences decoded at once.")] = 256,
     max_model_len: Annotated[int | None, int_option("Longest prompt + output, tokens.")] = None,
     page_size: Annotated[int, int_option("Tokens per KV-cache page.")] = 16,
@@ -96,6 +147,7 @@ def serve_cmd(
     ] = 1,
 ) -> None:
     """Serve a model over the OpenAI API (/v1/chat/completions, /v1/completions, /metrics)."""
+    api_key = _api_key(ctx, api_key, api_key_file)
     if tiny == (model_dir is not None):
         raise fail("give either MODEL (smollm2, a .gguf file, a folder) or --tiny (exactly one)")
     if engine is EngineName.kimmy and tensor_parallel_size != 1:

@@ -5,6 +5,11 @@ requests and aborts submitted from the event loop are queued and applied between
 the engine itself stays single-threaded. Each request gets a `RequestStream`: an async
 iterator of its `TokenEvent`s that ends after the event carrying `finish_reason`. Closing a
 stream early (a client that disconnects) aborts the request and frees its cache.
+
+A request that fails in the engine ends its own stream with that exception; the loop goes
+on. Only an error outside any one request (the scheduler itself) stops the loop: every open
+stream then ends with `EngineStoppedError`, `error` keeps the cause, and `submit` refuses new
+requests at once with the same error (HTTP 503), so nothing waits on a loop that is gone.
 """
 
 from __future__ import annotations
@@ -19,13 +24,18 @@ from collections import deque
 from collections.abc import AsyncIterator
 from typing import Any
 
-from model.errors import EngineOverloadedError
+from model.errors import EngineOverloadedError, KimiModelError
 from model.serve.engine import LLMEngine
 from model.serve.types import EngineStats, GenerationParams, TokenEvent
 
-__all__ = ["AsyncEngine", "RequestStream"]
+__all__ = ["AsyncEngine", "EngineStoppedError", "RequestStream"]
 
 _RATE_WINDOW_S = 30.0  # completions counted for the Retry-After estimate
+
+
+class EngineStoppedError(KimiModelError):
+    """The engine's loop stopped after an error; no request can run until a restart
+    (HTTP 503). `__cause__` is that error."""
 
 
 class RequestStream:
@@ -105,8 +115,11 @@ class AsyncEngine:
         *,
         request_id: str | None = None,
     ) -> RequestStream:
-        """Queue a request. Raises GenerationError (bad request) or EngineOverloadedError
-        (too much queued) at once, before anything is queued."""
+        """Queue a request. Raises GenerationError (bad request), EngineOverloadedError
+        (too much queued) or EngineStoppedError (the loop has stopped) at once, before
+        anything is queued."""
+        if self.error is not None:
+            raise self._stopped()
         rid = request_id or uuid.uuid4().hex
         eng = self.engine
         eng.validate(prompt_ids, params, request_id=rid)
@@ -167,6 +180,7 @@ class AsyncEngine:
             except Exception as e:  # noqa: BLE001 — reported to that request's stream
                 failed.append((rid, e))
         events = self.engine.step() if self.engine.has_unfinished() else []
+        failed += self.engine.pop_failures()  # requests the step dropped, each with its error
         cached = {e.request_id: self.engine.seqs[e.request_id].cached_tokens
                   for e in events if e.request_id in self.engine.seqs}  # fmt: skip
         for e in events:
@@ -192,11 +206,20 @@ class AsyncEngine:
                     self._deliver(e.request_id, e)
         except asyncio.CancelledError:
             raise
-        except Exception as e:  # every open stream learns why it ends
+        except Exception as e:  # noqa: BLE001 — kept in `error`, given to every stream
+            # not re-raised: `error` holds it for /health, every open stream and every later
+            # submit get an EngineStoppedError caused by it (and uvicorn logs each of those)
             self.error = e
             for rid in list(self._streams):
-                self._deliver(rid, e)
-            raise
+                self._deliver(rid, self._stopped())
+
+    def _stopped(self) -> EngineStoppedError:
+        e = self.error
+        stopped = EngineStoppedError(
+            f"the engine has stopped after an error ({type(e).__name__}: {e}); restart the server"
+        )
+        stopped.__cause__ = e
+        return stopped
 
     def _deliver(self, rid: str, item: Any) -> None:
         stream = self._streams.get(rid)

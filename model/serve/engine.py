@@ -7,6 +7,9 @@
 `add_request` queues a request; each `step()` schedules a batch (decodes + prefill chunks
 under a token budget), runs the model through the cache pools, samples one token for every
 sequence whose pending tokens are all fed, and returns the `TokenEvent`s of that step.
+A request that fails inside a step (its sampling, its grammar, a forward of its batch, or it
+can never fit the cache) is dropped and freed alone, its exception kept for
+`pop_failures()`; the engine goes on with the others.
 The model is a `KimiLinearForCausalLM` or a `LlamaForCausalLM`; `kv_layout` maps its cache
 onto the pools. Greedy output equals `model.generate` without a cache (tests: single and
 batched requests, prefix hits and misses, chunk boundaries inside the shared prefix,
@@ -25,7 +28,7 @@ from model.errors import EngineOverloadedError, GenerationError
 from model.serve.kv_layout import layout_for
 from model.serve.pages import PagePool
 from model.serve.runner import ModelRunner
-from model.serve.sampling import RequestSampler, sample_batch
+from model.serve.sampling import RequestSampler, SampledToken, sample_batch
 from model.serve.scheduler import Scheduler
 from model.serve.sequence import SeqStatus, Sequence
 from model.serve.types import (
@@ -78,6 +81,7 @@ class LLMEngine:
         self.seqs: dict[str, Sequence] = {}
         self.generated_tokens = 0
         self.prefill_tokens_computed = 0
+        self._failures: list[tuple[str, Exception]] = []
 
     # ---- requests -----------------------------------------------------------------------
     def add_request(
@@ -162,16 +166,28 @@ class LLMEngine:
     def has_unfinished(self) -> bool:
         return bool(self.scheduler.waiting or self.scheduler.running)
 
+    def pop_failures(self) -> list[tuple[str, Exception]]:
+        """(request id, why) of the requests that failed in the steps since the last call;
+        they are already dropped and their cache freed."""
+        out, self._failures = self._failures, []
+        return out
+
+    def _fail(self, seq: Sequence, error: Exception) -> None:
+        self.scheduler.abort(seq.request_id)  # frees its pages and state slot
+        seq.finish_reason = "abort"
+        self.seqs.pop(seq.request_id, None)
+        self._failures.append((seq.request_id, error))
+
     # ---- one step ------------------------------------------------------------------------
     def step(self) -> list[TokenEvent]:
         batch = self.scheduler.schedule()
         if not batch:
             if self.scheduler.waiting and not self.scheduler.running:
-                seq = self.scheduler.waiting[0]
-                raise GenerationError(
+                seq = self.scheduler.waiting[0]  # nothing else holds the pools: it never fits
+                self._fail(seq, GenerationError(
                     f"request {seq.request_id} ({seq.num_tokens} tokens) does not fit the "
                     f"cache pools ({self.pages.num_pages} pages of {self.pages.page_size})"
-                )
+                ))  # fmt: skip
             return []
         # One forward per distinct feed length: decodes (1 token) together, and prefill
         # chunks of equal length together (e.g. the tails after a shared-prefix hit).
@@ -180,7 +196,12 @@ class LLMEngine:
             groups.setdefault(n, []).append(seq)
         done: list[tuple[Sequence, torch.Tensor]] = []
         for n, seqs in groups.items():
-            logits = self.runner.run(seqs, n)  # (len(seqs), V)
+            try:
+                logits = self.runner.run(seqs, n)  # (len(seqs), V)
+            except Exception as e:  # noqa: BLE001 — fails this forward's requests, not all
+                for seq in seqs:  # their pages and slots may be half written: freed, not reused
+                    self._fail(seq, e)
+                continue
             for i, seq in enumerate(seqs):
                 self.scheduler.advance(seq, n)
                 if seq.pending == 0:  # its last token is in: sample the next one
@@ -192,25 +213,44 @@ class LLMEngine:
         if not done:
             return []
         seqs = [s for s, _ in done]
-        picks = sample_batch(torch.stack([row for _, row in done]), [s.sampler for s in seqs])
+        picks: list[SampledToken | None]
+        try:
+            picks = list(
+                sample_batch(torch.stack([row for _, row in done]), [s.sampler for s in seqs])
+            )
+        except Exception:  # noqa: BLE001 — redone row by row, which names the failing requests
+            picks = [self._sample_one(seq, row) for seq, row in done]
         events = []
         for seq, pick in zip(seqs, picks, strict=True):
-            seq.output_ids.append(pick.token_id)
-            self.generated_tokens += 1
-            text, reason = seq.sampler.accept(pick.token_id)
-            if reason is not None and reason == "length":
-                text += seq.sampler.flush()
-            seq.text += text
-            if pick.logprob is not None:
-                seq.logprobs.append(pick.logprob)
-                seq.top_logprobs.append(pick.top)
-            events.append(
-                TokenEvent(seq.request_id, pick.token_id, text, pick.logprob, pick.top, reason)
-            )
-            if reason is not None:
-                seq.finish_reason = reason
-                self.scheduler.finish(seq)
+            if pick is None:
+                continue
+            try:
+                events.append(self._accept(seq, pick))
+            except Exception as e:  # noqa: BLE001 — this request fails, the others go on
+                self._fail(seq, e)
         return events
+
+    def _sample_one(self, seq: Sequence, row: torch.Tensor) -> SampledToken | None:
+        try:
+            return sample_batch(row[None], [seq.sampler])[0]
+        except Exception as e:  # noqa: BLE001 — this request fails, the others go on
+            self._fail(seq, e)
+            return None
+
+    def _accept(self, seq: Sequence, pick: SampledToken) -> TokenEvent:
+        seq.output_ids.append(pick.token_id)
+        self.generated_tokens += 1
+        text, reason = seq.sampler.accept(pick.token_id)
+        if reason is not None and reason == "length":
+            text += seq.sampler.flush()
+        seq.text += text
+        if pick.logprob is not None:
+            seq.logprobs.append(pick.logprob)
+            seq.top_logprobs.append(pick.top)
+        if reason is not None:
+            seq.finish_reason = reason
+            self.scheduler.finish(seq)
+        return TokenEvent(seq.request_id, pick.token_id, text, pick.logprob, pick.top, reason)
 
     # ---- conveniences --------------------------------------------------------------------
     def output(self, request_id: str) -> RequestOutput:
@@ -236,10 +276,19 @@ class LLMEngine:
     def generate(
         self, prompts: list[list[int]], params: GenerationParams | None = None
     ) -> list[RequestOutput]:
-        """Run requests to completion (all queued at once); outputs in prompt order."""
+        """Run requests to completion (all queued at once); outputs in prompt order.
+
+        Raises:
+            The first failure of one of them (the others are aborted then).
+        """
         ids = [self.add_request(p, params) for p in prompts]
         while self.has_unfinished():
             self.step()
+            failures = [e for rid, e in self.pop_failures() if rid in ids]
+            if failures:
+                for rid in ids:
+                    self.abort(rid)
+                raise failures[0]
         return [self.pop_output(i) for i in ids]
 
     def stats(self) -> EngineStats:

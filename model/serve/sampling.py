@@ -25,9 +25,12 @@ from model.generation import SamplingParams, sample_next
 from model.serve.types import FinishReason, GenerationParams, TopToken
 from model.tokenizer import Tokenizer
 
-__all__ = ["GrammarMatcherLike", "RequestSampler", "SampledToken", "sample_batch"]
+__all__ = ["MIN_TOP_P", "GrammarMatcherLike", "RequestSampler", "SampledToken", "sample_batch"]
 
 REPLACEMENT_CHAR = "\ufffd"  # what a decoder writes for an incomplete UTF-8 sequence
+# top_p is at least this: a smaller one rounds to 0 in fp32, and then even the most likely
+# token is cut (`cumsum - p ≥ 0`), leaving no token to draw. It still keeps only the top token.
+MIN_TOP_P = 1e-6
 
 
 class GrammarMatcherLike(Protocol):
@@ -171,15 +174,17 @@ class RequestSampler:
         self._stops = _StopStringMatcher(params.stop)
         self.num_generated = 0
         self.finish_reason: FinishReason | None = None
-        if not params.greedy:
-            self.sampling = SamplingParams(
+        # temperature is applied by `sample_batch` (checked for overflow there), so not here
+        self.sampling = (
+            SamplingParams()
+            if params.greedy
+            else SamplingParams(
                 do_sample=True,
-                temperature=params.temperature,
+                temperature=1.0,
                 top_k=params.top_k or None,
-                top_p=params.top_p if params.top_p < 1 else None,
+                top_p=max(params.top_p, MIN_TOP_P) if params.top_p < 1 else None,
             )
-        else:
-            self.sampling = SamplingParams()
+        )
 
     def generator(self, device: torch.device) -> torch.Generator:
         """This request's generator on `device` (one per device, all seeded with `seed`)."""
@@ -294,6 +299,22 @@ def _token_string(tokenizer: Tokenizer | None, token_id: int) -> str:
     return f"<{token_id}>" if tokenizer is None else tokenizer.decode([token_id])
 
 
+def _tempered(x: torch.Tensor, samplers: Sequence[RequestSampler]) -> torch.Tensor:  # (D, W)
+    """The rows divided by their temperatures, checked: NaN or +inf would reach
+    `torch.multinomial`, which raises (greedy below `GREEDY_BELOW_TEMPERATURE` keeps the
+    division itself finite; this catches a model whose logits are NaN/inf already)."""
+    temps = torch.tensor([s.params.temperature for s in samplers], device=x.device)  # (D,)
+    scaled = x / temps[:, None]  # (D, W); -inf (masked) stays -inf
+    bad = (scaled.isnan() | scaled.isposinf()).any(-1)  # (D,)
+    if bool(bad.any()):
+        r = int(bad.nonzero()[0, 0])
+        raise GenerationError(
+            f"row {r}: the logits divided by temperature {samplers[r].params.temperature} "
+            "hold NaN or +inf (the model produced non-finite logits); nothing can be sampled"
+        )
+    return scaled
+
+
 def sample_batch(logits: torch.Tensor, samplers: Sequence[RequestSampler]) -> list[SampledToken]:
     """Choose the next token of every row: one call per engine step.
 
@@ -331,11 +352,13 @@ def sample_batch(logits: torch.Tensor, samplers: Sequence[RequestSampler]) -> li
     chosen = sample_next(x, SamplingParams())  # (N,) argmax; sampled rows replaced below
     drawn = [i for i, s in enumerate(samplers) if not s.params.greedy]
     if drawn:  # row by row: each request draws from its own generator
+        rows = torch.tensor(drawn, device=device)  # (D,)
+        scaled = _tempered(x.index_select(0, rows), [samplers[i] for i in drawn])  # (D, W)
         draws = [
-            sample_next(x[i : i + 1], samplers[i].sampling, samplers[i].generator(device))
-            for i in drawn
+            sample_next(scaled[j : j + 1], samplers[i].sampling, samplers[i].generator(device))
+            for j, i in enumerate(drawn)
         ]  # [(1,)] * D
-        chosen = chosen.scatter(0, torch.tensor(drawn, device=device), torch.cat(draws))
+        chosen = chosen.scatter(0, rows, torch.cat(draws))
     want = [i for i, s in enumerate(samplers) if s.params.logprobs]
     extra: dict[int, tuple[float, tuple[TopToken, ...]]] = {}
     if want:

@@ -6,22 +6,24 @@
 
 Routes: `GET /v1/models`, `POST /v1/chat/completions`, `POST /v1/completions` (both with
 `stream: true` as server-sent events ending in `data: [DONE]`), `GET /health`,
-`GET /metrics` (Prometheus). With an API key every `/v1` route needs `Authorization:
-Bearer <key>`; `/health` and `/metrics` stay open for probes and scrapers.
+`GET /metrics` (Prometheus), `GET /openapi.json` (the routes and their bodies). With an API
+key every `/v1` route needs `Authorization: Bearer <key>`; `/health`, `/metrics` and
+`/openapi.json` stay open for probes, scrapers and client generators.
 
 Errors are OpenAI's `{"error": {"message", "type", "param", "code"}}`: 400 for a body that is
-not JSON or breaks a limit (the message and `param` name the field), 401 for a wrong or
-missing key, 404 for another model name, 413 for a body over `max_body_bytes`, 503 with
-`Retry-After` when the engine's queue is full — the swarm's adaptive admission backs off on
-it. A client that disconnects, streaming or not, aborts its request: the engine frees its
-cache pages and state slot at its next step.
+not JSON or breaks a limit (the message and `param` name the field; see `_body`), 401 for a
+wrong or missing key, 404 for another model name, 408 for a body not complete within
+`body_timeout_s`, 413 for a body over `max_body_bytes`, 500 for a request that failed in the
+engine (the others go on), 503 with `Retry-After` when the engine's queue is full — the
+swarm's adaptive admission backs off on it — and 503 without it once the engine has stopped.
+A client that disconnects, streaming or not, aborts its request: the engine frees its cache
+pages and state slot at its next step.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import socket
 import threading
 import time
@@ -37,8 +39,10 @@ from starlette.types import Receive, Scope, Send
 
 from model.errors import CheckpointError, EngineOverloadedError, GenerationError
 from model.serve import _server_io as io
+from model.serve._body import DEFAULT_BODY_TIMEOUT_S, limited_receive, parse_json_object
+from model.serve._openapi import install_openapi
 from model.serve._server_io import ApiError
-from model.serve.async_engine import AsyncEngine, RequestStream
+from model.serve.async_engine import AsyncEngine, EngineStoppedError, RequestStream
 from model.serve.chat import generation_params, output_mode, render_chat
 from model.serve.metrics import CONTENT_TYPE, ServerMetrics
 from model.serve.protocol import (
@@ -49,7 +53,10 @@ from model.serve.protocol import (
 )
 from model.serve.types import GenerationParams, TokenEvent
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "ApiError", "ServerThread", "create_app", "serve"]
+__all__ = [
+    "DEFAULT_BODY_TIMEOUT_S", "DEFAULT_MAX_BODY_BYTES", "ApiError", "ServerThread",
+    "create_app", "serve",
+]  # fmt: skip
 
 DEFAULT_MAX_BODY_BYTES = 8 * 2**20
 _M = TypeVar("_M", bound=BaseModel)
@@ -57,12 +64,20 @@ _T = TypeVar("_T")
 
 
 class _Guard:
-    """Pure ASGI middleware (it must not buffer streams): API key, body size, status counts."""
+    """Pure ASGI middleware (it must not buffer streams): API key, body size and time,
+    status counts."""
 
     def __init__(
-        self, app: Any, *, api_key: str | None, max_body_bytes: int, metrics: ServerMetrics
+        self,
+        app: Any,
+        *,
+        api_key: str | None,
+        max_body_bytes: int,
+        body_timeout_s: float,
+        metrics: ServerMetrics,
     ) -> None:
         self.app, self.api_key, self.limit, self.metrics = app, api_key, max_body_bytes, metrics
+        self.body_timeout_s = body_timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not scope["path"].startswith("/v1"):
@@ -78,7 +93,8 @@ class _Guard:
         if error is not None:
             await error.response()(scope, receive, counted_send)
             return
-        await self.app(scope, self._limited(receive), counted_send)
+        limited = limited_receive(receive, limit=self.limit, timeout_s=self.body_timeout_s)
+        await self.app(scope, limited, counted_send)
 
     def _refusal(self, scope: Scope) -> ApiError | None:
         headers = dict(scope["headers"])
@@ -97,19 +113,6 @@ class _Guard:
             return io.too_large(int(length), self.limit)
         return None
 
-    def _limited(self, receive: Receive) -> Receive:
-        seen = 0
-
-        async def limited() -> Any:
-            nonlocal seen
-            message = await receive()
-            seen += len(message.get("body", b""))
-            if seen > self.limit:  # a chunked body without Content-Length
-                raise HTTPException(413, io.too_large(seen, self.limit).message)
-            return message
-
-        return limited
-
 
 def create_app(
     engine: AsyncEngine,
@@ -117,6 +120,7 @@ def create_app(
     model_name: str | None = None,
     api_key: str | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S,
 ) -> FastAPI:
     """The app serving `engine`; it starts the engine's loop at startup, in the server's
     event loop, and stops it at shutdown (so leave the engine unstarted).
@@ -127,6 +131,8 @@ def create_app(
             (default `engine.model_name`).
         api_key: required as a bearer token on `/v1` routes when given.
         max_body_bytes: larger request bodies get 413.
+        body_timeout_s: a body not complete this long after the route starts reading it
+            gets 408 (a client that sends less than its Content-Length holds nothing open).
     """
     srv = _Server(engine, model_name or engine.model_name, ServerMetrics(engine.stats))
 
@@ -138,10 +144,11 @@ def create_app(
         finally:
             await engine.stop()
 
-    app = FastAPI(
-        title="kimmy serve", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
-    )
-    app.add_middleware(_Guard, api_key=api_key, max_body_bytes=max_body_bytes, metrics=srv.metrics)
+    app = FastAPI(title="kimmy serve", lifespan=lifespan, docs_url=None, redoc_url=None)
+    app.add_middleware(
+        _Guard, api_key=api_key, max_body_bytes=max_body_bytes, body_timeout_s=body_timeout_s,
+        metrics=srv.metrics,
+    )  # fmt: skip
     app.add_exception_handler(ApiError, _api_error)  # type: ignore[arg-type]
     app.add_exception_handler(HTTPException, _http_error)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, _internal_error)  # logged by uvicorn as well
@@ -150,6 +157,7 @@ def create_app(
     app.add_api_route("/v1/models", srv.models, methods=["GET"])
     app.add_api_route("/v1/chat/completions", srv.chat, methods=["POST"])
     app.add_api_route("/v1/completions", srv.completions, methods=["POST"])
+    install_openapi(app)
     app.state.kimmy = srv
     return app
 
@@ -159,7 +167,10 @@ async def _api_error(_: Request, exc: ApiError) -> Response:
 
 
 async def _http_error(_: Request, exc: HTTPException) -> Response:
-    code = {404: "not_found", 405: "method_not_allowed", 413: "request_too_large"}
+    code = {
+        404: "not_found", 405: "method_not_allowed", 408: "request_timeout",
+        413: "request_too_large",
+    }  # fmt: skip
     return ApiError(exc.status_code, str(exc.detail), code=code.get(exc.status_code)).response()
 
 
@@ -239,13 +250,7 @@ class _Server:
 
     # ---- helpers -------------------------------------------------------------------------
     async def _parse(self, request: Request, model: type[_M]) -> _M:
-        raw = await request.body()
-        try:
-            data = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise ApiError(400, f"the body is not valid JSON: {e}") from e
-        if not isinstance(data, dict):
-            raise ApiError(400, f"the body must be a JSON object; got {type(data).__name__}")
+        data = parse_json_object(await request.body())
         try:
             req = model.model_validate(data, context={"max_model_len": self.max_model_len})
         except ValidationError as e:
@@ -277,6 +282,8 @@ class _Server:
             raise ApiError(400, str(e)) from e
         except EngineOverloadedError as e:
             raise io.overloaded(e) from e
+        except EngineStoppedError as e:
+            raise _stopped(e) from e
 
     async def _collect(self, request: Request, stream: RequestStream) -> list[TokenEvent]:
         """All events of `stream`; aborts it if the client goes away first."""
@@ -286,6 +293,8 @@ class _Server:
             raise ApiError(400, str(e)) from e
         except EngineOverloadedError as e:  # the queue filled between submit and the step
             raise io.overloaded(e) from e
+        except EngineStoppedError as e:
+            raise _stopped(e) from e
         finally:
             stream.abort()  # no-op once finished
             self.metrics.sample_tokens()
@@ -300,6 +309,10 @@ class _Server:
         finally:
             stream.abort()
             self.metrics.sample_tokens()
+
+
+def _stopped(e: EngineStoppedError) -> ApiError:
+    return ApiError(503, str(e), type="server_error", code="engine_stopped")
 
 
 def _checked(fn: Callable[..., _T], *args: Any) -> _T:

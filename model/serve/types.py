@@ -10,6 +10,7 @@ from typing import Any, Literal
 from model.errors import GenerationError, ModelConfigError
 
 __all__ = [
+    "GREEDY_BELOW_TEMPERATURE",
     "EngineConfig",
     "EngineStats",
     "FinishReason",
@@ -21,10 +22,15 @@ __all__ = [
 
 FinishReason = Literal["stop", "length", "abort"]
 
+# Below this temperature a request is decoded greedily: the argmax is what such a temperature
+# samples anyway, and fp32 logits divided by 1e-45 overflow to inf (then NaN in softmax).
+GREEDY_BELOW_TEMPERATURE = 1e-5
+
 
 @dataclass(frozen=True)
 class GenerationParams:
-    """How one request is decoded (OpenAI semantics; `temperature == 0` is greedy).
+    """How one request is decoded (OpenAI semantics; `temperature == 0` is greedy, and so
+    is any temperature below `GREEDY_BELOW_TEMPERATURE`).
 
     `cache_point` is the number of leading prompt tokens that other requests share (the
     system/role prompt): the engine stores a KDA state checkpoint at the last page boundary
@@ -59,7 +65,7 @@ class GenerationParams:
 
     @property
     def greedy(self) -> bool:
-        return self.temperature == 0 or self.top_k == 1
+        return self.temperature < GREEDY_BELOW_TEMPERATURE or self.top_k == 1
 
 
 @dataclass(frozen=True)

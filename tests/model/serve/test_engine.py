@@ -173,6 +173,58 @@ def test_duplicate_ids_and_requests_that_never_fit() -> None:
     with pytest.raises(GenerationError, match="'a' is already in use"):
         engine.add_request([5, 6], request_id="a")
     engine.abort("a")
-    engine.add_request(list(range(3, 30)), PARAMS)  # 27 tokens need 7 pages; 3 exist
+    rid = engine.add_request(list(range(3, 30)), PARAMS)  # 27 tokens need 7 pages; 3 exist
+    assert engine.step() == []
+    ((failed, error),) = engine.pop_failures()  # that request fails; the engine goes on
+    assert failed == rid and isinstance(error, GenerationError)
+    assert "does not fit the cache pools" in str(error) and not engine.has_unfinished()
+    assert engine.generate([[5, 6]], GenerationParams(max_tokens=2))[0].output_ids
     with pytest.raises(GenerationError, match="does not fit the cache pools"):
+        engine.generate([list(range(3, 30))], PARAMS)  # the sync API raises it
+
+
+def _fail_for(engine: LLMEngine, bad: str) -> None:
+    """Make request `bad`'s sampler raise on its first token (as a bug or a bad value would)."""
+
+    def broken(token_id: int) -> tuple[str, None]:
+        raise RuntimeError(f"injected failure at token {token_id}")
+
+    engine.seqs[bad].sampler.accept = broken  # type: ignore[method-assign]
+
+
+def test_a_request_that_fails_in_a_step_fails_alone() -> None:
+    engine = LLMEngine(HYBRID, None, EngineConfig(page_size=4))
+    ids = [engine.add_request(p, PARAMS) for p in PROMPTS[5:8]]
+    _fail_for(engine, ids[1])
+    failures = []
+    while engine.has_unfinished():
         engine.step()
+        failures += engine.pop_failures()
+    assert [(rid, str(e)) for rid, e in failures] == [
+        (ids[1], f"injected failure at token {REFERENCE[6][0]}")
+    ]
+    got = [engine.pop_output(i).output_ids for i in (ids[0], ids[2])]
+    assert got == [REFERENCE[5], REFERENCE[7]]  # the others are exact
+    stats = engine.stats()
+    assert stats.running == stats.waiting == stats.pages_used == 0
+
+
+def test_a_failing_forward_fails_its_requests_and_the_engine_goes_on() -> None:
+    engine = LLMEngine(HYBRID, None, EngineConfig(page_size=4))
+    run = engine.runner.run
+    calls = [0]
+
+    def flaky(seqs: list, n: int) -> torch.Tensor:
+        calls[0] += 1
+        if calls[0] == 2:  # the second forward: the first decode of both
+            raise RuntimeError("CUDA error: an illegal memory access (simulated)")
+        return run(seqs, n)
+
+    engine.runner.run = flaky  # type: ignore[method-assign]
+    ids = [engine.add_request(p, PARAMS) for p in ([5, 6, 7], [8, 9, 10])]  # one group
+    assert len(engine.step()) == 2
+    assert engine.step() == []
+    assert sorted(rid for rid, _ in engine.pop_failures()) == sorted(ids)
+    assert engine.stats().pages_used == 0 and not engine.has_unfinished()
+    outs = engine.generate([PROMPTS[7]], PARAMS)  # later requests run, exact
+    assert [o.output_ids for o in outs] == [REFERENCE[7]]

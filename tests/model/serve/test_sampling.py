@@ -86,6 +86,35 @@ def test_top_k_one_and_tiny_top_p_are_greedy() -> None:
         assert picks == logits.argmax(-1).tolist(), params
 
 
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"temperature": 1e-45},  # fp32 logits / 1e-45 overflow to ±inf, then NaN
+        {"temperature": 5e-324},
+        {"temperature": 9e-6},
+        {"top_p": 5e-324},  # rounds to 0 in fp32: even the top token was cut
+        {"top_p": 1e-45, "temperature": 1e-30},
+        {"top_p": 5e-324, "top_k": 3, "temperature": 2.0},
+    ],
+    ids=["T=1e-45", "T=5e-324", "T=9e-6", "top_p=5e-324", "both", "with-top_k"],
+)
+def test_extreme_temperature_and_top_p_pick_the_argmax_instead_of_failing(
+    params: dict[str, float],
+) -> None:
+    g = torch.Generator().manual_seed(4)
+    logits = torch.randn(8, 64, generator=g) * 30  # (N, V), large logits as a real model has
+    samplers = [sampler(64, seed=i, **params) for i in range(8)]
+    picks = [p.token_id for p in sample_batch(logits, samplers)]
+    assert picks == logits.argmax(-1).tolist()
+
+
+def test_non_finite_logits_of_a_sampled_row_are_a_generation_error() -> None:
+    logits = torch.zeros(2, 16)  # (N, V)
+    logits[1, 3] = float("nan")  # a broken model's row
+    with pytest.raises(GenerationError, match=r"row 1: .*NaN or \+inf"):
+        sample_batch(logits, [sampler(16, seed=0), sampler(16, seed=1)])
+
+
 @pytest.mark.parametrize("temperature", [1.0, 0.5, 2.0])
 def test_temperature_reshapes_a_known_distribution(temperature: float) -> None:
     p = torch.tensor([0.5, 0.3, 0.15, 0.05])
