@@ -5,7 +5,8 @@ families, and the store.
     ├── UserError          bad input (plan, flag, path, configuration): the message names
     │                      the bad value and what is allowed; the CLI prints it as one line
     ├── ModelError         the model *server* failed: transport, HTTP status, a body that is
-    │   └── RetryableModelError   no completion; timeouts, 429, 5xx, connection errors retry
+    │   └── RetryableModelError   no completion; timeouts, 429, 5xx, connection errors and
+    │                      2xx bodies that are truncated or not a completion retry
     ├── OutputError        an output is unusable: a worker's does not fit its subtask's
     │                      schema (`OutputValidationError`), a model's answer stayed invalid
     │                      after the repair turn (`ModelBehaviourError`)
@@ -124,7 +125,7 @@ class ModelError(SwarmError):
 
 
 class RetryableModelError(ModelError):
-    """A transient failure: timeout, 429, 5xx or a connection error."""
+    """A transient failure: timeout, 429, 5xx, a connection error or a malformed 2xx body."""
 
     retryable = True
 
@@ -149,8 +150,12 @@ class ModelRequestError(ModelError):
     """The server rejected the request (4xx other than 429): retrying will not help."""
 
 
-class ModelResponseError(ModelError):
-    """The server answered 2xx with a body that is not a chat completion."""
+class ModelResponseError(RetryableModelError):
+    """The server answered 2xx with a body that is not a chat completion: truncated, not
+    JSON, or JSON without the fields of one. Retried: the request was fine (the server
+    accepted it), so the fault is the server's or the network's — an overloaded server or
+    proxy cuts bodies short, and the next answer is usually whole. A server that always
+    answers so fails each subtask after its retries, with this error."""
 
 
 

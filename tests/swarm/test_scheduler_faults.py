@@ -8,6 +8,9 @@ import pytest
 
 import swarm.subtask_runner as attempt_mod
 from swarm import Plan, Subtask, SubtaskContext, Swarm
+from swarm.llm import OpenAIChat
+from tests.support.openai_server import OpenAIServer, malformed, reply
+from tests.support.scheduling import make_plan, make_swarm
 
 
 async def test_timeout_masked_as_another_error_is_still_a_timeout() -> None:
@@ -46,3 +49,28 @@ async def test_a_bug_in_the_bookkeeping_stops_the_run_instead_of_hanging(
     with pytest.raises(ZeroDivisionError, match="bookkeeping bug"):
         async with asyncio.timeout(5):
             await swarm.execute(plan)
+
+
+async def test_truncated_and_garbled_2xx_bodies_are_retried_to_success() -> None:
+    """Before, a 200 whose body was cut short or not a completion failed its subtask at
+    once, whatever `max_retries` said."""
+
+    async def call_model(ctx: SubtaskContext) -> str:
+        response = await ctx.model.chat([{"role": "user", "content": ctx.id}])
+        return response.content or ""
+
+    bad = [
+        malformed(b'{"id": "x", "choices": [{"message": {"content": "cut sho'),  # truncated
+        malformed(b"<html>502 Bad Gateway</html>"),  # a proxy's page, labelled JSON
+        malformed(b'{"id": "x", "choices": []}'),
+        malformed(b""),
+    ]
+    with OpenAIServer(bad, default=reply("fine")) as srv:
+        async with OpenAIChat(srv.base_url, "m") as model:
+            swarm = make_swarm(roles={"work": call_model}, model=model, max_concurrency=1,
+                               max_retries=4)  # fmt: skip
+            result = await swarm.execute(make_plan(*((f"s{i}", []) for i in range(3))))
+        served = len(srv.chat_requests)
+    assert result.ok, {k: r.error for k, r in result.results.items()}
+    assert result.outputs == {"s0": "fine", "s1": "fine", "s2": "fine"}
+    assert result.results["s0"].attempts == 5 and served == 4 + 3

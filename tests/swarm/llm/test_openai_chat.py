@@ -279,13 +279,19 @@ async def test_4xx_is_not_retryable_and_carries_server_message(body: Any) -> Non
         b'{"choices": [{"message": "text instead of an object"}]}',
         b'{"choices": [{"message": {"content": 5, "tool_calls": [{"function": {}}]}}]}',
         b"[]",
+        b'{"id": "x", "choices": [{"message": {"content": "cut sho',  # truncated
+        b"",
     ],
 )
-async def test_2xx_that_is_not_a_completion_raises_response_error(body: bytes) -> None:
+async def test_2xx_that_is_not_a_completion_raises_a_retryable_response_error(
+    body: bytes,
+) -> None:
+    """Retryable: the server accepted the request, so a cut or garbled body is its fault
+    (before, it was final, and 3% bad bodies failed ~3.5% of subtasks whatever the retries)."""
     with OpenAIServer([malformed(body)]) as srv, pytest.raises(ModelResponseError) as info:
         await call(srv)
     assert info.value.status == 200
-    assert info.value.retryable is False
+    assert info.value.retryable is True
     assert srv.base_url in str(info.value)
 
 
