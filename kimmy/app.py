@@ -7,7 +7,8 @@ imports the agents and `kimmy run` never imports torch.
 
 Exit codes: 0 the run completed; 1 it finished with failed or skipped subtasks (or a spent
 budget); 2 bad input (one line on stderr naming the bad value and what is allowed);
-130 interrupted (everything finished so far is stored: `kimmy resume RUN` continues).
+130 interrupted by Ctrl-C (SIGINT), 143 stopped by SIGTERM: in both cases everything
+finished so far is stored, and `kimmy resume RUN` continues (`kimmy.interrupts`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import typer
 import typer.main
 from typer.core import TyperGroup
 
+from kimmy.interrupts import Interrupted, interrupted_message
 from kimmy.options import fail
 from swarm.errors import ModelError, SwarmError, UserError
 
@@ -131,9 +133,6 @@ def _raw_value(argv: list[str], exc: Exception) -> str | None:
     return None
 
 
-_INTERRUPTED = "kimmy: interrupted; finished work is stored: `kimmy resume latest` continues"
-
-
 def _error(message: str, code: int = 2) -> int:
     return fail(message, code).exit_code
 
@@ -152,8 +151,11 @@ def main(argv: list[str] | None = None) -> int:
         if value is not None and repr(value) not in message and f" {value}" not in message:
             message += f" (got {value!r})"
         return _error(message)
+    except Interrupted as exc:  # SIGINT or SIGTERM, while a command's work ran
+        print(exc, file=sys.stderr)
+        return exc.exit_code
     except (KeyboardInterrupt, typer.Abort):  # click turns Ctrl-C into Abort
-        print(_INTERRUPTED, file=sys.stderr)
+        print(interrupted_message(), file=sys.stderr)
         return 130
     except typer.Exit as exc:
         return exc.exit_code
@@ -165,5 +167,5 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     if code == 130:  # typer turns Ctrl-C into exit code 130 itself
-        print(_INTERRUPTED, file=sys.stderr)
+        print(interrupted_message(), file=sys.stderr)
     return code if isinstance(code, int) else 0

@@ -33,6 +33,7 @@ __all__ = [
     "int_option",
     "local_model",
     "model_client",
+    "stored_base_url",
 ]
 
 #: Where runs are stored unless `--runs-dir` / `KIMMY_RUNS_DIR` say otherwise.
@@ -120,6 +121,26 @@ def local_model(source: str, *, pool: int = 64) -> LocalModel:
     except KimiModelError as e:
         raise fail(f"--local {source}: {e}") from e
     return local
+
+
+def stored_base_url(stored: str | None) -> str | None:
+    """The base URL a stored run names, to reach its model again on resume.
+
+    Runs store the URL with its credentials masked (`swarm.llm.redact_url`). For one that
+    had them: `KIMMY_BASE_URL` when it is that URL unmasked, else one error line (exit 2)
+    asking for `--base-url` again.
+    """
+    if stored is None or "***" not in stored:
+        return stored
+    from swarm.llm import redact_url
+
+    env = os.environ.get("KIMMY_BASE_URL")
+    if env and redact_url(env.rstrip("/")) == stored:
+        return env
+    raise fail(
+        f"the run's base URL {stored} had credentials, which are not stored; "
+        "pass --base-url with them again (or set KIMMY_BASE_URL)"
+    )
 
 
 @overload

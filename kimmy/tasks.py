@@ -119,11 +119,13 @@ def _plan_runner(task: dict[str, Any], base: Path) -> Runner:
             )
         from agents import builtin_roles, install
         from swarm import RunConfig, Swarm
+        from swarm.llm import redact_url
 
         config = RunConfig(max_concurrency=concurrency)
         with Swarm(config=config, model=model, runs_dir=runs_dir) as swarm:
             install(swarm, builtin_roles(), policy="model")
-            swarm.settings = {"base_url": getattr(model, "base_url", None), "model": model.name}
+            url = getattr(model, "base_url", None)
+            swarm.settings = {"base_url": url and redact_url(url), "model": model.name}
             return swarm.run_sync(plan).run_id
 
     return run

@@ -40,12 +40,13 @@ class Subtask(_Frozen):
     inputs: dict[str, JsonValue] = Field(default_factory=dict)
     depends_on: list[SubtaskId] = Field(default_factory=list)
     output_schema: str | None = None
-    timeout_s: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
-    max_retries: Annotated[int, Field(ge=0, le=100)] | None = None
+    # strict: `true` is not 1 and `"2"` is not 2 (a plan that says so has a mistake in it)
+    timeout_s: Annotated[float, Field(gt=0, allow_inf_nan=False, strict=True)] | None = None
+    max_retries: Annotated[int, Field(ge=0, le=100, strict=True)] | None = None
     #: The subtask that spawned this one at run time (None for planned subtasks).
     parent: SubtaskId | None = None
     #: Spawn depth: 0 for planned subtasks, parent's depth + 1 for spawned ones.
-    depth: Annotated[int, Field(ge=0)] = 0
+    depth: Annotated[int, Field(ge=0, strict=True)] = 0
     #: The definition of a run-time role, read by the swarm's role factory.
     role_spec: dict[str, JsonValue] | None = None
 

@@ -4,11 +4,17 @@ recomputes every reported number, report.html, report.md and findings.jsonl.
     from agents.analysis import AnalysisConfig, run_analysis
     outcome = run_analysis(AnalysisConfig(["statsmodels:longley"], out=Path("out")))
 
-`AnalysisGrader` scores a stored analysis run (verified numbers and answered questions).
+`resume_analysis` continues a stored run; `AnalysisGrader` scores a stored analysis run
+(verified numbers and answered questions).
 """
 
 from agents.analysis.grader import AnalysisGrader
-from agents.analysis.pipeline import AnalysisConfig, AnalysisOutcome, run_analysis
+from agents.analysis.pipeline import (
+    AnalysisConfig,
+    AnalysisOutcome,
+    resume_analysis,
+    run_analysis,
+)
 from agents.analysis.roles import analysis_roles
 from agents.analysis.schemas import (
     GENERAL_QUESTION,
@@ -35,5 +41,6 @@ __all__ = [
     "ReportText",
     "analysis_roles",
     "build_toolbox",
+    "resume_analysis",
     "run_analysis",
 ]

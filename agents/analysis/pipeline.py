@@ -31,6 +31,15 @@ from agents.analysis.workers import (
     PlanOnlyWorker,
     PlanWorker,
     ReportWorker,
+    restore_board,
+)
+from agents.pipeline_record import (
+    PIPELINE_KEY,
+    AnalysisSettings,
+    ModelEndpoint,
+    PipelineRecord,
+    load_pipeline_run,
+    resume_sync,
 )
 from agents.subagent import SubAgent
 from agents.tracking import RoleConcurrency
@@ -43,6 +52,7 @@ if TYPE_CHECKING:
     from agents.tools.datasets import Dataset
     from swarm import EventSink
     from swarm.llm.protocol import ChatModel
+    from swarm.store import StoredRun
 
 
 @dataclass(frozen=True)
@@ -91,6 +101,22 @@ class AnalysisConfig:
                 f"threads and max_concurrency must be >= 1, got {self.threads} and "
                 f"{self.max_concurrency}"
             )
+
+    def settings(self) -> AnalysisSettings:
+        """What a resume needs (the model and the runs directory are given again)."""
+        return AnalysisSettings(
+            datasets=tuple(self.datasets),
+            out=self.out.expanduser().resolve(),
+            questions=tuple(self.questions),
+            max_concurrency=self.max_concurrency,
+            root=(self.root or Path.cwd()).expanduser().resolve(),
+            threads=self.threads,
+        )
+
+    @classmethod
+    def from_settings(cls, settings: AnalysisSettings, **changes: Any) -> AnalysisConfig:
+        """The config a run was stored with; `changes` set other fields (model, runs_dir)."""
+        return cls(**{**settings.model_dump(exclude={"kind"}), **changes})
 
 
 @dataclass
@@ -240,17 +266,20 @@ def _outcome_problems(board: AnalysisBoard) -> list[str]:
     return problems
 
 
-def run_analysis(config: AnalysisConfig, *, sinks: Sequence[EventSink] = ()) -> AnalysisOutcome:
-    """Run the batch analysis to the end and write its artifacts into `config.out`.
-
-    Raises:
-        ConfigError: a bad configuration (no datasets, bad thread count).
-    """
+def _run(
+    config: AnalysisConfig,
+    sinks: Sequence[EventSink],
+    endpoint: ModelEndpoint | None,
+    resume: StoredRun | None = None,
+) -> AnalysisOutcome:
+    """Run (or, given a stored run, continue) the analysis and write its artifacts."""
     t0 = time.perf_counter()
     out = config.out.expanduser().resolve()
     out.mkdir(parents=True, exist_ok=True)
     root = (config.root or Path.cwd()).expanduser().resolve()
     executor = ThreadPoolExecutor(config.threads, thread_name_prefix="kimmy-analysis")
+    record = PipelineRecord(settings=config.settings(), endpoint=endpoint or
+                            ModelEndpoint.of(config.model))  # fmt: skip
     try:
         datasets, errors = load_datasets(config.datasets, root=root, executor=executor)
         board = AnalysisBoard(datasets, out_dir=out, load_errors=errors)
@@ -258,11 +287,26 @@ def run_analysis(config: AnalysisConfig, *, sinks: Sequence[EventSink] = ()) -> 
         tools = build_toolbox(board, sandbox)
         concurrency = RoleConcurrency()
         with build_swarm(config, board, tools, executor) as swarm:
-            result = swarm.run_sync(_initial_plan(config), sinks=[concurrency, *sinks])
+            swarm.settings[PIPELINE_KEY] = record.model_dump(mode="json")
+            if resume is None:
+                result = swarm.run_sync(_initial_plan(config), sinks=[concurrency, *sinks])
+            else:  # what finished before is on the board again before the rest runs
+                restore_board(board, resume.results)
+                result = resume_sync(swarm, resume.run_id, sinks=[concurrency, *sinks])
         _record_failures(board, result)
         paths = write_artifacts(board, tools, result)
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
+    return _outcome(board, result, paths, concurrency, t0)
+
+
+def _outcome(
+    board: AnalysisBoard,
+    result: RunResult,
+    paths: dict[str, Path],
+    concurrency: RoleConcurrency,
+    t0: float,
+) -> AnalysisOutcome:
     records = finding_records(board)
     verdicts = [r["verdict"] for r in records]
     problems = _outcome_problems(board)
@@ -270,7 +314,7 @@ def run_analysis(config: AnalysisConfig, *, sinks: Sequence[EventSink] = ()) -> 
     if status == "completed" and problems:
         status = "partial"
     return AnalysisOutcome(
-        out_dir=out,
+        out_dir=board.out_dir,
         run_id=result.run_id,
         status=status,
         paths=paths,
@@ -285,12 +329,57 @@ def run_analysis(config: AnalysisConfig, *, sinks: Sequence[EventSink] = ()) -> 
     )
 
 
+def run_analysis(
+    config: AnalysisConfig,
+    *,
+    sinks: Sequence[EventSink] = (),
+    endpoint: ModelEndpoint | None = None,
+) -> AnalysisOutcome:
+    """Run the batch analysis to the end and write its artifacts into `config.out`.
+
+    The run records its settings and `endpoint` (default: `ModelEndpoint.of(config.model)`)
+    so that `resume_analysis` can continue it.
+
+    Raises:
+        ConfigError: a bad configuration (no datasets, bad thread count).
+    """
+    return _run(config, sinks, endpoint)
+
+
+def resume_analysis(
+    run_id: str,
+    *,
+    runs_dir: Path,
+    model: ChatModel | None = None,
+    sinks: Sequence[EventSink] = (),
+    **changes: Any,
+) -> AnalysisOutcome:
+    """Continue a stored `run_analysis` run: its finished subtasks are reused, the rest runs
+    with the same roles, and the artifacts are written as an unbroken run writes them.
+
+    Args:
+        model: the model of the run (None: offline; give the one its endpoint names).
+        changes: `AnalysisConfig` fields to change (e.g. `max_concurrency`).
+
+    Raises:
+        ConfigError: the run was not made by `run_analysis`.
+        RunNotFoundError: no such run.
+    """
+    stored, record = load_pipeline_run(run_id, runs_dir, "analysis")
+    assert isinstance(record.settings, AnalysisSettings)
+    config = AnalysisConfig.from_settings(
+        record.settings, model=model, runs_dir=runs_dir, **changes
+    )
+    return _run(config, sinks, record.endpoint, stored)
+
+
 __all__ = [
     "AnalysisConfig",
     "AnalysisOutcome",
     "build_swarm",
     "install_analysis_roles",
     "load_datasets",
+    "resume_analysis",
     "run_analysis",
     "write_artifacts",
 ]

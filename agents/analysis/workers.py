@@ -16,20 +16,26 @@ from typing import TYPE_CHECKING, Any
 
 from agents.analysis.procedures import failed_dependency
 from agents.analysis.schemas import (
+    PLAN_ID,
     AnalysisPlan,
     DatasetAnalysis,
     FindingChecks,
     analyze_id,
     check_id,
+    is_analyze_id,
+    is_check_id,
 )
 from swarm.schema import Subtask, SubtaskStatus
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from pydantic import BaseModel
 
     from agents.analysis.tools import AnalysisBoard
     from agents.subagent import SubAgent
     from swarm.context import SubtaskContext
+    from swarm.schema import SubtaskResult
 
 
 def analysis_subtasks(plan: AnalysisPlan) -> list[Subtask]:
@@ -152,6 +158,29 @@ class ReportWorker(_BoardWorker):
         return await self.agent(ctx)
 
 
+def restore_board(board: AnalysisBoard, results: Mapping[str, SubtaskResult]) -> None:
+    """Put on the board what the workers of finished subtasks recorded there, from their
+    stored results (a resumed run does not run them again): the planned tasks, the
+    analyses with their figures, the fact-checks and the problems they found."""
+    done = {k: r.output for k, r in results.items() if r.status is SubtaskStatus.DONE}
+    if isinstance(done.get(PLAN_ID), dict):
+        for t in AnalysisPlan.model_validate(done[PLAN_ID]).tasks:
+            board.record_task(analyze_id(t.n), t)
+    for sid, output in done.items():
+        if is_analyze_id(sid):
+            analysis = DatasetAnalysis.model_validate(output)
+            for f in analysis.figures:
+                board.add_figure(f.figure_id, base64.b64decode(f.png_base64))
+            board.record_analysis(sid, analysis)
+    for sid, output in done.items():
+        if is_check_id(sid):
+            checks = FindingChecks.model_validate(output)
+            if checks.analysis not in done:  # CheckWorker noted the failed analysis
+                for problem in checks.problems:
+                    board.add_problem(problem)
+            board.record_checks(sid, checks)
+
+
 __all__ = [
     "AnalystWorker",
     "CheckWorker",
@@ -159,4 +188,5 @@ __all__ = [
     "PlanWorker",
     "ReportWorker",
     "analysis_subtasks",
+    "restore_board",
 ]

@@ -4,7 +4,8 @@ An orchestrator finds the relevant papers and their themes, one researcher per p
 extracts key findings with exact passages, one writer per theme writes its section,
 fact-checkers verify every claim against its cited passage, a synthesizer writes the
 introduction and conclusion. Output: review.md, references.bib, report.html, claims.jsonl.
-`ReviewGrader` scores a stored review run (citation precision and theme coverage).
+`resume_review` continues a stored run; `ReviewGrader` scores a stored review run
+(citation precision and theme coverage).
 """
 
 from agents.review.grader import ReviewGrader
@@ -13,6 +14,7 @@ from agents.review.pipeline import (
     ReviewConfig,
     ReviewOutcome,
     decompose,
+    resume_review,
     run_review,
 )
 from agents.review.roles import review_roles
@@ -23,6 +25,7 @@ __all__ = [
     "ReviewGrader",
     "ReviewOutcome",
     "decompose",
+    "resume_review",
     "review_roles",
     "run_review",
 ]

@@ -19,6 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agents.pipeline_record import (
+    PIPELINE_KEY,
+    ModelEndpoint,
+    PipelineRecord,
+    ReviewSettings,
+    load_pipeline_run,
+    resume_sync,
+)
 from agents.review.outputs import ReviewFiles, write_review
 from agents.review.roles import review_roles
 from agents.review.schemas import PLAN_ID, SYNTHESIZE_ID, ReviewPlan, check_id, read_id, write_id
@@ -97,6 +105,25 @@ class ReviewConfig:
                 f"threads and max_concurrency must be >= 1, got {self.threads} and "
                 f"{self.max_concurrency}"
             )
+
+    def settings(self) -> ReviewSettings:
+        """What a resume needs (the model and the runs directory are given again)."""
+        return ReviewSettings(
+            corpus=self.corpus.expanduser().resolve(),
+            topic=self.topic,
+            out=self.out.expanduser().resolve(),
+            max_papers=self.max_papers,
+            themes=self.themes,
+            max_concurrency=self.max_concurrency,
+            threads=self.threads,
+            defaults=dict(self.defaults) if self.defaults is not None else None,
+            researcher=self.researcher,
+        )
+
+    @classmethod
+    def from_settings(cls, settings: ReviewSettings, **changes: Any) -> ReviewConfig:
+        """The config a run was stored with; `changes` set other fields (model, runs_dir)."""
+        return cls(**{**settings.model_dump(exclude={"kind"}), **changes})
 
 
 @dataclass
@@ -266,24 +293,30 @@ def build_swarm(config: ReviewConfig, corpus: Corpus, tools: ToolBox, executor: 
     return swarm
 
 
-def run_review(config: ReviewConfig, *, sinks: Sequence[EventSink] = ()) -> ReviewOutcome:
-    """Run the review swarm and write review.md, references.bib, report.html, claims.jsonl.
-
-    Raises:
-        CorpusError: the corpus path is missing or of an unsupported type.
-        EmptyCorpusError: no document of the corpus could be read.
-    """
+def _run(
+    config: ReviewConfig,
+    sinks: Sequence[EventSink],
+    endpoint: ModelEndpoint | None,
+    resume: str | None = None,
+) -> ReviewOutcome:
+    """Run (or, given a stored run's id, continue) the review and write its files."""
     from agents.review.tools import build_toolbox
 
     t0 = time.perf_counter()
     corpus = load_review_corpus(config)
     tools = build_toolbox(corpus)
     tracker = RoleConcurrency()
+    record = PipelineRecord(settings=config.settings(), endpoint=endpoint or
+                            ModelEndpoint.of(config.model))  # fmt: skip
     with (
         ThreadPoolExecutor(config.threads, thread_name_prefix="kimmy-agent") as executor,
         build_swarm(config, corpus, tools, executor) as swarm,
     ):
-        result = swarm.run_sync(_initial_plan(config, corpus), sinks=[tracker, *sinks])
+        swarm.settings[PIPELINE_KEY] = record.model_dump(mode="json")
+        if resume is None:
+            result = swarm.run_sync(_initial_plan(config, corpus), sinks=[tracker, *sinks])
+        else:
+            result = resume_sync(swarm, resume, sinks=[tracker, *sinks])
     files = write_review(config.out, corpus, result, topic=config.topic)
     plan_out = result.outputs.get(PLAN_ID) or {}
     return ReviewOutcome(
@@ -302,6 +335,50 @@ def run_review(config: ReviewConfig, *, sinks: Sequence[EventSink] = ()) -> Revi
     )
 
 
+def run_review(
+    config: ReviewConfig,
+    *,
+    sinks: Sequence[EventSink] = (),
+    endpoint: ModelEndpoint | None = None,
+) -> ReviewOutcome:
+    """Run the review swarm and write review.md, references.bib, report.html, claims.jsonl.
+
+    The run records its settings and `endpoint` (default: `ModelEndpoint.of(config.model)`)
+    so that `resume_review` can continue it.
+
+    Raises:
+        CorpusError: the corpus path is missing or of an unsupported type.
+        EmptyCorpusError: no document of the corpus could be read.
+    """
+    return _run(config, sinks, endpoint)
+
+
+def resume_review(
+    run_id: str,
+    *,
+    runs_dir: Path,
+    model: ChatModel | None = None,
+    sinks: Sequence[EventSink] = (),
+    **changes: Any,
+) -> ReviewOutcome:
+    """Continue a stored `run_review` run: its finished subtasks are reused, the rest runs
+    with the same roles, and the files are written as an unbroken run writes them.
+
+    Args:
+        model: the model of the run (None: offline; give the one its endpoint names).
+        changes: `ReviewConfig` fields to change (e.g. `max_concurrency`).
+
+    Raises:
+        ConfigError: the run was not made by `run_review`.
+        RunNotFoundError: no such run.
+        EmptyCorpusError: the corpus has no readable document any more.
+    """
+    stored, record = load_pipeline_run(run_id, runs_dir, "review")
+    assert isinstance(record.settings, ReviewSettings)
+    config = ReviewConfig.from_settings(record.settings, model=model, runs_dir=runs_dir, **changes)
+    return _run(config, sinks, record.endpoint, stored.run_id)
+
+
 __all__ = [
     "RESEARCHER_ROLES",
     "EmptyCorpusError",
@@ -309,5 +386,6 @@ __all__ = [
     "ReviewOutcome",
     "build_swarm",
     "decompose",
+    "resume_review",
     "run_review",
 ]

@@ -1,14 +1,16 @@
 """`kimmy review`, `kimmy analyze` and `kimmy demo`: the two pipelines on the command line.
 
 Offline by default (the roles' procedures); with `--base-url` / `--model` or
-`KIMMY_BASE_URL` the same pipelines run the model policy against that server. Heavy
+`KIMMY_BASE_URL` the same pipelines run the model policy against that server. A stored run
+records its settings and how its model was reached (never the API key; the URL without
+credentials): `kimmy resume RUN` continues it (`resume_pipeline`). Heavy
 libraries load only when one runs. Exit codes as for `kimmy run`: 0 everything finished,
 1 partial (the files say what is missing), 2 bad input.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Protocol, TypeVar
@@ -30,6 +32,7 @@ from kimmy.options import (
 
 if TYPE_CHECKING:
     from agents.analysis import AnalysisOutcome
+    from agents.pipeline_record import ModelEndpoint, PipelineRecord
     from agents.review import ReviewOutcome
     from swarm import EventSink
     from swarm.llm import LocalModel, OpenAIChat
@@ -38,13 +41,6 @@ app = command_group()
 
 Out = Annotated[Path, typer.Option("--out", help="Output folder (created).", file_okay=False)]
 Store = Annotated[bool, typer.Option(help="Store the run (events, results) durably.")]
-
-
-class PipelineConfig(Protocol):
-    """What `_run_pipeline` reads of a pipeline's config."""
-
-    @property
-    def runs_dir(self) -> Path | None: ...
 
 
 class PipelineOutcome(Protocol):
@@ -57,17 +53,8 @@ class PipelineOutcome(Protocol):
     def problems(self) -> list[str]: ...
 
 
-ConfigT = TypeVar("ConfigT", bound=PipelineConfig)
 OutcomeT = TypeVar("OutcomeT", bound=PipelineOutcome)
-_Config = TypeVar("_Config", bound=PipelineConfig, contravariant=True)
-_Outcome = TypeVar("_Outcome", bound=PipelineOutcome, covariant=True)
 _Shown = TypeVar("_Shown", bound=PipelineOutcome, contravariant=True)
-
-
-class Pipeline(Protocol[_Config, _Outcome]):
-    """`run_review` / `run_analysis`: a config and event sinks in, an outcome out."""
-
-    def __call__(self, config: _Config, *, sinks: Sequence[EventSink] = ...) -> _Outcome: ...
 
 
 class Summary(Protocol[_Shown]):
@@ -98,26 +85,44 @@ def _client(
     )
 
 
+def _endpoint(
+    client: OpenAIChat | LocalModel | None, local: str | None, context_tokens: int | None
+) -> ModelEndpoint:
+    """How the run reached its model, stored with it (no API key; the URL redacted)."""
+    from agents.pipeline_record import ModelEndpoint
+
+    if client is None:
+        return ModelEndpoint()
+    if local is not None:  # its in-process server is gone by `kimmy resume`: start it again
+        return ModelEndpoint(kind="local", local=local, context_tokens=context_tokens)
+    return ModelEndpoint(
+        kind="http", base_url=client.base_url, model=client.name, context_tokens=context_tokens
+    )
+
+
 def _run_pipeline(
-    run: Pipeline[ConfigT, OutcomeT],
-    config: ConfigT,
+    work: Callable[[Sequence[EventSink]], OutcomeT],
     client: OpenAIChat | LocalModel | None,
     show: Summary[OutcomeT],
     json_lines: bool,
+    *,
+    stored: bool,
 ) -> None:
-    """Run a pipeline with the progress view, close the model, print the summary; exit 1
+    """Run `work(sinks)` with the progress view, close the model, print the summary; exit 1
     when anything is missing from the result."""
     import asyncio
 
+    from kimmy.interrupts import stop_on_signals
     from swarm.progress import make_progress
 
-    try:
-        with make_progress(json=json_lines) as sink:
-            outcome = run(config, sinks=[sink])
-    finally:
-        if client is not None:
-            asyncio.run(client.aclose())
-    show(outcome, json_lines, stored=config.runs_dir is not None)
+    with stop_on_signals():  # Ctrl-C exits 130, SIGTERM 143; finished work is stored
+        try:
+            with make_progress(json=json_lines) as sink:
+                outcome = work([sink])
+        finally:
+            if client is not None:
+                asyncio.run(client.aclose())
+    show(outcome, json_lines, stored=stored)
     if outcome.status != "completed" or outcome.problems:
         raise typer.Exit(1)
 
@@ -171,7 +176,11 @@ def review(
     ReviewConfig(**options)  # a bad option fails before a model server is asked
     client = _client(base_url, model, api_key, context_tokens, local)
     config = ReviewConfig(**options, model=client)
-    _run_pipeline(run_review, config, client, print_review, json_lines)
+    endpoint = _endpoint(client, local, context_tokens)
+    _run_pipeline(
+        lambda sinks: run_review(config, sinks=sinks, endpoint=endpoint),
+        client, print_review, json_lines, stored=store,
+    )  # fmt: skip
 
 
 @app.command("analyze")
@@ -205,7 +214,84 @@ def analyze(
     AnalysisConfig(**options)  # a bad option fails before a model server is asked
     client = _client(base_url, model, api_key, context_tokens, local)
     config = AnalysisConfig(**options, model=client)
-    _run_pipeline(run_analysis, config, client, print_analysis, json_lines)
+    endpoint = _endpoint(client, local, context_tokens)
+    _run_pipeline(
+        lambda sinks: run_analysis(config, sinks=sinks, endpoint=endpoint),
+        client, print_analysis, json_lines, stored=store,
+    )  # fmt: skip
+
+
+def _resume_client(
+    record: PipelineRecord,
+    run_id: str,
+    base_url: str | None,
+    model: str | None,
+    api_key: str | None,
+    context_tokens: int | None,
+) -> OpenAIChat | LocalModel | None:
+    """The model a stored pipeline run called: its endpoint's, or the one the flags name."""
+    from kimmy.options import fail, model_client, stored_base_url
+
+    endpoint = record.endpoint
+    tokens = context_tokens or endpoint.context_tokens
+    if base_url or model:  # given again: that server (e.g. a URL with credentials)
+        return model_client(
+            base_url, model or endpoint.model, api_key, required=True, context_tokens=tokens
+        )
+    if endpoint.kind == "offline":
+        return None
+    if endpoint.kind == "local":
+        return model_client(None, None, None, required=True, local=endpoint.local)
+    if endpoint.kind == "other":
+        raise fail(
+            f"run {run_id} called a model object that is not stored; "
+            "give its server with --base-url (and --model, --api-key)"
+        )
+    url = stored_base_url(endpoint.base_url)  # one that had credentials needs them again
+    return model_client(url, endpoint.model, api_key, required=True, context_tokens=tokens)
+
+
+def resume_pipeline(
+    run_id: str,
+    runs_dir: Path,
+    settings: dict[str, object],
+    json_lines: bool,
+    *,
+    base_url: str | None = None,
+    model: str | None = None,
+    api_key: str | None = None,
+    context_tokens: int | None = None,
+    max_concurrency: int | None = None,
+) -> None:
+    """`kimmy resume` of a `kimmy review` / `kimmy analyze` run: the same roles and model,
+    finished subtasks reused, the files written as an unbroken run writes them."""
+    from agents.pipeline_record import pipeline_record
+
+    record = pipeline_record(settings)
+    assert record is not None
+    changes = {"max_concurrency": max_concurrency} if max_concurrency is not None else {}
+    client = _resume_client(record, run_id, base_url, model, api_key, context_tokens)
+    if record.settings.kind == "review":
+        _quiet_readers()
+        from agents.review import resume_review
+        from kimmy.summaries import print_review
+
+        _run_pipeline(
+            lambda sinks: resume_review(
+                run_id, runs_dir=runs_dir, model=client, sinks=sinks, **changes
+            ),
+            client, print_review, json_lines, stored=True,
+        )  # fmt: skip
+        return
+    from agents.analysis import resume_analysis
+    from kimmy.summaries import print_analysis
+
+    _run_pipeline(
+        lambda sinks: resume_analysis(
+            run_id, runs_dir=runs_dir, model=client, sinks=sinks, **changes
+        ),
+        client, print_analysis, json_lines, stored=True,
+    )  # fmt: skip
 
 
 class _DemoPrinter:
@@ -248,9 +334,11 @@ def demo(
     documentation installed with Python and its packages."""
     _quiet_readers()
     from agents.demo import run_demo
+    from kimmy.interrupts import stop_on_signals
 
     printer = _DemoPrinter(json_lines, stored=store)
-    outcome = run_demo(out, runs_dir=runs_dir if store else None, watcher=printer)
+    with stop_on_signals():  # Ctrl-C exits 130, SIGTERM 143; finished work is stored
+        outcome = run_demo(out, runs_dir=runs_dir if store else None, watcher=printer)
     printer.step(
         f"demo finished in {outcome.duration_s:.1f} s — open {out / 'review' / 'review.md'} "
         f"and {out / 'analysis' / 'report.html'}"

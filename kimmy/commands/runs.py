@@ -4,7 +4,8 @@ the built-in roles of `agents` (each a `SubAgent` under the model policy), and s
 `kimmy run` builds one `RunConfig` from its flags; `kimmy resume` continues with the
 `RunConfig` the run was stored with, changed only by the flags given. Exit codes: 0 the run
 completed; 1 it finished with failed or skipped subtasks (or a spent budget); 2 bad input;
-130 interrupted (everything finished so far is stored: `kimmy resume RUN` continues).
+130 interrupted by Ctrl-C (SIGINT), 143 stopped by SIGTERM: in both cases everything finished
+so far is stored, and `kimmy resume RUN` continues.
 """
 
 from __future__ import annotations
@@ -27,10 +28,11 @@ from kimmy.options import (
     RunsDir,
     at_least,
     command_group,
+    stored_base_url,
 )
 
 if TYPE_CHECKING:
-    from swarm import EventSink, RunConfig, Swarm
+    from swarm import EventSink, Plan, RunConfig, Swarm
     from swarm.schema import RunResult
 
 app = command_group()
@@ -55,6 +57,22 @@ def _swarm(config: RunConfig, runs_dir: Path | None) -> Swarm:
     return swarm
 
 
+def _checked_plan(path: Path, swarm: Swarm) -> Plan:
+    """The plan file, parsed and checked against the swarm's roles and output schemas: the
+    one check `kimmy run` and `kimmy validate` share, so `validate` passes what `run` runs.
+
+    Raises:
+        ConfigError: the file is missing or unreadable.
+        PlanValidationError: not JSON, a repeated key, too deep, not a plan, not a DAG,
+            unknown roles or schemas (`swarm.planfile.parse_plan`, `Swarm.check`).
+    """
+    from swarm.planfile import load_plan
+
+    plan = load_plan(path)
+    swarm.check(plan)
+    return plan
+
+
 def _attach(
     swarm: Swarm,
     base_url: str | None,
@@ -64,6 +82,7 @@ def _attach(
     local: str | None = None,
 ) -> None:
     from kimmy.options import model_client
+    from swarm.llm import redact_url
 
     client = model_client(
         base_url,
@@ -75,7 +94,8 @@ def _attach(
         local=local,
     )
     swarm.model = client
-    swarm.settings = {"base_url": client.base_url, "model": client.name}
+    # stored and printed: credentials in the URL are masked (the client keeps the real one)
+    swarm.settings = {"base_url": redact_url(client.base_url), "model": client.name}
     if local is not None:  # its in-process server is gone by `kimmy resume`: start it again
         swarm.settings["local"] = local
     if context_tokens is not None:  # `kimmy resume` reuses it
@@ -85,19 +105,13 @@ def _attach(
 def _execute(swarm: Swarm, work: Work, json_lines: bool) -> RunResult:
     """Run `work(sinks)` with the progress view; Ctrl-C / SIGTERM cancel it cleanly."""
     import asyncio
-    import contextlib
-    import signal
 
+    from kimmy.interrupts import stop_on_signals
     from swarm.progress import make_progress
 
     box: list[RunResult] = []
 
     async def main() -> None:
-        task = asyncio.current_task()
-        loop = asyncio.get_running_loop()
-        if task is not None:
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(signal.SIGTERM, task.cancel)
         with make_progress(json=json_lines) as sink:
             try:
                 box.append(await work([sink]))
@@ -106,7 +120,8 @@ def _execute(swarm: Swarm, work: Work, json_lines: bool) -> RunResult:
                     await swarm.model.aclose()
                 swarm.close()
 
-    asyncio.run(main())  # the result is not the main task's: see Swarm.run_sync
+    with stop_on_signals():
+        asyncio.run(main())  # the result is not the main task's: see Swarm.run_sync
     return box[0]
 
 
@@ -187,9 +202,7 @@ def run(
 ) -> None:
     """Run a plan: one sub-agent per subtask, dependencies first."""
     from swarm import FailurePolicy, RateLimit, RunConfig
-    from swarm.planfile import load_plan
 
-    parsed = load_plan(plan)
     config = RunConfig(
         max_concurrency=max_concurrency,
         timeout_s=timeout,
@@ -208,7 +221,7 @@ def run(
     )
     where = runs_dir if store else None
     swarm = _swarm(config, where)
-    swarm.check(parsed)  # a bad plan fails before the server is even asked
+    parsed = _checked_plan(plan, swarm)  # a bad plan fails before the server is even asked
     _attach(swarm, base_url, model, api_key, context_tokens, local)
     result = _execute(swarm, lambda sinks: swarm.execute(parsed, sinks=sinks), json_lines)
     _finish(result, json_lines, where)
@@ -238,6 +251,15 @@ def resume(
 
         resume_swarm(stored.run_id, runs_dir, stored.settings, json_lines, api_key)
         return
+    if "pipeline" in stored.settings:  # a `kimmy review` / `kimmy analyze` run
+        from kimmy.commands.pipelines import resume_pipeline
+
+        resume_pipeline(
+            stored.run_id, runs_dir, stored.settings, json_lines, base_url=base_url,
+            model=model, api_key=api_key, context_tokens=context_tokens,
+            max_concurrency=max_concurrency,
+        )  # fmt: skip
+        return
     given: dict[str, Any] = {"max_concurrency": max_concurrency}
     config = stored.config.replace(**{k: v for k, v in given.items() if v is not None})
     swarm = _swarm(config, runs_dir)
@@ -246,7 +268,7 @@ def resume(
     local = None if remote else settings.get("local")
     _attach(
         swarm,
-        None if local else base_url or settings.get("base_url"),
+        None if local else base_url or stored_base_url(settings.get("base_url")),
         None if local else model or settings.get("model"),
         api_key,
         context_tokens or settings.get("context_tokens"),
@@ -288,12 +310,11 @@ def show(
 
 @app.command("validate")
 def validate(plan: Annotated[Path, typer.Argument(help="Plan file (JSON).")]) -> None:
-    """Check a plan file against the built-in roles; print its shape."""
-    from agents.roles import BUILTIN_ROLE_NAMES
-    from swarm.dag import critical_path, topological_generations, validate_plan
-    from swarm.planfile import load_plan
+    """Check a plan file as `kimmy run` would (built-in roles and schemas); print its shape."""
+    from swarm import RunConfig
+    from swarm.dag import build_graph, critical_path, topological_generations
 
-    graph = validate_plan(load_plan(plan), roles=BUILTIN_ROLE_NAMES)
+    graph = build_graph(_checked_plan(plan, _swarm(RunConfig(), None)).subtasks)
     gens = topological_generations(graph)
     print(
         f"{plan}: valid; {graph.number_of_nodes()} subtasks, {graph.number_of_edges()} "

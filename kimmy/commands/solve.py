@@ -52,9 +52,10 @@ def open_model(source: dict[str, Any], api_key: str | None = None) -> Any:
     if kind == "offline":
         return None
     if kind == "http":
-        from kimmy.options import model_client
+        from kimmy.options import model_client, stored_base_url
 
-        return model_client(source.get("base_url"), source.get("model"), api_key, required=True)
+        url = stored_base_url(source.get("base_url"))
+        return model_client(url, source.get("model"), api_key, required=True)
     from kimmy.options import local_model
 
     return local_model("tiny" if kind == "tiny" else source["path"])
@@ -105,14 +106,16 @@ def run_with_progress(work: Any, model: Any, json_lines: bool, stored: bool) -> 
     """Run `work(sinks)` under the progress view, close the model, print, set the exit."""
     import asyncio
 
+    from kimmy.interrupts import stop_on_signals
     from swarm.progress import make_progress
 
-    try:
-        with make_progress(json=json_lines) as sink:
-            outcome = work([sink])
-    finally:
-        if model is not None:
-            asyncio.run(model.aclose())
+    with stop_on_signals():  # Ctrl-C exits 130, SIGTERM 143; finished work is stored
+        try:
+            with make_progress(json=json_lines) as sink:
+                outcome = work([sink])
+        finally:
+            if model is not None:
+                asyncio.run(model.aclose())
     print_solve(outcome, json_lines, stored=stored)
     if outcome.status != "completed":
         raise typer.Exit(1)
@@ -172,7 +175,10 @@ def swarm_cmd(
         offline_rules(config.goal, corpus=None, datasets=())  # one clear line, nothing loaded
     client = open_model(source, api_key)
     if source["kind"] == "http" and client is not None:
-        source = {"kind": "http", "base_url": client.base_url, "model": client.name}
+        from swarm.llm import redact_url
+
+        # stored with the run: credentials in the URL masked (the client keeps the real one)
+        source = {"kind": "http", "base_url": redact_url(client.base_url), "model": client.name}
     config = SolveConfig(**{**vars(config), "model": client})
     run_with_progress(
         lambda sinks: run_solve(config, sinks=sinks, extra_settings={MODEL_SOURCE_KEY: source}),

@@ -3,6 +3,7 @@
 - `OpenAIChat`: any OpenAI-compatible HTTP server (vLLM, SGLang, llama.cpp, …).
 - `ScriptedChat`: a strict scripted model for tests.
 - `BalancedChat`: several endpoints behind one model (least outstanding requests).
+- `redact_url`: an endpoint URL with its credentials masked, for storing and printing.
 - `LocalModel`: `model.serve`'s engine and server started in this process, spoken to
   through an `OpenAIChat` (needs the `model` and `serve` extras).
 
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from swarm.llm.balanced import BalancedChat
 from swarm.llm.protocol import ChatModel
+from swarm.llm.redact import redact_url
 from swarm.llm.scripted import ScriptedChat, UnexpectedModelCall
 from swarm.llm.types import (
     ChatResponse,
@@ -55,4 +57,5 @@ __all__ = [
     "ToolCall",
     "TopLogprob",
     "UnexpectedModelCall",
+    "redact_url",
 ]

@@ -10,7 +10,7 @@ import json
 import math
 import time
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
@@ -23,6 +23,7 @@ from swarm.errors import (
     ModelServerError,
     ModelTimeoutError,
 )
+from swarm.llm.redact import redact_url
 from swarm.llm.types import ChatResponse, FunctionCall, Message, MessageLike, TokenLogprob, ToolCall
 from swarm.schema import Usage
 
@@ -30,12 +31,23 @@ _SNIPPET_CHARS = 300
 
 
 def validate_base_url(base_url: str) -> str:
-    parts = urlsplit(base_url) if isinstance(base_url, str) else None
+    try:
+        parts = urlsplit(base_url) if isinstance(base_url, str) else None
+    except ValueError:  # e.g. an unclosed `[` of an IPv6 host
+        parts = None
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        shown = redact_url(base_url) if isinstance(base_url, str) else base_url
         raise ConfigError(
-            f"base URL {base_url!r} is not an http(s) URL; expected e.g. http://127.0.0.1:8000/v1"
+            f"base URL {shown!r} is not an http(s) URL; expected e.g. http://127.0.0.1:8000/v1"
         )
     return base_url.rstrip("/")
+
+
+def endpoint(base_url: str, path: str) -> str:
+    """`base_url` with `path` appended to its path; a query string (a token) stays last."""
+    parts = urlsplit(base_url)
+    joined = parts.path.rstrip("/") + "/" + path
+    return urlunsplit((parts.scheme, parts.netloc, joined, parts.query, parts.fragment))
 
 
 def require_positive(name: str, value: float) -> None:

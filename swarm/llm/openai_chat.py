@@ -26,6 +26,7 @@ import httpx
 from swarm.errors import ConfigError, ModelConnectionError, ModelResponseError, ModelTimeoutError
 from swarm.llm._openai_wire import (
     card_context_length,
+    endpoint,
     model_cards,
     parse_completion,
     require_positive,
@@ -34,6 +35,7 @@ from swarm.llm._openai_wire import (
     validate_base_url,
     wire_message,
 )
+from swarm.llm.redact import redact_url
 from swarm.llm.types import ChatResponse, MessageLike
 
 ENV_BASE_URL = "KIMMY_BASE_URL"
@@ -103,8 +105,9 @@ class OpenAIChat:
             "max_connections": max_connections,
             "headers": dict(headers or {}),
         }
-        #: The model id, or `auto@<base_url>` until the first call has asked the server.
-        self.name: str = model or f"auto@{self.base_url}"
+        #: The model id, or `auto@<base_url>` until the first call has asked the server
+        #: (credentials in the URL masked: names and messages get stored and printed).
+        self.name: str = model or f"auto@{redact_url(self.base_url)}"
         self.timeout_s = float(timeout_s)
         self.max_connections = max_connections
         self._timeout = httpx.Timeout(self.timeout_s, connect=float(connect_timeout_s))
@@ -172,7 +175,8 @@ class OpenAIChat:
             ModelTimeoutError: No answer within `timeout_s` (or a 408).
             ModelConnectionError: Refused, reset or broken connection.
             ModelRequestError: Another 4xx; carries the server's error message.
-            ModelResponseError: A 2xx whose body is not a chat completion.
+            ModelResponseError: A 2xx whose body is not a chat completion (truncated, not
+                JSON, fields missing); retryable, as the server accepted the request.
             ConfigError: No model given and the server lists none.
         """
         body: dict[str, Any] = {
@@ -191,9 +195,9 @@ class OpenAIChat:
             "top_logprobs": top_logprobs,
         }
         body.update({key: value for key, value in options.items() if value is not None})
-        url = f"{self.base_url}/chat/completions"
+        url = endpoint(self.base_url, "chat/completions")
         response, data = await self._send(self._http(), "POST", url, body)
-        return parse_completion(data, url, response.status_code)
+        return parse_completion(data, redact_url(url), response.status_code)
 
     async def list_models(self) -> list[str]:
         """The model ids the server lists at `GET {base_url}/models`."""
@@ -243,7 +247,7 @@ class OpenAIChat:
         await self.aclose()
 
     def __repr__(self) -> str:
-        return f"OpenAIChat(base_url={self.base_url!r}, model={self._model!r})"
+        return f"OpenAIChat(base_url={redact_url(self.base_url)!r}, model={self._model!r})"
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle as the constructor's arguments (a Ray host rebuilds the model so): the
@@ -303,7 +307,7 @@ class OpenAIChat:
         if self._model is None:
             if not cards:
                 raise ConfigError(
-                    f"model server at {self.base_url} lists no models at /models; "
+                    f"model server at {redact_url(self.base_url)} lists no models at /models; "
                     f"pass --model or set {ENV_MODEL}"
                 )
             self._model = self.name = cards[0]["id"]
@@ -321,9 +325,9 @@ class OpenAIChat:
     async def _list_models(
         self, client: httpx.AsyncClient | _ShardedClient
     ) -> list[dict[str, Any]]:
-        url = f"{self.base_url}/models"
+        url = endpoint(self.base_url, "models")
         response, data = await self._send(client, "GET", url, None)
-        return model_cards(data, url, response.status_code)
+        return model_cards(data, redact_url(url), response.status_code)
 
     async def _send(
         self,
@@ -332,27 +336,32 @@ class OpenAIChat:
         url: str,
         body: dict[str, Any] | None,
     ) -> tuple[httpx.Response, Any]:
-        """One request; every failure becomes a `ModelError`. Returns the response and its JSON."""
+        """One request; every failure becomes a `ModelError`. Returns the response and its JSON.
+
+        The errors name the URL with its credentials masked: they get stored and printed.
+        """
+        shown = redact_url(url)
         try:
             response = await client.request(method, url, json=body)
         except httpx.TimeoutException as exc:
             raise ModelTimeoutError(
-                f"no answer from model server at {url} within {self.timeout_s:g}s "
+                f"no answer from model server at {shown} within {self.timeout_s:g}s "
                 f"({type(exc).__name__}; no HTTP status)",
                 status=None,
             ) from exc
         except httpx.TransportError as exc:
             raise ModelConnectionError(
-                f"cannot reach model server at {url}: {type(exc).__name__}: {exc}",
+                f"cannot reach model server at {shown}: {type(exc).__name__}: "
+                f"{str(exc).replace(url, shown)}",
                 status=None,
             ) from exc
         if not response.is_success:
-            raise status_error(response, url)
+            raise status_error(response, shown)
         try:
             return response, response.json()
         except ValueError as exc:
             raise ModelResponseError(
-                f"model server at {url} answered HTTP {response.status_code} with a body that "
+                f"model server at {shown} answered HTTP {response.status_code} with a body that "
                 f"is not JSON: {snippet(response.text)}",
                 status=response.status_code,
             ) from exc

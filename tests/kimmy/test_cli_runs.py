@@ -210,8 +210,12 @@ def test_validate_prints_the_shape(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "4 subtasks, 3 dependencies, 2 stages, widest stage 3, critical path 2" in out
 
 
-def test_ctrl_c_saves_finished_work_exits_130_and_resumes(tmp_path: Path) -> None:
-    """SIGINT to a real `kimmy run` process: exit 130, run stored as cancelled, resumable."""
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_saves_finished_work_exits_128_plus_it_and_resumes(
+    tmp_path: Path, signum: int, code: int
+) -> None:
+    """SIGINT / SIGTERM to a real `kimmy run` process: exit 130 / 143 with no traceback,
+    the run stored as cancelled with what finished, and `kimmy resume` completes it."""
     n = 30
     plan = write_plan(tmp_path / "plan.json", chain_plan(n))
     runs = tmp_path / "runs"
@@ -253,10 +257,11 @@ def test_ctrl_c_saves_finished_work_exits_130_and_resumes(tmp_path: Path) -> Non
                     except sqlite3.OperationalError:
                         done = 0
         assert done == 10, "run did not reach the interrupt point"
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signum)
         _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130, err
+    assert proc.returncode == code, err
     assert "kimmy resume" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1, err
     with sqlite3.connect(db) as con:
         (state,) = con.execute("SELECT status FROM runs").fetchone()
         (kept,) = con.execute("SELECT COUNT(*) FROM results WHERE status = 'done'").fetchone()

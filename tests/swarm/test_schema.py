@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from pydantic import BaseModel, ValidationError
 
@@ -116,17 +118,37 @@ EVENTS: list[ev._Event] = [
         logprobs=[{"token": "a", "logprob": -0.5}],
     ),
     ev.AgentStep(
-        run_id="r", seq=2, ts=2.2, subtask_id="a", policy="model", step=1,
-        tools=["search", "read"], outcome="tools",
+        run_id="r",
+        seq=2,
+        ts=2.2,
+        subtask_id="a",
+        policy="model",
+        step=1,
+        tools=["search", "read"],
+        outcome="tools",
     ),
     ev.ToolCalled(
-        run_id="r", seq=2, ts=2.3, subtask_id="a", tool="read", step=1, latency_s=0.01,
-        ok=False, error="ValueError: bad bounds",
+        run_id="r",
+        seq=2,
+        ts=2.3,
+        subtask_id="a",
+        tool="read",
+        step=1,
+        latency_s=0.01,
+        ok=False,
+        error="ValueError: bad bounds",
     ),
     ev.AgentTurn(
-        run_id="r", seq=2, ts=2.4, subtask_id="a", attempt=1, step=1,
-        messages=[{"role": "assistant", "content": None, "tool_calls": []}], spawned=["t1"],
-        state={"agents": {"x": "prompt"}}, logprobs=[{"token": "a", "logprob": -0.1}],
+        run_id="r",
+        seq=2,
+        ts=2.4,
+        subtask_id="a",
+        attempt=1,
+        step=1,
+        messages=[{"role": "assistant", "content": None, "tool_calls": []}],
+        spawned=["t1"],
+        state={"agents": {"x": "prompt"}},
+        logprobs=[{"token": "a", "logprob": -0.1}],
     ),
     ev.SubtaskRetrying(
         run_id="r",
@@ -220,6 +242,20 @@ def test_subtask_override_bounds(field: str, value: object) -> None:
         subtask("a", **{field: value})
 
 
+@pytest.mark.parametrize(
+    "field, value",
+    [("max_retries", True), ("max_retries", "2"), ("max_retries", 2.0), ("depth", False),
+     ("timeout_s", True), ("timeout_s", "30")],
+)  # fmt: skip
+def test_subtask_numbers_are_strict(field: str, value: object) -> None:
+    """A bool or a string where a number belongs is a mistake in the plan, not a 1 or a 2."""
+    with pytest.raises(ValidationError, match=field):
+        subtask("a", **{field: value})
+    with pytest.raises(ValidationError, match=field):  # JSON text too
+        Subtask.model_validate_json(json.dumps({"id": "a", "role": "r", field: value}))
+    assert subtask("a", timeout_s=30, max_retries=2).timeout_s == 30.0  # an int is a number
+
+
 def test_models_are_frozen() -> None:
     st = subtask("a")
     with pytest.raises(ValidationError):
@@ -274,7 +310,9 @@ def test_usage_total_equals_repeated_addition() -> None:
     summed = Usage()
     for u in parts:
         summed = summed + u
-    assert Usage.total(parts) == summed == Usage(
-        prompt_tokens=5, completion_tokens=6, total_tokens=11, model_calls=3
+    assert (
+        Usage.total(parts)
+        == summed
+        == Usage(prompt_tokens=5, completion_tokens=6, total_tokens=11, model_calls=3)
     )
     assert Usage.total([]) == Usage()

@@ -153,5 +153,5 @@ def test_public_api_is_pinned() -> None:
     assert set(agents.analysis.__all__) == {
         "GENERAL_QUESTION", "AnalysisBoard", "AnalysisConfig", "AnalysisGrader", "AnalysisOutcome",
         "AnalysisPlan", "AnalysisTask", "DatasetAnalysis", "FindingChecks", "ReportPage",
-        "ReportText", "analysis_roles", "build_toolbox", "run_analysis",
+        "ReportText", "analysis_roles", "build_toolbox", "resume_analysis", "run_analysis",
     }  # fmt: skip

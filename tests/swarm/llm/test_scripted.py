@@ -164,6 +164,7 @@ def test_public_api_is_pinned() -> None:
         "ToolCall",
         "TopLogprob",
         "UnexpectedModelCall",
+        "redact_url",
     ]
     for name in swarm.llm.__all__:
         assert getattr(swarm.llm, name) is not None

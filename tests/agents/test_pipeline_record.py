@@ -1,0 +1,69 @@
+"""What a pipeline run stores to be resumed (`agents.pipeline_record`): its settings, typed,
+and its model endpoint without secrets; and `resume_*` refusing another pipeline's run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agents.analysis import AnalysisConfig, run_analysis
+from agents.pipeline_record import (
+    PIPELINE_KEY,
+    AnalysisSettings,
+    ModelEndpoint,
+    PipelineRecord,
+    pipeline_record,
+)
+from agents.review import ReviewConfig, resume_review
+from swarm.errors import ConfigError
+from swarm.llm import OpenAIChat
+from swarm.store import RunStore
+
+
+def test_endpoint_never_holds_a_secret() -> None:
+    endpoint = ModelEndpoint(
+        kind="http", base_url="http://u:pw@host:8000/v1?token=abc", model="auto@http://u:pw@h"
+    )
+    assert endpoint.base_url == "http://***@host:8000/v1?token=***"
+    assert endpoint.model is None  # a client's name before the server told it the model
+    client = OpenAIChat("http://u:pw@host:8000/v1", "m", api_key="sk-secret")
+    stored = ModelEndpoint.of(client).model_dump_json()
+    assert "pw" not in stored and "sk-secret" not in stored
+    assert ModelEndpoint.of(client) == ModelEndpoint(
+        kind="http", base_url="http://***@host:8000/v1", model="m"
+    )
+    assert ModelEndpoint.of(None).kind == "offline"
+
+
+def test_configs_round_trip_through_their_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    analysis = AnalysisConfig(["statsmodels:longley"], out=Path("out"), questions=["Why?"])
+    settings = analysis.settings()
+    assert settings.out == tmp_path / "out" and settings.root == tmp_path  # absolute
+    again = AnalysisConfig.from_settings(settings, runs_dir=tmp_path / "runs")
+    assert again.settings() == settings and again.runs_dir == tmp_path / "runs"
+    review = ReviewConfig(
+        corpus=Path("c"), topic="t", out=Path("o"), themes=3, defaults={"year": 2017}
+    )
+    assert ReviewConfig.from_settings(review.settings()).settings() == review.settings()
+    record = PipelineRecord(settings=settings)
+    parsed = pipeline_record({PIPELINE_KEY: record.model_dump(mode="json")})
+    assert parsed == record and isinstance(parsed.settings, AnalysisSettings)
+    assert pipeline_record({"max_concurrency": 4}) is None
+    with pytest.raises(ConfigError, match="not valid"):
+        pipeline_record({PIPELINE_KEY: {"settings": {"kind": "poem"}}})
+
+
+def test_a_run_records_its_pipeline_and_resume_checks_it(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    outcome = run_analysis(AnalysisConfig(["statsmodels:longley"], out=tmp_path, runs_dir=runs))
+    with RunStore(runs, create=False) as store:
+        record = pipeline_record(store.load_run(outcome.run_id).settings)
+    assert record is not None and record.endpoint == ModelEndpoint()
+    assert record.settings == AnalysisConfig(["statsmodels:longley"], out=tmp_path).settings()
+    made = f"run {outcome.run_id} was not made by the review pipeline but by the analysis"
+    with pytest.raises(ConfigError, match=made):
+        resume_review(outcome.run_id, runs_dir=runs)
