@@ -131,22 +131,18 @@ class CallMeter:
                 logprobs=logprobs,
             )
         if changed is not None and self.limit() != previous:
-            self._limit_changed(previous, overloaded=response is None)
+            self._limit_changed(previous)
         cap = self.config.max_total_tokens
         if cap is not None and self.tokens >= cap:
             self.on_tokens_spent(f"token budget of {cap} spent ({self.tokens} tokens used)")
         if self.gate is not None:  # after the limit moved: wake as many as it now allows
             self.gate.release()
 
-    def _limit_changed(self, previous: int, *, overloaded: bool) -> None:
-        now = self.limit()
-        if overloaded:
-            reason = "model server overloaded (429/503)"
-        elif now < previous:
-            reason = "model latency climbing"
-        else:
-            reason = "model server healthy: recovering"
-        self.journal.emit(ev.ConcurrencyChanged, limit=now, previous=previous, reason=reason)
+    def _limit_changed(self, previous: int) -> None:
+        assert self.limiter is not None  # only an adaptive limit moves
+        self.journal.emit(
+            ev.ConcurrencyChanged, limit=self.limit(), previous=previous, reason=self.limiter.reason
+        )
         self.on_limit_changed()
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import random
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -95,18 +96,30 @@ class Backoff:
 
 
 class AdaptiveLimit:
-    """Additive-increase / multiplicative-decrease limit on in-flight sub-agents.
+    """Additive-increase / multiplicative-decrease limit on in-flight sub-agents, moved by
+    *sustained* overload only.
 
-    Overload signals (HTTP 429/503, or model latency per completion token climbing past
-    `latency_factor` × its baseline) cut the limit by `decrease_factor`, at most once per
-    cooldown (one observed round trip), so a burst of simultaneous 429s counts as one
-    signal. Healthy calls add 1 to the limit per `limit` successes, up to `max_limit`.
+    Overload is judged over a window of the last calls' outcomes (`window`, default
+    `max(32, 2 × max_limit)`): the limit is cut when 429/503 answers make at least
+    `overload_rate` (15%) of them (counted over no fewer than `min_window` calls) and number at
+    least `min_overloads`. An isolated 429 — a quota blip of a shared server — only delays
+    its own call (its retry waits for `Retry-After`, see `Backoff`); the swarm keeps its
+    pace. (Before, every 429 halved the limit: 4% of calls answered 429 held it near 4 of
+    64.) The cut is in proportion to the share refused — a server that refuses a share r
+    of L calls takes about L·(1 − r) — but never deeper than `decrease_factor` at once; it
+    happens at most once per cooldown (one observed round trip), and the window restarts
+    after it (what it held was measured at the old limit).
 
+    Model latency per completion token climbing past `latency_factor` × its baseline is
+    overload too (a server that queues instead of refusing), and cuts by `decrease_factor`.
     Latency is judged per completion token (long answers are not congestion). The baseline
     is the mean of the first `min_samples` calls, then a slow average (α = 0.01) of the
     calls within `latency_factor` of it, updated only while not congested; recent latency
     is a faster average (α = 0.1). Means, not the minimum, because LLM latencies vary a lot
     from call to call: a minimum-based baseline reads ordinary variance as congestion.
+
+    Healthy calls add 1 to the limit per `limit` successes (one step per round trip), up to
+    `max_limit`. `reason` says why the limit last moved.
     """
 
     def __init__(
@@ -117,18 +130,35 @@ class AdaptiveLimit:
         decrease_factor: float = 0.5,
         latency_factor: float = 2.5,
         min_samples: int = 20,
+        overload_rate: float = 0.15,
+        min_overloads: int = 4,
+        window: int | None = None,
+        min_window: int = 24,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if max_limit < 1:
             raise ConfigError(f"max_concurrency must be at least 1, got {max_limit}")
         if not 0 < decrease_factor < 1:
             raise ConfigError(f"decrease_factor must be in (0, 1), got {decrease_factor}")
+        if not 0 < overload_rate <= 1:
+            raise ConfigError(f"overload_rate must be in (0, 1], got {overload_rate}")
+        if min_overloads < 1 or min_window < 1 or (window is not None and window < 1):
+            raise ConfigError(
+                "min_overloads, min_window and window must be at least 1, got "
+                f"{min_overloads}, {min_window}, {window}"
+            )
         self.max_limit = max_limit
         self.min_limit = max(1, min(min_limit, max_limit))
         self.limit = max_limit
         self.decrease_factor = decrease_factor
         self.latency_factor = latency_factor
         self.min_samples = min_samples
+        self.overload_rate = overload_rate
+        self.min_overloads = min_overloads
+        self.min_window = min_window
+        self.window = window or max(32, 2 * max_limit)
+        #: Why the limit last moved (for the `ConcurrencyChanged` event).
+        self.reason = ""
         self._clock = clock
         self._credit = 0.0
         self._samples = 0
@@ -137,6 +167,8 @@ class AdaptiveLimit:
         self._warmup_sum = 0.0
         self._rtt = 0.0
         self._last_decrease = float("-inf")
+        self._outcomes: deque[bool] = deque()  # the window: True for a 429/503
+        self._overloads = 0  # True values in `_outcomes`
 
     @property
     def congested(self) -> bool:
@@ -145,8 +177,21 @@ class AdaptiveLimit:
             return False
         return self._ewma > self.latency_factor * self._baseline
 
+    @property
+    def overload_share(self) -> float:
+        """The share of 429/503 answers among the calls in the window (0 when empty)."""
+        return self._overloads / len(self._outcomes) if self._outcomes else 0.0
+
+    def _record(self, overloaded: bool) -> None:
+        outcomes = self._outcomes
+        if len(outcomes) >= self.window:
+            self._overloads -= outcomes.popleft()
+        outcomes.append(overloaded)
+        self._overloads += overloaded
+
     def on_success(self, latency_s: float, completion_tokens: int = 0) -> int | None:
         """Record a healthy call; returns the new limit if it changed."""
+        self._record(False)
         self._rtt = latency_s if self._rtt == 0 else 0.8 * self._rtt + 0.2 * latency_s
         cost = latency_s / completion_tokens if completion_tokens > 0 else latency_s
         self._samples += 1
@@ -157,7 +202,7 @@ class AdaptiveLimit:
                 self._baseline = self._warmup_sum / self.min_samples
                 self._ewma = self._baseline
         elif self.congested:
-            return self._decrease()
+            return self._decrease(self.decrease_factor, "model latency climbing")
         elif cost < self.latency_factor * self._baseline:  # type: ignore[operator]
             # a lasting change of workload slowly becomes the new normal; outliers do not
             self._baseline += (cost - self._baseline) * 0.01  # type: ignore[operator]
@@ -167,23 +212,37 @@ class AdaptiveLimit:
         if self._credit >= 1.0:
             self._credit = 0.0
             self.limit += 1
+            self.reason = "model server healthy: recovering"
             return self.limit
         return None
 
     def on_overload(self) -> int | None:
-        """Record a 429/503 answer; returns the new limit if it changed."""
-        return self._decrease()
+        """Record a 429/503 answer; returns the new limit if it changed (only when such
+        answers are sustained: see the class)."""
+        self._record(True)
+        n, share = len(self._outcomes), self.overload_share
+        if self._overloads < self.min_overloads:
+            return None
+        if self._overloads / max(n, self.min_window) < self.overload_rate:
+            return None
+        return self._decrease(
+            max(self.decrease_factor, 1.0 - share),
+            f"model server overloaded (429/503 on {share:.0%} of the last {n} calls)",
+        )
 
-    def _decrease(self) -> int | None:
+    def _decrease(self, factor: float, reason: str) -> int | None:
         now = self._clock()
         if now - self._last_decrease < max(self._rtt, 0.05):
             return None
         self._last_decrease = now
         self._credit = 0.0
-        new = max(self.min_limit, int(self.limit * self.decrease_factor))
-        if new == self.limit:
+        self._outcomes.clear()  # measured at the old limit
+        self._overloads = 0
+        new = max(self.min_limit, min(self.limit - 1, int(self.limit * factor)))
+        if new >= self.limit:
             return None
         self.limit = new
+        self.reason = reason
         return new
 
 

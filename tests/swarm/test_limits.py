@@ -22,17 +22,45 @@ class Clock:
 # --- adaptive admission ----------------------------------------------------------------
 
 
-def test_overload_halves_the_limit_once_per_cooldown() -> None:
+def _burst(lim: AdaptiveLimit, n: int = 4) -> list[int | None]:
+    """`n` overload answers in a row (a burst of simultaneous 429s)."""
+    return [lim.on_overload() for _ in range(n)]
+
+
+def test_isolated_overloads_do_not_move_the_limit() -> None:
+    """4% of calls answered 429 at random is a quota blip, not overload: each such call
+    waits out its Retry-After, the swarm keeps its pace. (Before, every 429 halved the
+    limit, and it hovered near 4 of 64.)"""
+    clock, rng = Clock(), random.Random(3)
+    lim = AdaptiveLimit(64, clock=clock)
+    changes = []
+    for _ in range(5000):
+        clock.now += 0.002
+        changed = lim.on_overload() if rng.random() < 0.04 else lim.on_success(0.1)
+        changes += [changed] if changed is not None else []
+    assert lim.limit == 64 and changes == []
+
+
+def test_sustained_overload_cuts_once_per_cooldown() -> None:
     clock = Clock()
     lim = AdaptiveLimit(16, clock=clock)
-    assert lim.on_overload() == 8
-    # A burst of simultaneous 429s is one signal.
-    assert [lim.on_overload() for _ in range(10)] == [None] * 10
+    assert _burst(lim) == [None, None, None, 8]  # the 4th in a row is sustained: halved
+    assert lim.reason == "model server overloaded (429/503 on 100% of the last 4 calls)"
+    # More of the same burst: the window restarted, and the cooldown holds
+    assert _burst(lim, 10) == [None] * 10
     assert lim.limit == 8
-    clock.now += 0.049
-    assert lim.on_overload() is None
-    clock.now += 0.002  # past the 50 ms floor of the cooldown
-    assert lim.on_overload() == 4
+    clock.now += 0.051  # past the 50 ms floor of the cooldown
+    assert lim.on_overload() == 4  # the window is full of overloads again
+
+
+def test_the_cut_is_in_proportion_to_the_share_refused() -> None:
+    lim = AdaptiveLimit(64, clock=Clock())
+    cuts = [
+        (i, changed)
+        for i in range(16)
+        if (changed := lim.on_overload() if i % 4 == 3 else lim.on_success(0.01)) is not None
+    ]
+    assert cuts == [(15, 48)]  # 4 of 16 refused (25%): 64 x 0.75, not halved
 
 
 def test_cooldown_follows_the_round_trip_time() -> None:
@@ -40,29 +68,30 @@ def test_cooldown_follows_the_round_trip_time() -> None:
     lim = AdaptiveLimit(64, clock=clock)
     for _ in range(30):
         lim.on_success(0.5)
-    assert lim.on_overload() == 32
+    # the 6th refusal makes 6 of 36 calls (17%): sustained; cut by that share, 64 → 53
+    assert [c for c in _burst(lim, 20) if c is not None] == [53]
     clock.now += 0.3
-    assert lim.on_overload() is None  # within one round trip (~0.5 s)
+    assert _burst(lim) == [None] * 4  # within one round trip (~0.5 s)
     clock.now += 0.3
-    assert lim.on_overload() == 16
+    assert lim.on_overload() == 26  # all refused since the last cut: halved (the deepest cut)
 
 
 def test_limit_never_goes_below_min() -> None:
     clock = Clock()
     lim = AdaptiveLimit(4, min_limit=2, clock=clock)
     for _ in range(5):
-        lim.on_overload()
+        _burst(lim)
         clock.now += 1
     assert lim.limit == 2
-    assert lim.on_overload() is None
+    assert _burst(lim) == [None] * 4
 
 
 def test_additive_recovery_one_step_per_limit_successes() -> None:
     clock = Clock()
     lim = AdaptiveLimit(8, clock=clock)
-    lim.on_overload()
+    _burst(lim)
     clock.now += 1
-    lim.on_overload()
+    _burst(lim)
     assert lim.limit == 2
     steps = []
     for _ in range(2 + 3 + 4 + 5 + 6 + 7 + 10):
@@ -70,6 +99,7 @@ def test_additive_recovery_one_step_per_limit_successes() -> None:
             steps.append(new)
     assert steps == [3, 4, 5, 6, 7, 8]  # after 2, 3, 4, 5, 6 and 7 successes
     assert lim.limit == lim.max_limit == 8  # and never above the maximum
+    assert lim.reason == "model server healthy: recovering"
 
 
 def test_latency_climb_cuts_the_limit_and_recovery_follows() -> None:
@@ -109,7 +139,11 @@ def test_no_latency_verdict_before_min_samples() -> None:
 
 
 @pytest.mark.parametrize("kw", [{"max_limit": 0}, {"max_limit": 4, "decrease_factor": 1.0},
-                                {"max_limit": 4, "decrease_factor": 0.0}])  # fmt: skip
+                                {"max_limit": 4, "decrease_factor": 0.0},
+                                {"max_limit": 4, "overload_rate": 0.0},
+                                {"max_limit": 4, "overload_rate": 1.5},
+                                {"max_limit": 4, "min_overloads": 0},
+                                {"max_limit": 4, "window": 0}])  # fmt: skip
 def test_adaptive_limit_rejects_bad_settings(kw: dict[str, float]) -> None:
     with pytest.raises(ConfigError):
         AdaptiveLimit(**kw)  # type: ignore[arg-type]
