@@ -18,6 +18,10 @@ its own process, ratio to gather as above) and against the plain Ray-actor peer 
 (`../shared/bench/peers/bench_ray.py --variant actor`, run with this interpreter the way
 `run.sh N ray` runs it). It appends its own section to the results file.
 
+`--busy K` runs the measurements beside K processes that spin on the CPU (a busy machine:
+with K = the CPU count, the swarm's event loop, its store writer thread and the gather
+baseline all get a share of a saturated machine). The figures say which they were.
+
 Writes the table to benchmarks/results/fanout.md; `--json` prints the figures as one object.
 """
 
@@ -182,6 +186,38 @@ def _measure(mode: str, n: int, runs: int) -> dict[str, Any]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def _spin() -> None:
+    """Burn one CPU until killed (a busy neighbour for `--busy`)."""
+    x = 0
+    while True:
+        x = (x * 1103515245 + 12345) & 0xFFFFFFFF
+
+
+class _BusyMachine:
+    """`k` processes spinning on the CPU while the block runs (none for k = 0)."""
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+        self.procs: list[Any] = []
+
+    def __enter__(self) -> _BusyMachine:
+        import multiprocessing as mp
+
+        ctx = mp.get_context("spawn")
+        self.procs = [ctx.Process(target=_spin, daemon=True) for _ in range(self.k)]
+        for p in self.procs:
+            p.start()
+        if self.procs:
+            time.sleep(0.5)  # let them get going
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for p in self.procs:
+            p.terminate()
+        for p in self.procs:
+            p.join(5)
+
+
 def _peers(n: int) -> dict[str, Any]:
     if not PEERS.is_file():
         return {"error": f"{PEERS} not found"}
@@ -212,10 +248,13 @@ def _row(n: int, gather: dict[str, Any], mine: dict[str, Any], store: bool) -> d
     }
 
 
-def _table(rows: list[dict[str, Any]], peers: dict[int, dict[str, Any]], runs: int) -> str:
+def _table(
+    rows: list[dict[str, Any]], peers: dict[int, dict[str, Any]], runs: int, busy: int = 0
+) -> str:
     lines = [
         "# Fan-out overhead (`python benchmarks/bench_fanout.py"
         + (" --peers" if peers else "")
+        + (f" --busy {busy}" if busy else "")
         + "`)",
         "",
         f"N sub-agents, each one model call of {LATENCY_S * 1000:.0f} ms (asyncio.sleep), then"
@@ -223,7 +262,12 @@ def _table(rows: list[dict[str, Any]], peers: dict[int, dict[str, Any]], runs: i
         " own process, alternating with gather runs in that process (the baseline of its ratio)."
         f" Python {platform.python_version()}, {os.cpu_count()} CPUs, "
         + time.strftime("%Y-%m-%d")
-        + ".",
+        + "."
+        + (
+            f" **Busy machine**: {busy} processes spinning on the CPU all along."
+            if busy
+            else " Quiet machine."
+        ),
         "",
         "| N | store | wall (s) | gather wall (s) | ratio | overhead / sub-agent (µs)"
         " | gather overhead (µs) | peak RSS (MB) |",
@@ -339,6 +383,9 @@ def main() -> int:
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "fanout.md"))
     parser.add_argument("--executor", choices=["local", "ray"], default="local")
     parser.add_argument(
+        "--busy", type=int, default=0, metavar="K", help="measure beside K CPU-spinning processes"
+    )
+    parser.add_argument(
         "--child", choices=["gather", "off", "store", "ray"], help=argparse.SUPPRESS
     )
     args = parser.parse_args()
@@ -349,9 +396,10 @@ def main() -> int:
         return ray_main(args)
     rows, peers = [], {}
     for n in args.n:
-        gather = _measure("gather", n, args.runs)
-        rows.append(_row(n, gather, _measure("off", n, args.runs), store=False))
-        rows.append(_row(n, gather, _measure("store", n, args.runs), store=True))
+        with _BusyMachine(args.busy):
+            gather = _measure("gather", n, args.runs)
+            rows.append(_row(n, gather, _measure("off", n, args.runs), store=False))
+            rows.append(_row(n, gather, _measure("store", n, args.runs), store=True))
         if args.peers:
             peers[n] = _peers(n)
         if not args.json:
@@ -361,7 +409,7 @@ def main() -> int:
                     f" overhead={r['overhead_us_per_agent']:.1f}µs rss={r['peak_rss_mb']:.0f}MB"
                 )
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(_table(rows, peers, args.runs), encoding="utf-8")
+    Path(args.out).write_text(_table(rows, peers, args.runs, args.busy), encoding="utf-8")
     if args.json:
         print(json.dumps({"rows": rows, "peers": peers}))
     else:

@@ -7,7 +7,8 @@ replayed, shown or scored), the progress view renders them, and Python users ite
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
 
@@ -177,6 +178,15 @@ Event = Annotated[
 
 _EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 _EVENTS_ADAPTER: TypeAdapter[list[Event]] = TypeAdapter(list[Event])
+# Serializes each element with its own model's serializer (the bytes `model_dump_json` gives),
+# in one call for the whole batch: half the cost of a call per event, in the store's writer
+# thread, where every microsecond holds the GIL the event loop needs.
+_BATCH_DUMPER: TypeAdapter[list[Any]] = TypeAdapter(list[Any])
+
+
+def dump_events(events: Sequence[Event]) -> str:
+    """A batch of events as one JSON array (what `parse_events` reads back)."""
+    return _BATCH_DUMPER.dump_json(list(events)).decode()
 
 
 def parse_event(data: str | bytes) -> Event:
@@ -204,6 +214,7 @@ __all__ = [
     "SubtaskStarted",
     "SubtasksSpawned",
     "ToolCalled",
+    "dump_events",
     "parse_event",
     "parse_events",
 ]

@@ -195,7 +195,7 @@ class RunStore:
                         (e.status.value, e.stop_reason, e.usage.model_dump_json(), now, run_id),
                     )
             self._check_seqs(db, run_id, events)
-            body = "[" + ",".join([e.model_dump_json() for e in events]) + "]"
+            body = ev.dump_events(events)
             db.execute(
                 "INSERT INTO events VALUES (?, ?, ?, ?)",
                 (run_id, events[0].seq, events[-1].seq, body),

@@ -388,3 +388,31 @@ def test_a_run_owned_by_a_live_process_cannot_be_resumed_twice(tmp_path: Path) -
             other.kill()
             other.wait()
         assert store.begin_session(RUN) == 2  # its process is gone: the run is free again
+
+
+async def test_a_batch_is_dumped_as_its_events_are_one_by_one(tmp_path: Path) -> None:
+    """`dump_events` (one serializer call per batch, in the writer thread) writes exactly
+    the bytes of `model_dump_json` per event, for every kind a run emits, and reads back."""
+    from swarm.errors import ModelServerError
+    from swarm.llm import ScriptedChat
+    from tests.support.scheduling import Recorder, make_plan, make_swarm
+
+    calls = [0]
+
+    async def flaky(ctx: SubtaskContext) -> dict[str, Any]:
+        calls[0] += 1
+        if calls[0] == 1:
+            raise ModelServerError("502 on the first attempt", status=502)  # retried
+        await ctx.model.chat([{"role": "user", "content": ctx.id}])
+        return {"id": ctx.id, "text": "é ✓ \\u0000"}
+
+    rec = Recorder()
+    swarm = make_swarm(roles={"work": flaky}, model=ScriptedChat.always("ok"), sinks=[rec],
+                       runs_dir=tmp_path)  # fmt: skip
+    await swarm.execute(make_plan(("a", []), ("b", ["a"])))
+    kinds = {e.type for e in rec.events}
+    assert {"run_started", "subtask_started", "subtask_retrying", "model_called",
+            "subtask_finished", "run_finished"} <= kinds  # fmt: skip
+    one_by_one = "[" + ",".join(e.model_dump_json() for e in rec.events) + "]"
+    assert ev.dump_events(rec.events) == one_by_one
+    assert ev.parse_events(ev.dump_events(rec.events)) == rec.events
