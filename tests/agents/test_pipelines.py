@@ -92,8 +92,10 @@ def test_analysis_config_keeps_clean_tuples(tmp_path: Path) -> None:
 @pytest.mark.parametrize("run", [run_review, run_analysis])
 def test_entry_points_take_the_config_and_keyword_sinks(run: Any) -> None:
     params = list(inspect.signature(run).parameters.values())
-    assert [p.name for p in params] == ["config", "sinks"]
-    assert params[1].kind is inspect.Parameter.KEYWORD_ONLY and params[1].default == ()
+    # `endpoint`: how the model was reached, stored for `kimmy resume` (default: the config's)
+    assert [p.name for p in params] == ["config", "sinks", "endpoint"]
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params[1:])
+    assert params[1].default == () and params[2].default is None
 
 
 def test_outcomes_share_their_summary_fields() -> None:

@@ -12,6 +12,7 @@ import pytest
 
 from swarm.context import SubtaskContext
 from swarm.errors import BudgetExceededError
+from swarm.limits import AdaptiveLimit
 from swarm.llm import ChatResponse, OpenAIChat, ScriptedChat
 from swarm.schema import RunStatus, SubtaskStatus, Usage
 from swarm.store import RunStore
@@ -227,9 +228,12 @@ async def test_adaptive_admission_backs_off_on_429_and_completes() -> None:
     assert "429" in changes[0].reason
     assert len(requests) == n + limit
     assert max(r.in_flight for r in requests[:limit]) == limit  # the burst was concurrent
-    # The retries of the burst go through admission too: the server never again sees the
-    # old concurrency (additive recovery from <= 4 reaches at most 7 in 16 successes).
-    after = [r.in_flight for r in requests[limit:]]
+    # The retries of the burst go through admission too: once the limit is cut, the server
+    # never again sees the old concurrency (additive recovery from <= 4 reaches at most 7
+    # in 16 successes). The cut comes with the 4th 429 (fewer are not sustained overload),
+    # so up to 3 retries may leave before it, beside the rest of the burst.
+    early = AdaptiveLimit(limit).min_overloads - 1
+    after = [r.in_flight for r in requests[limit + early :]]
     assert max(after) < limit, after
 
 
