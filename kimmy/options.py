@@ -130,10 +130,10 @@ def stored_base_url(stored: str | None) -> str | None:
     had them: `KIMMY_BASE_URL` when it is that URL unmasked, else one error line (exit 2)
     asking for `--base-url` again.
     """
-    if stored is None or "***" not in stored:
-        return stored
-    from swarm.llm import redact_url
+    from swarm.llm.redact import MASK, redact_url
 
+    if stored is None or MASK not in stored:
+        return stored
     env = os.environ.get("KIMMY_BASE_URL")
     if env and redact_url(env.rstrip("/")) == stored:
         return env

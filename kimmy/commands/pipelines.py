@@ -108,20 +108,11 @@ def _run_pipeline(
     *,
     stored: bool,
 ) -> None:
-    """Run `work(sinks)` with the progress view, close the model, print the summary; exit 1
-    when anything is missing from the result."""
-    import asyncio
+    """Run `work(sinks)` (`kimmy.command_work.run_work`), print the summary; exit 1 when
+    anything is missing from the result."""
+    from kimmy.command_work import run_work
 
-    from kimmy.interrupts import stop_on_signals
-    from swarm.progress import make_progress
-
-    with stop_on_signals():  # Ctrl-C exits 130, SIGTERM 143; finished work is stored
-        try:
-            with make_progress(json=json_lines) as sink:
-                outcome = work([sink])
-        finally:
-            if client is not None:
-                asyncio.run(client.aclose())
+    outcome = run_work(work, client, json_lines)
     show(outcome, json_lines, stored=stored)
     if outcome.status != "completed" or outcome.problems:
         raise typer.Exit(1)

@@ -103,19 +103,10 @@ def print_solve(outcome: SolveOutcome, json_lines: bool, *, stored: bool) -> Non
 
 
 def run_with_progress(work: Any, model: Any, json_lines: bool, stored: bool) -> None:
-    """Run `work(sinks)` under the progress view, close the model, print, set the exit."""
-    import asyncio
+    """Run `work(sinks)` (`kimmy.command_work.run_work`), print, set the exit."""
+    from kimmy.command_work import run_work
 
-    from kimmy.interrupts import stop_on_signals
-    from swarm.progress import make_progress
-
-    with stop_on_signals():  # Ctrl-C exits 130, SIGTERM 143; finished work is stored
-        try:
-            with make_progress(json=json_lines) as sink:
-                outcome = work([sink])
-        finally:
-            if model is not None:
-                asyncio.run(model.aclose())
+    outcome = run_work(work, model, json_lines)
     print_solve(outcome, json_lines, stored=stored)
     if outcome.status != "completed":
         raise typer.Exit(1)
