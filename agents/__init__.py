@@ -4,6 +4,7 @@ analysis). Importing this package is light; the pipelines import their libraries
 """
 
 from agents._model_policy import AgentStepLimitError
+from agents.fallback import MadeBy, Provenance, fallbacks, falls_back
 from agents.roles import BUILTIN_ROLE_NAMES, Answer, Role, RoleRegistry, builtin_roles
 from agents.subagent import AgentRun, SubAgent, install
 from agents.toolbox import Tool, ToolBox, ToolError, make_tool
@@ -13,6 +14,8 @@ __all__ = [
     "AgentRun",
     "AgentStepLimitError",
     "Answer",
+    "MadeBy",
+    "Provenance",
     "Role",
     "RoleRegistry",
     "SubAgent",
@@ -20,6 +23,8 @@ __all__ = [
     "ToolBox",
     "ToolError",
     "builtin_roles",
+    "fallbacks",
+    "falls_back",
     "install",
     "make_tool",
 ]

@@ -186,8 +186,15 @@ async def _chat(
         response = await run.ctx.model.chat(messages, **options)
     except ModelRequestError as exc:
         overflow = context_overflow(exc)
-        if not (opening and overflow is not None and run.ctx.upstream_results):
+        if overflow is None:
             raise
+        if not (opening and run.ctx.upstream_results):
+            # Nothing left to reduce (no upstream results, or a later turn whose tool
+            # results filled the context): the task is too long for this model.
+            raise ContextOverflowError(
+                f"role {run.role.name!r} (subtask {run.ctx.id!r}): the conversation does not "
+                f"fit the model's context at step {run.steps}: {exc}"
+            ) from exc
         budget.reject(messages, overflow, options["max_tokens"], tools)
         messages = await opening_messages(run, budget, tools, force_digest=True)
         response = await run.ctx.model.chat(messages, **options)

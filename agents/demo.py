@@ -49,7 +49,7 @@ DEMO_PACKAGES: tuple[str, ...] = (
     "numpy", "pandas", "scipy", "sklearn", "statsmodels", "matplotlib", "jinja2", "pydantic",
     "httpx", "networkx", "rich", "bm25s", "pypdf", "bibtexparser", "typer",
 )  # fmt: skip
-#: What the demo's review is about: it matches a few hundred module docstrings.
+#: What the demo's review is about: about a hundred of the corpus's module docstrings match it.
 DEMO_TOPIC = "parsing and encoding text, files and data formats"
 
 

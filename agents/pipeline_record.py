@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from agents.tools.search import Relevance
 from swarm.errors import ConfigError
 from swarm.llm import redact_url
 
@@ -47,6 +48,7 @@ class ModelEndpoint(_Frozen):
         model: the model id (None: the first model the server lists).
         local: the `--local` source (smollm2, a .gguf file, a checkpoint folder).
         context_tokens: `--context-tokens`, when given.
+        max_tokens: `--max-answer-tokens` (the most tokens one model call may generate), when given.
     """
 
     kind: EndpointKind = "offline"
@@ -54,6 +56,7 @@ class ModelEndpoint(_Frozen):
     model: str | None = None
     local: str | None = None
     context_tokens: int | None = None
+    max_tokens: int | None = Field(default=None, ge=1)
 
     @field_validator("base_url")
     @classmethod
@@ -89,6 +92,7 @@ class AnalysisSettings(_Frozen):
     max_concurrency: int = 64
     root: Path
     threads: int = 16
+    fallback: bool = True
 
 
 class ReviewSettings(_Frozen):
@@ -104,6 +108,8 @@ class ReviewSettings(_Frozen):
     threads: int = 8
     defaults: dict[str, Any] | None = None
     researcher: str = "researcher"
+    relevance: Relevance = Relevance()
+    fallback: bool = True
 
 
 PipelineSettings = Annotated[AnalysisSettings | ReviewSettings, Field(discriminator="kind")]

@@ -7,8 +7,13 @@
   repair turn, a step limit.
 - **offline policy** (no model, or `policy="offline"`): the role's deterministic procedure,
   run in a worker thread, calling the same tools through `AgentRun.call`.
+- **fallback** (`fallback=True`): when the model fails the subtask by its answers (invalid
+  after the repair turn, the step limit, a task too long for its context), the role's
+  procedure does it instead; a model *server* that fails still fails the subtask
+  (`agents.fallback` says which errors fall back and how the output is marked).
 
-Both record the same `AgentStep` / `ToolCalled` events and return the same schema.
+Both record the same `AgentStep` / `ToolCalled` events and return the same schema. An
+output whose schema is `agents.fallback.Provenance` says which made it (`made_by`).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from agents.fallback import FALLBACK_ERRORS, MadeBy, Provenance
 from agents.roles import Role, RoleRegistry
 from agents.toolbox import ToolBox
 from swarm.errors import ConfigError, OutputValidationError
@@ -131,6 +137,13 @@ def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
         return False
 
 
+def _made_by(output: BaseModel, made_by: MadeBy, error: str | None = None) -> BaseModel:
+    """The output with who made it, when its schema records that (`Provenance`)."""
+    if not isinstance(output, Provenance):
+        return output
+    return output.model_copy(update={"made_by": made_by, "fallback_error": error})
+
+
 def _jsonable(value: Any) -> Any:
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
@@ -149,6 +162,10 @@ class SubAgent:
         tools: the pipeline's toolbox; the role gets the tools it names.
         policy: `auto` (model when the swarm has one, else offline), `model` or `offline`.
         executor: where offline procedures and tools run (default: the loop's executor).
+        fallback: when the model fails the subtask by its answers (`agents.fallback`),
+            run the role's offline procedure instead (recorded as a `fallback` step and on
+            the output); False: the subtask fails with the model's error (strict model
+            mode). A role without a procedure always fails.
 
     Raises:
         ConfigError: a bad policy, or the role names a tool the toolbox lacks.
@@ -161,6 +178,7 @@ class SubAgent:
         *,
         policy: Policy = "auto",
         executor: Executor | None = None,
+        fallback: bool = False,
     ) -> None:
         if policy not in _POLICIES:
             raise ConfigError(f"bad policy {policy!r}; use one of {', '.join(_POLICIES)}")
@@ -175,6 +193,7 @@ class SubAgent:
         self.tools = box.subset(role.tools)
         self.policy = policy
         self.executor = executor
+        self.fallback = bool(fallback)
 
     def policy_for(self, ctx: SubtaskContext) -> str:
         if self.policy == "auto":
@@ -184,11 +203,28 @@ class SubAgent:
     async def __call__(self, ctx: SubtaskContext) -> BaseModel:
         policy = self.policy_for(ctx)
         run = AgentRun(ctx, self.role, self.tools, policy)
-        if policy == "model":
-            from agents._model_policy import run_model_policy
+        if policy != "model":
+            return _made_by(await self._offline(run), "offline")
+        from agents._model_policy import run_model_policy
 
-            return await run_model_policy(run, self.executor)
-        return await self._offline(run)
+        try:
+            answer = await run_model_policy(run, self.executor)
+        except FALLBACK_ERRORS as exc:
+            if not self.fallback or self.role.procedure is None:
+                raise
+            return await self._fall_back(run, exc)
+        return _made_by(answer, "model")
+
+    async def _fall_back(self, failed: AgentRun, exc: Exception) -> BaseModel:
+        """The offline procedure's answer for a subtask the model failed: one `fallback`
+        step (the model's error) first, then the procedure's steps, numbered on. A failing
+        procedure fails the subtask with its own error (the model's is its context)."""
+        error = _error_text(exc)
+        failed.steps += 1
+        failed.ctx.record_step(failed.steps, policy="model", outcome="fallback", error=error)
+        run = AgentRun(failed.ctx, self.role, self.tools, "offline")
+        run.steps = failed.steps
+        return _made_by(await self._offline(run), "offline_fallback", error)
 
     async def _offline(self, run: AgentRun) -> BaseModel:
         procedure = self.role.procedure
@@ -219,11 +255,12 @@ def install(
     *,
     policy: Policy = "auto",
     executor: Executor | None = None,
+    fallback: bool = False,
 ) -> None:
     """Register a `SubAgent` for each role on `swarm` (with the role's output schema)."""
     items = roles.values() if isinstance(roles, Mapping) else roles
     for role in items:
-        agent = SubAgent(role, tools, policy=policy, executor=executor)
+        agent = SubAgent(role, tools, policy=policy, executor=executor, fallback=fallback)
         swarm.add_role(role.name, agent, output=role.output)
 
 

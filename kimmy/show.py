@@ -43,6 +43,20 @@ def _failures(results: list[SubtaskResult], limit: int = 10) -> list[str]:
     return lines
 
 
+def _fallbacks(results: list[SubtaskResult], limit: int = 10) -> list[str]:
+    """Sub-agents whose model failed, done by their role's offline procedure instead."""
+    from agents.fallback import fallbacks
+
+    fell = fallbacks({r.id: r.output for r in results})
+    if not fell:
+        return []
+    lines = [f"{len(fell)} of {len(results)} sub-agents to the offline procedure"]
+    lines += [f"{sid}: {why}"[:200] for sid, why in list(fell.items())[:limit]]
+    if len(fell) > limit:
+        lines.append(f"… and {len(fell) - limit} more")
+    return lines
+
+
 def _report(console: Console, result: RunResult) -> None:
     style = _STYLE.get(result.status, "white")
     results = list(result.results.values())
@@ -67,6 +81,8 @@ def _report(console: Console, result: RunResult) -> None:
         console.print(f"wall time: {result.finished_at - result.started_at:.2f}s")
     for line in _failures(results):
         console.print(f"[red]failed[/] {line}", markup=True, highlight=False)
+    for line in _fallbacks(results):
+        console.print(f"[yellow]fell back[/] {line}", markup=True, highlight=False)
 
 
 def print_run_summary(result: RunResult, runs_dir: Path | None) -> None:

@@ -29,6 +29,19 @@ def say(text: str, json_lines: bool = False) -> None:
     print(text, file=sys.stderr if json_lines else sys.stdout)
 
 
+def _say_fallbacks(fell_back: dict[str, str], subagents: int, json_lines: bool) -> None:
+    """How many sub-agents the offline procedure stood in for, and the first few."""
+    if not fell_back:
+        return
+    say(
+        f"fallback: {len(fell_back)} of {subagents} sub-agents fell back to the offline "
+        "procedure (their model failed the task)",
+        json_lines,
+    )
+    for sid, why in list(fell_back.items())[:3]:
+        say(f"  fell back {sid}: {why[:160]}", json_lines)
+
+
 def _say_run(outcome: _Run, json_lines: bool, stored: bool) -> None:
     where = f": kimmy show {outcome.run_id}" if stored else " (not stored)"
     say(f"  run {outcome.run_id} (status {outcome.status}){where}", json_lines)
@@ -48,6 +61,7 @@ def print_review(outcome: ReviewOutcome, json_lines: bool = False, *, stored: bo
         f"({100 * outcome.pass_rate:.1f}%), {files.flagged} flagged",
         json_lines,
     )
+    _say_fallbacks(outcome.fallbacks, outcome.subagents, json_lines)
     for skipped in outcome.skipped[:5]:
         say(f"  skipped {skipped.source}: {skipped.reason}", json_lines)
     for problem in outcome.problems[:5]:
@@ -72,6 +86,7 @@ def print_analysis(
         f"{outcome.unverifiable} unverifiable",
         json_lines,
     )
+    _say_fallbacks(outcome.fallbacks, outcome.subagents, json_lines)
     for problem in outcome.problems[:8]:
         say(f"  problem: {problem}", json_lines)
     for name, path in outcome.paths.items():

@@ -24,6 +24,7 @@ class Acc:
     agent_steps: int = 0  # of the last attempt
     calls_last: int = 0  # model calls of the last attempt
     policy: str | None = None
+    fell_back: bool = False  # the last attempt's model failed; its offline procedure ran
     first_start: float | None = None
     model_calls: list[ModelCall] = field(default_factory=list)
     tool_calls: list[ToolUse] = field(default_factory=list)
@@ -60,6 +61,7 @@ class Fold:
             a = self._get(e.subtask_id)
             a.role, a.attempts = e.role, a.attempts + 1
             a.agent_steps = a.calls_last = 0
+            a.fell_back = False
             a.first_start = e.ts if a.first_start is None else a.first_start
         elif isinstance(e, ev.ModelCalled):
             a = self._get(e.subtask_id)
@@ -69,6 +71,7 @@ class Fold:
             a = self._get(e.subtask_id)
             a.agent_steps += 1
             a.policy = e.policy
+            a.fell_back = a.fell_back or e.outcome == "fallback"
         elif isinstance(e, ev.ToolCalled):
             a = self._get(e.subtask_id)
             n = max(1, a.attempts)

@@ -64,10 +64,13 @@ def outputs_as(traj: Trajectory, model: type[M], ids: Callable[[str], bool]) -> 
 
     An output that does not validate is left out, not an error: it is not this pipeline's
     (or not a finished one), so a pipeline grader counts only what its pipeline accepted.
+    An output the offline procedure made after the model failed (`Episode.fell_back`) is
+    left out too: a grader scores what the model did, not its stand-in.
     """
     found: dict[str, M] = {}
     for k, v in traj.outputs.items():
-        if not ids(k):
+        episode = traj.episodes.get(k)
+        if not ids(k) or (episode is not None and episode.fell_back):
             continue
         try:
             found[k] = model.model_validate(v)

@@ -52,11 +52,15 @@ def instantiation_reward(traj: Trajectory, *, width: int = 64) -> float:
 
 
 def completion_reward(traj: Trajectory) -> float:
-    """r_comp = share of started sub-agents whose output is valid and used (0.0 when none)."""
+    """r_comp = share of started sub-agents whose output is valid and used (0.0 when none).
+
+    A sub-agent whose model failed and whose offline procedure made the output instead
+    (`Episode.fell_back`) counts as not completed: the output is not the policy's.
+    """
     subs = _instantiated(traj)
     if not subs:
         return 0.0
-    return sum(e.output_valid and e.output_used for e in subs) / len(subs)
+    return sum(e.output_valid and e.output_used and not e.fell_back for e in subs) / len(subs)
 
 
 @dataclass(frozen=True)

@@ -73,6 +73,7 @@ def _episode(k: str, spec: Spec, a: Acc | None, *, used: bool, spawner: bool) ->
         started=started,
         attempts=a.attempts,
         policy=a.policy,
+        fell_back=a.fell_back,
         steps=steps,
         tool_calls=a.tool_calls,
         model_calls=a.model_calls,

@@ -55,6 +55,9 @@ class Episode(BaseModel):
     #: Attempts started, over all sessions.
     attempts: int
     policy: str | None = None
+    #: The last attempt's model failed its task and the role's offline procedure did it
+    #: (an `agent_step` with outcome `fallback`): its output is not the model's success.
+    fell_back: bool = False
     #: Steps of the last attempt: its `agent_step` events, else one per model call (min 1).
     steps: int
     tool_calls: list[ToolUse] = Field(default_factory=list)

@@ -288,7 +288,13 @@ class SubtaskContext:
     # --- the agent's trace (call from the event loop's thread) ---------------------------
 
     def record_step(
-        self, step: int, *, policy: str, tools: Sequence[str] = (), outcome: str
+        self,
+        step: int,
+        *,
+        policy: str,
+        tools: Sequence[str] = (),
+        outcome: str,
+        error: str | None = None,
     ) -> None:
         """Record one step of the sub-agent (`AgentStep`): a model turn or procedure stage.
 
@@ -296,7 +302,8 @@ class SubtaskContext:
             step: 1 for the first step of this attempt.
             policy: `model` or `offline`.
             tools: the tools called in the step.
-            outcome: `tools`, `answer` or `invalid`.
+            outcome: `tools`, `answer`, `invalid` or `fallback`.
+            error: why the model failed, on a `fallback` step.
         """
         if self._emit is not None:
             self._emit(
@@ -306,6 +313,7 @@ class SubtaskContext:
                 step=step,
                 tools=list(tools),
                 outcome=outcome,
+                error=error,
             )
 
     def record_tool(

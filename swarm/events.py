@@ -65,8 +65,12 @@ class AgentStep(_Event):
     step: int
     #: Tools called in this step, in order.
     tools: list[str] = Field(default_factory=list)
-    #: `tools` (called tools), `answer` (a valid final output) or `invalid` (repair needed).
-    outcome: Literal["tools", "answer", "invalid"]
+    #: `tools` (called tools), `answer` (a valid final output), `invalid` (repair needed)
+    #: or `fallback` (the model failed the subtask; the role's offline procedure takes it
+    #: over, its steps follow with policy `offline`).
+    outcome: Literal["tools", "answer", "invalid", "fallback"]
+    #: Why the model failed (`Type: message`), on a `fallback` step.
+    error: str | None = None
 
 
 class ToolCalled(_Event):

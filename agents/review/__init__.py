@@ -18,9 +18,11 @@ from agents.review.pipeline import (
     run_review,
 )
 from agents.review.roles import review_roles
+from agents.tools.search import Relevance
 
 __all__ = [
     "EmptyCorpusError",
+    "Relevance",
     "ReviewConfig",
     "ReviewGrader",
     "ReviewOutcome",

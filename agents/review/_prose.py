@@ -34,6 +34,27 @@ _THIS_THING = re.compile(r"^This (module|package|library|class|function|tool|scr
 _ATTRIBUTION = re.compile(
     r"^(?P<subject>(?:The paper by )?[A-Z][^()]{0,60}?\((?:\d{4}|n\.d\.)\)|“[^”]{1,200}”)\s+"
 )
+_WHEN = r"(?:\d{4}|n\.d\.)"
+_NAMED = r"[A-Z][\w'’-]+(?: et al\.| and [A-Z][\w'’-]+)?"
+#: "Zhang et al. (2017)" at the start, after an optional "The paper by".
+_LEADING = re.compile(rf"^(?:[Tt]he paper by )?(?P<subject>{_NAMED} \({_WHEN}\))\s+")
+#: "… (Zhang et al., 2017)." or "… (“json”)." closing the sentence.
+_TRAILING = re.compile(
+    rf"\s*\((?P<subject>{_NAMED}, {_WHEN}|“[^”]{{1,200}}”)\)(?P<end>[.!]?)\s*$"
+)
+#: "…, in this paper Lin et al. (2017) propose …" inside the sentence.
+_EMBEDDED = re.compile(rf"(?<=[\s(])(?P<subject>{_NAMED} \({_WHEN}\))\s+")
+#: How a review links one statement to the one before it; `split_attribution` drops them.
+CONNECTORS = (
+    "In contrast", "By comparison", "Relatedly", "Similarly", "Elsewhere", "Along the same line",
+    "Also", "Further",
+)  # fmt: skip
+_CONNECTOR = re.compile(r"^(?:" + "|".join(CONNECTORS) + r"),\s+")
+#: "we propose" after an opening clause ("Inspired by X, in this paper we propose …").
+_EMBEDDED_WE = re.compile(
+    r"(?<= )we\s+"
+    r"(?P<adverb>(?:also|further|then|first|now|thus|therefore)\s+)?(?P<verb>[a-z]+)\b"
+)
 
 
 #: Verbs a documentation sentence may open with, subject left out ("Provides classes …").
@@ -87,10 +108,28 @@ def _agree(verb: str, subject: str) -> str:
     return verb + "s"
 
 
+def parenthetical(subject: str) -> str:
+    """ "Zhang et al. (2017)" → "(Zhang et al., 2017)"; "“json”" → "(“json”)"."""
+    found = re.match(rf"^(?:The paper by )?(.+?) \(({_WHEN})\)$", subject)
+    if found:
+        return f"({found.group(1)}, {found.group(2)})"
+    return f"({subject})"
+
+
 def third_person(sentence: str, subject: str, title: str = "") -> str:
-    """`sentence`, attributed to `subject`, with first-person words in the third person."""
+    """`sentence`, attributed to `subject`, with first-person words in the third person.
+
+    The attribution takes the form a review gives it: the authors as the sentence's subject
+    ("We show X" → "Zhang et al. (2017) show X"; "…, in this paper we propose X" → "…, in
+    this paper Zhang et al. (2017) propose X"), or, for a sentence that states something
+    in its own words, a closing citation ("X holds." → "X holds (Zhang et al., 2017).").
+    Only a first-person sentence of another shape says "… report that …".
+    """
     text = " ".join(sentence.split())
+    if text[:1] in "\"“" and text.count(text[0]) + text.count("”") == 1:
+        text = text[1:]  # a quotation whose close lies in the next sentence
     opening = _OPENING.match(text)
+    embedded = _EMBEDDED_WE.search(text)
     if opening:
         verb = opening.group(1)
         rest = text[opening.end() :]
@@ -101,22 +140,63 @@ def third_person(sentence: str, subject: str, title: str = "") -> str:
     elif subject.startswith("“") and _doc_verb(text.split(" ", 1)[0]) and " " in text:
         verb, rest = text.split(" ", 1)
         text = f"{subject} {_agree(_doc_verb(verb) or verb, subject)} {rest}"
+    elif embedded and not subject.startswith("“"):
+        adverb, verb = embedded.group("adverb") or "", embedded.group("verb")
+        text = (
+            f"{text[: embedded.start()]}{subject} {adverb}{_agree(verb, subject)}"
+            f"{text[embedded.end() :]}"
+        )
     else:
         thing = _THIS_THING.match(text)
         if thing and title:
             text = f"The {title.strip()} {thing.group(1)}{text[thing.end() :]}"
             return _FIRST_PERSON_RE.sub(lambda m: _FIRST_PERSON[m.group(1)], text)
+        if text.startswith("Our ") and len(_FIRST_PERSON_RE.findall(text)) == 1:
+            text = "The " + text[4:]  # "Our model reaches …" → "The model reaches … (X)."
+        if not _FIRST_PERSON_RE.search(text) and text.endswith((".", "!")) and text[:1].isupper():
+            return f"{text[:-1].rstrip()} {parenthetical(subject)}{text[-1]}"
         lead = text[:1].lower() + text[1:] if text[:2].istitle() else text
         text = f"{subject} {_agree('report', subject)} that {lead}"
     return _FIRST_PERSON_RE.sub(lambda m: _FIRST_PERSON[m.group(1)], text)
 
 
+def with_connector(claim: str, connector: str) -> str:
+    """`claim` opened by one of `CONNECTORS` ("In contrast, Zhang et al. (2017) …")."""
+    if connector not in CONNECTORS:
+        raise ValueError(f"unknown connector {connector!r}; allowed: {', '.join(CONNECTORS)}")
+    if claim.startswith("The paper by "):
+        claim = "t" + claim[1:]
+    return f"{connector}, {claim}"
+
+
+def opens_with_source(claim: str) -> bool:
+    """Whether `claim` starts with its attribution ("Zhang et al. (2017) show …"): the form
+    a connector ("Similarly, …") can open without colliding with the sentence's own."""
+    return bool(_LEADING.match(claim))
+
+
 def split_attribution(claim: str) -> tuple[str, str]:
-    """(attribution, the rest) of a claim; ("", claim) when it names no source up front."""
-    found = _ATTRIBUTION.match(claim.strip())
-    if not found:
-        return "", claim.strip()
-    return found.group("subject"), claim.strip()[found.end() :]
+    """(attribution, the rest) of a claim; ("", claim) when it names no source.
+
+    The attribution is found where `third_person` puts it: leading ("Zhang et al. (2017)
+    show …", after an optional connector such as "In contrast,"), closing ("… (Zhang et al.,
+    2017)." → "Zhang et al., 2017") or inside the sentence ("…, in this paper Zhang et al.
+    (2017) propose …"). The rest is the claim without the attribution and the connector.
+    """
+    text = _CONNECTOR.sub("", claim.strip(), count=1)
+    found = _LEADING.match(text)
+    if found:
+        return found.group("subject"), text[found.end() :]
+    found = _TRAILING.search(text)
+    if found:
+        return found.group("subject"), text[: found.start()] + found.group("end")
+    found = _EMBEDDED.search(text)
+    if found:
+        return found.group("subject"), text[: found.start()] + text[found.end() :]
+    found = _ATTRIBUTION.match(text)  # any other leading "Smith, Jones and Lee (2017)"
+    if found:
+        return found.group("subject"), text[found.end() :]
+    return "", claim.strip()
 
 
 def shorten(text: str, words: int = 25) -> str:
@@ -134,4 +214,15 @@ def theme_title(label: str) -> str:
     return joined[:1].upper() + joined[1:]
 
 
-__all__ = ["attribution", "shorten", "split_attribution", "surname", "theme_title", "third_person"]
+__all__ = [
+    "CONNECTORS",
+    "attribution",
+    "opens_with_source",
+    "parenthetical",
+    "shorten",
+    "split_attribution",
+    "surname",
+    "theme_title",
+    "third_person",
+    "with_connector",
+]

@@ -2,7 +2,9 @@
 
 Assembled from the run's results, not from the synthesizer's prose alone: a claim appears in
 the review only when its fact-check says `supported`; every other claim is listed under
-"Flagged claims" with the reason, and every claim (kept or not) is a line of claims.jsonl.
+"Flagged claims" with the reason, and every claim (kept or not) is a line of claims.jsonl
+(its `fallbacks`: the researchers, writer and fact-checker behind it whose model failed, so
+that their offline procedure did the work; review.md lists every such sub-agent).
 Whatever part of the run failed, the files are written from what finished, and what is
 missing is said in them.
 """
@@ -16,14 +18,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agents.fallback import fallback_markdown, fallbacks
+from agents.review._citations import (
+    citation_links,
+    cited_ids,
+    kept_paragraphs,
+    reference_order,
+)
+from agents.review._prose import split_attribution
 from agents.review.procedures import compose_prose, upstream_checks
 from agents.review.schemas import (
     PLAN_ID,
     SYNTHESIZE_ID,
+    Claim,
     ClaimCheck,
     ReviewPlan,
     ReviewProse,
     Section,
+    check_id,
+    read_id,
     write_id,
 )
 
@@ -48,6 +61,8 @@ class _Parts:
     checks: dict[str, ClaimCheck]
     prose: ReviewProse
     problems: list[str]
+    #: Subtasks the offline procedure did after the model failed them, with its error.
+    fallbacks: dict[str, str] = field(default_factory=dict)
 
 
 def _gather(result: RunResult, topic: str, corpus_size: int) -> _Parts:
@@ -67,14 +82,7 @@ def _gather(result: RunResult, topic: str, corpus_size: int) -> _Parts:
         prose = ReviewProse.model_validate(outputs[SYNTHESIZE_ID])
     else:
         prose = compose_prose(topic, corpus_size, sections, list(checks.values()))
-    return _Parts(plan, sections, checks, prose, problems)
-
-
-def _cited(parts: _Parts, corpus: Corpus) -> list[str]:
-    """Every document a section compares or a claim cites (ids of the corpus, sorted)."""
-    ids = {r.doc_id for s in parts.sections for r in s.rows}
-    ids |= {d for s in parts.sections for c in s.claims for d in c.cited}
-    return sorted(d for d in ids if d in corpus)
+    return _Parts(plan, sections, checks, prose, problems, fallbacks(outputs))
 
 
 def _reference(doc: Document) -> str:
@@ -88,22 +96,34 @@ def _md_cell(text: Any) -> str:
     return str(text if text is not None else "").replace("|", "\\|").replace("\n", " ")
 
 
-def _section_md(section: Section, parts: _Parts) -> list[str]:
+def _md_claim(claim: Claim, corpus: Corpus) -> str:
+    text, cites = citation_links(claim, corpus)
+    named = bool(split_attribution(text)[0])
+    if named and cites[0][1]:
+        subject = cites[0][0]
+        text = text.replace(subject, f"[{subject}]({cites[0][1]})", 1)
+    extra = cites[1:] if named else cites
+    if extra:
+        shown = "; ".join(f"[{c}]({u})" if u else c for c, u in extra)
+        end = text[-1] if text.endswith((".", "!")) else ""
+        text = f"{text[: len(text) - len(end)]} ({shown}){end}"
+    return text
+
+
+def _section_md(section: Section, parts: _Parts, corpus: Corpus) -> list[str]:
     lines = [
         f"## {section.title}",
         "",
         parts.prose.section_summaries.get(section.theme_id) or section.summary,
         "",
     ]
-    for claim in section.claims:
-        check = parts.checks.get(claim.id)
-        if check is not None and check.verdict == "supported":
-            lines.append(f"- {claim.text} [{', '.join(claim.cited)}]")
-    if not any(
-        parts.checks.get(c.id) and parts.checks[c.id].verdict == "supported" for c in section.claims
-    ):
-        lines.append("_No claim of this section passed the fact-check._")
-    return [*lines, ""]
+    paragraphs = kept_paragraphs(section, parts.checks)
+    for group, claims in paragraphs:
+        text = " ".join(_md_claim(c, corpus) for c in claims)
+        lines += [f"**{group}.** {text}" if group else text, ""]
+    if not paragraphs:
+        lines += ["_No claim of this section passed the fact-check._", ""]
+    return lines
 
 
 def _timeline(parts: _Parts) -> list[str]:
@@ -125,7 +145,7 @@ def render_markdown(parts: _Parts, corpus: Corpus) -> str:
     """The review as Markdown."""
     lines = [f"# {parts.prose.title}", "", "## Introduction", "", parts.prose.introduction, ""]
     for section in parts.sections:
-        lines += _section_md(section, parts)
+        lines += _section_md(section, parts, corpus)
     rows = [(s, r) for s in parts.sections for r in s.rows]
     if rows:
         lines += [
@@ -158,9 +178,10 @@ def render_markdown(parts: _Parts, corpus: Corpus) -> str:
         lines.append("")
     if parts.problems:
         lines += ["## Problems during the run", ""] + [f"- {p}" for p in parts.problems] + [""]
-    cited = _cited(parts, corpus)
+    lines += fallback_markdown(parts.fallbacks)
+    cited = cited_ids(parts.sections, corpus)
     lines += ["## References", ""]
-    lines += [f"- {_reference(corpus.get(d))}" for d in cited]
+    lines += [f"- {_reference(corpus.get(d))}" for d in reference_order(cited, corpus)]
     return "\n".join(lines) + "\n"
 
 
@@ -190,11 +211,18 @@ def render_bibtex(doc_ids: list[str], corpus: Corpus) -> str:
 
 def _claims_jsonl(parts: _Parts) -> str:
     theme_of = {c.id: s.theme_id for s in parts.sections for c in s.claims}
+    group_of = {c.id: c.group for s in parts.sections for c in s.claims}
     lines = []
     for check in parts.checks.values():
         record = check.model_dump(mode="json")
         record["theme"] = theme_of.get(check.claim_id)
+        record["group"] = group_of.get(check.claim_id, "")
         record["kept"] = check.verdict == "supported"
+        # the sub-agents behind the claim that fell back to the offline procedure
+        theme = record["theme"]
+        behind = [read_id(d) for d in check.cited]
+        behind += [write_id(theme), check_id(theme)] if theme is not None else []
+        record["fallbacks"] = [sid for sid in behind if sid in parts.fallbacks]
         lines.append(json.dumps(record, ensure_ascii=False))
     return "\n".join(lines) + ("\n" if lines else "")
 
@@ -210,7 +238,7 @@ def write_review(out: Path, corpus: Corpus, result: RunResult, *, topic: str) ->
 
     out.mkdir(parents=True, exist_ok=True)
     parts = _gather(result, topic, len(corpus))
-    cited = _cited(parts, corpus)
+    cited = cited_ids(parts.sections, corpus)
     paths = {
         "review.md": out / "review.md",
         "references.bib": out / "references.bib",

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agents.fallback import fallbacks
 from agents.pipeline_record import (
     PIPELINE_KEY,
     ModelEndpoint,
@@ -31,6 +32,7 @@ from agents.review.outputs import ReviewFiles, write_review
 from agents.review.roles import review_roles
 from agents.review.schemas import PLAN_ID, SYNTHESIZE_ID, ReviewPlan, check_id, read_id, write_id
 from agents.subagent import SubAgent, install
+from agents.tools.search import Relevance
 from agents.tracking import RoleConcurrency
 from swarm import Swarm
 from swarm.errors import ConfigError, UserError
@@ -69,6 +71,11 @@ class ReviewConfig:
         defaults: metadata for records that lack it, e.g. {"year": 2017}.
         researcher: the role reading each paper: `researcher`, or `physics_researcher`
             (it reports the sentences that state measured quantities first).
+        relevance: when a document is relevant to the topic (`agents.tools.search.Relevance`:
+            a BM25 score threshold and the topic's key words); `max_papers` only caps.
+        fallback: with a model, a sub-agent (the planner too) whose model fails its
+            subtask by its answers gets it done by its role's offline procedure, marked as
+            such (`agents.fallback`); False: that sub-agent fails (strict model mode).
 
     Raises:
         ConfigError: a count below 1 or an unknown researcher role.
@@ -85,9 +92,15 @@ class ReviewConfig:
     threads: int = 8
     defaults: Mapping[str, Any] | None = None
     researcher: str = "researcher"
+    relevance: Relevance = field(default_factory=Relevance)
+    fallback: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "corpus", Path(self.corpus))
+        if isinstance(self.relevance, Mapping):  # as stored in `ReviewSettings`
+            object.__setattr__(self, "relevance", Relevance(**self.relevance))
+        if not isinstance(self.relevance, Relevance):
+            raise ConfigError(f"relevance must be a Relevance, got {self.relevance!r}")
         object.__setattr__(self, "out", Path(self.out))
         if self.max_papers < 1:
             raise ConfigError(f"max_papers must be >= 1, got {self.max_papers}")
@@ -118,6 +131,8 @@ class ReviewConfig:
             threads=self.threads,
             defaults=dict(self.defaults) if self.defaults is not None else None,
             researcher=self.researcher,
+            relevance=self.relevance,
+            fallback=self.fallback,
         )
 
     @classmethod
@@ -142,6 +157,9 @@ class ReviewOutcome:
     peak_researchers: int
     duration_s: float
     problems: list[str] = field(default_factory=list)
+    #: Sub-agents whose model failed their subtask, done by the offline procedure instead:
+    #: the model's error by subtask id (`agents.fallback`).
+    fallbacks: dict[str, str] = field(default_factory=dict)
 
     @property
     def pass_rate(self) -> float:
@@ -283,8 +301,11 @@ def build_swarm(config: ReviewConfig, corpus: Corpus, tools: ToolBox, executor: 
         failure_policy="continue",
         runs_dir=config.runs_dir,
     )
-    install(swarm, [r for n, r in roles.items() if n != "orchestrator"], tools, executor=executor)
-    planner = SubAgent(roles.get_role("orchestrator"), tools, executor=executor)
+    others = [r for n, r in roles.items() if n != "orchestrator"]
+    install(swarm, others, tools, executor=executor, fallback=config.fallback)
+    planner = SubAgent(
+        roles.get_role("orchestrator"), tools, executor=executor, fallback=config.fallback
+    )
     swarm.add_role(
         "orchestrator",
         _orchestrator(planner, len(corpus), config.researcher),
@@ -304,7 +325,7 @@ def _run(
 
     t0 = time.perf_counter()
     corpus = load_review_corpus(config)
-    tools = build_toolbox(corpus)
+    tools = build_toolbox(corpus, relevance=config.relevance)
     tracker = RoleConcurrency()
     record = PipelineRecord(settings=config.settings(), endpoint=endpoint or
                             ModelEndpoint.of(config.model))  # fmt: skip
@@ -332,6 +353,7 @@ def _run(
         peak_researchers=tracker.peak[config.researcher],
         duration_s=time.perf_counter() - t0,
         problems=files.problems,
+        fallbacks=fallbacks(result.outputs),
     )
 
 

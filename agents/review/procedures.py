@@ -1,16 +1,20 @@
 """The literature review's offline procedures: real retrieval, extraction and checking.
 
 Each is the offline policy of one role and calls the same tools a model would:
-- `plan_review` (orchestrator): BM25 retrieval of the papers relevant to the topic, then
-  TF-IDF + clustering into themes.
-- `research_paper` (researcher): the paper's contribution and result sentences, chosen by
-  cue phrases, numbers and relevance to the topic, quoted exactly and attributed.
-- `write_section` (writer): one section per theme — a summary, one or two claims per
-  paper citing it, a comparison row per paper.
+- `plan_review` (orchestrator): BM25 retrieval of the papers relevant to the topic (a score
+  threshold and the topic's key words decide; `max_papers` only caps), then TF-IDF +
+  clustering into themes named by their key phrases.
+- `research_paper` (researcher): the paper's contribution, result and open-question
+  sentences (prose only: no code, lists or boilerplate), chosen by cue phrases, numbers and
+  relevance to the topic, quoted exactly and attributed.
+- `write_section` (writer): one section per theme — a synthesis of what the papers share
+  and where they differ, their claims in paragraphs (shared lines of work, results, open
+  questions) each citing its paper, a comparison row per paper.
 - `check_section` (fact_checker): every claim against the passages of the cited documents
   (numbers and names must appear), and its attribution against the document's metadata.
-- `synthesize` (synthesizer): introduction, per-theme summaries and a conclusion built
-  from the counts the run produced.
+- `synthesize` (synthesizer): introduction, per-theme summaries and a conclusion (big
+  themes, most cited work, trends over years, open questions) built from the run's counts
+  and checked claims.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from agents.review._claimable import is_prose
+from agents.review._conclusion import conclusion
 from agents.review._prose import (
     attribution,
     shorten,
@@ -28,6 +34,7 @@ from agents.review._prose import (
     theme_title,
     third_person,
 )
+from agents.review._section_prose import theme_section
 from agents.review.schemas import (
     READ_PREFIX,
     WRITE_PREFIX,
@@ -56,26 +63,37 @@ _RESULT_CUES = re.compile(
 )
 _CONTRIBUTION_CUES = re.compile(
     r"\b(we (?:propose|introduce|present|develop|describe|study|investigate|consider)"
-    r"|this (?:paper|work|module|package|library)|novel|provides?)\b",
+    r"|this (?:paper|work|module|package|library)|novel|^(?:\S+\s){0,4}provides?)\b",
     re.IGNORECASE,
 )
 _NUMBER = re.compile(r"\d")
-#: Code, prompts, list items and headings make poor claims.
-_NOT_PROSE = re.compile(
-    r">>>|\$ |::|\{\{|[=<>!]=|/\*|\*\*|\'\'\'|\"\"\"| # | -- |\bdef |\bTODO\b"
-    r"|^\s*(?:[-*•#|+]|\(?[0-9a-z]\))"
+#: What a paper leaves open: its limitations, the questions it names, its future work.
+_OPEN_CUES = re.compile(
+    r"\b(?:remains? (?:an? )?(?:open|unclear|unknown|unsolved|challenging|difficult|elusive)"
+    r"|open (?:question|problem|challenge)s?|future (?:work|research|directions?)"
+    r"|limitations?|(?:key|main|major|remaining|outstanding) challenges?|is still (?:an? )?"
+    r"(?:open|unclear|poorly understood|lacking)|little is known|not (?:yet )?(?:well )?"
+    r"understood|has (?:not|yet to) been|unsolved|an important (?:step|direction))\b",
+    re.IGNORECASE,
 )
-_MIN_CHARS, _MAX_CHARS = 40, 420
+
+
+_EVERY = 1_000_000  # a `k` past any corpus: `search_corpus` returns every relevant document
 
 
 def plan_review(run: AgentRun) -> ReviewPlan:
-    """Orchestrator: the relevant papers (BM25 over the topic) grouped into themes."""
+    """Orchestrator: the papers relevant to the topic (`search_corpus` keeps only those its
+    `Relevance` rule accepts), the best `max_papers` of them, grouped into themes. The plan
+    says how many matched (`matched`); the cap cut `matched - len(relevant)`."""
     topic = str(run.inputs.get("topic") or "").strip()
     limit = int(run.inputs.get("max_papers") or 200)
     notes: list[str] = []
+    matched: int | None = None
     if topic:
-        hits = run.call("search_corpus", query=topic, k=limit)
-        relevant = [h["doc_id"] for h in hits]
+        # Every relevant document (the tool caps k at the corpus size), then the cap.
+        every = max(limit, int(run.inputs.get("corpus_size") or 0) or _EVERY)
+        hits = run.call("search_corpus", query=topic, k=every)
+        matched, relevant = len(hits), [h["doc_id"] for h in hits][:limit]
         if not relevant:
             notes.append(f"no document of the corpus matches the topic {topic!r}")
     else:
@@ -93,22 +111,15 @@ def plan_review(run: AgentRun) -> ReviewPlan:
         relevant=relevant,
         themes=[ThemePlan.model_validate(t) for t in themes],
         corpus_size=int(run.inputs.get("corpus_size") or 0),
+        matched=matched,
         notes=notes,
     )
 
 
 def _prose_sentence(text: str) -> bool:
-    """Whether a sentence reads as a statement: prose, not code, a list or a lead-in."""
-    stripped = text.strip()
-    if not _MIN_CHARS <= len(stripped) <= _MAX_CHARS or stripped.endswith((":", ",")):
-        return False
-    if _NOT_PROSE.search(stripped):
-        return False
-    words = stripped.split()
-    if stripped.count("`") > 2 or sum("_" in w for w in words) > 2:
-        return False
-    wordy = sum(w.strip(".,;()'\"“”").isalpha() for w in words)
-    return wordy >= 0.7 * len(words)
+    """Whether a sentence reads as a statement: prose, not code, a list, boilerplate or a
+    fragment (`agents.review._claimable.not_prose` says which rule fired)."""
+    return is_prose(text)
 
 
 def _sentence_score(text: str, relevance: float) -> tuple[float, float]:
@@ -128,9 +139,9 @@ def research_paper(run: AgentRun, score: SentenceScore = _sentence_score) -> Pap
     query = " ".join([str(run.inputs.get("topic") or ""), *run.inputs.get("theme_terms", [])])
     doc = run.call("read_document", doc_id=doc_id)
     every = run.call("document_sentences", doc_id=doc_id)
-    sents = [s for s in every if _prose_sentence(s["text"])] or [
-        s for s in every if _MIN_CHARS <= len(s["text"]) <= _MAX_CHARS
-    ]
+    # Only statements become findings: a document of code, lists, boilerplate and
+    # fragments alone gets none (its comparison row still says what it is).
+    sents = [s for s in every if _prose_sentence(s["text"])]
     relevance: dict[int, float] = {}
     if query.strip():
         for rank, p in enumerate(run.call("find_passages", doc_id=doc_id, query=query, k=3)):
@@ -145,16 +156,25 @@ def research_paper(run: AgentRun, score: SentenceScore = _sentence_score) -> Pap
         key=lambda x: (-x[1], x[0]["start"]),
     )
     picked = [x[0] for x in results[:2] if x[1] > 0]
+    kinds = ["result"] * len(picked)
     if contribution is not None:
         picked.insert(0, contribution[0])
+        kinds.insert(0, "contribution")
+    open_question = next((s for s in sents if _OPEN_CUES.search(s["text"])), None)
+    if open_question is not None and open_question not in picked:
+        if len(picked) == 3:  # an open question says more than a second result
+            picked.pop(), kinds.pop()
+        picked.append(open_question)
+        kinds.append("open_question")
     findings = [
         Finding(
             text=third_person(s["text"], subject, doc["title"]),
             passage=s["text"],
             start=s["start"],
             end=s["end"],
+            kind=kind,
         )
-        for s in picked
+        for s, kind in zip(picked, kinds, strict=True)
     ]
     counts = Counter(tokenize_terms(doc["title"] + " " + doc["text"]))
     return PaperNotes(
@@ -165,6 +185,8 @@ def research_paper(run: AgentRun, score: SentenceScore = _sentence_score) -> Pap
         contribution=contribution[0]["text"] if contribution is not None else "",
         findings=findings,
         terms=[t for t, _ in counts.most_common(6)],
+        url=doc.get("url"),
+        citations=doc.get("citations"),
     )
 
 
@@ -179,19 +201,21 @@ def _notes_of(run: AgentRun) -> list[PaperNotes]:
 
 
 def write_section(run: AgentRun) -> Section:
-    """Writer: one theme's section — summary, claims citing their papers, comparison rows."""
+    """Writer: one theme's section — a synthesis of what its papers share and where they
+    differ, their claims in paragraphs (shared lines of work, results, open questions), each
+    citing its paper, and a comparison row per paper (`agents.review._section_prose`)."""
     theme_id = str(run.inputs["theme_id"])
     label = str(run.inputs.get("label") or "")
     papers = _notes_of(run)
-    per_paper = 2 if len(papers) <= 6 else 1
-    claims: list[Claim] = []
+    summary, claims = theme_section(
+        theme_id,
+        papers,
+        topic=str(run.inputs.get("topic") or ""),
+        terms=list(run.inputs.get("terms") or []),
+    )
     rows: list[ComparisonRow] = []
     for notes in papers:
-        for finding in notes.findings[:per_paper]:
-            claims.append(
-                Claim(id=f"{theme_id}.c{len(claims) + 1}", text=finding.text, cited=[notes.doc_id])
-            )
-        results = notes.findings[1:] or notes.findings
+        results = [f for f in notes.findings[1:] if f.kind != "open_question"] or notes.findings
         rows.append(
             ComparisonRow(
                 doc_id=notes.doc_id,
@@ -199,16 +223,10 @@ def write_section(run: AgentRun) -> Section:
                 year=notes.year,
                 approach=shorten(notes.contribution, 22),
                 key_result=shorten(results[0].passage, 22) if results else "",
+                citations=notes.citations,
             )
         )
-    years = sorted({n.year for n in papers if n.year is not None})
-    span = f" ({years[0]}–{years[-1]})" if len(years) > 1 else (f" ({years[0]})" if years else "")
-    terms = ", ".join(run.inputs.get("terms", [])[:6])
     missing = len(run.inputs.get("doc_ids") or []) - len(papers)
-    summary = (
-        f"{len(papers)} document{'s' if len(papers) != 1 else ''}{span} share the vocabulary of "
-        f"this theme: {terms}."
-    )
     if missing > 0:
         summary += f" {missing} more could not be read and are left out."
     return Section(
@@ -290,7 +308,9 @@ def check_section(run: AgentRun) -> SectionCheck:
 def compose_prose(
     topic: str, corpus_size: int, sections: list[Section], checks: list[ClaimCheck]
 ) -> ReviewProse:
-    """Introduction, theme summaries and conclusion, from the counts of the run."""
+    """Introduction, theme summaries and conclusion (`agents.review._conclusion`: the big
+    themes, the most cited work, trends over the years, the open questions the papers
+    name), from the counts and the checked claims of the run."""
     supported = sum(c.verdict == "supported" for c in checks)
     papers = {r.doc_id: r for s in sections for r in s.rows}
     years = sorted({r.year for r in papers.values() if r.year is not None})
@@ -305,18 +325,11 @@ def compose_prose(
         f"each of the {len(checks)} claims with the passage it rests on and kept "
         f"{supported}. Claims that failed the check are listed at the end, not used."
     )
-    largest = max(sections, key=lambda s: len(s.rows), default=None)
-    conclusion = (
-        f"The largest theme is {largest.title.lower()} with {len(largest.rows)} documents; "
-        f"{supported} of {len(checks)} claims are supported by the passages they cite."
-        if largest is not None
-        else "No document matched the topic, so there is nothing to synthesize."
-    )
     return ReviewProse(
         title=f"Literature review: {topic or 'the corpus'}",
         introduction=intro,
         section_summaries={s.theme_id: s.summary for s in sections},
-        conclusion=conclusion,
+        conclusion=conclusion(sections, checks),
     )
 
 

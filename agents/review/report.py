@@ -1,76 +1,264 @@
-"""report.html of a review: the same content as review.md, as one self-contained page."""
+"""report.html of a review: the same content as review.md, as one self-contained page.
+
+Laid out to be read on a laptop screen: each theme is prose (its synthesis, then its claims
+in paragraphs) with every citation an author–year link to the record's URL; the passage
+each claim was checked against is shown once, as evidence under the theme, with the
+checked span highlighted in its context; the comparison table has fixed column widths and
+wraps long text. The template is `agents/templates/review.html.j2` (autoescaped: every
+string of the run is shown as text, never as markup).
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from agents.tools.report import ReportSection, Table, render_html
+import jinja2
+
+from agents.review._citations import (
+    citation_links,
+    cited_ids,
+    kept_paragraphs,
+    reference_order,
+)
+from agents.review._prose import attribution, parenthetical, split_attribution
 
 if TYPE_CHECKING:
     from agents.review.outputs import _Parts
-    from agents.tools.corpus import Corpus
+    from agents.review.schemas import Claim, ClaimCheck
+    from agents.tools.corpus import Corpus, Document
+
+_TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+#: Characters of the source shown on each side of a checked passage.
+CONTEXT_CHARS = 180
+
+
+@lru_cache(maxsize=1)
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(_TEMPLATES),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def _anchor(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", text).strip("-") or "x"
+
+
+def emphasis(text: str) -> list[tuple[str, bool]]:
+    """`text` cut into (segment, emphasized) around Markdown's *emphasis*."""
+    pieces = re.split(r"\*([^*\n]+)\*", text)
+    return [(p, i % 2 == 1) for i, p in enumerate(pieces) if p]
+
+
+def _short_cite(doc: Document) -> str:
+    return parenthetical(attribution(doc.authors, doc.year, doc.title))[1:-1]
+
+
+@dataclass
+class _ClaimView:
+    """A claim split around its attribution, so the template can link the attribution."""
+
+    before: str
+    subject: str
+    after: str
+    href: str | None
+    doc_id: str
+    number: int
+    anchor: str
+    evidence: bool
+    extra: list[dict[str, str]] = field(default_factory=list)
+    #: The closing punctuation, after any citations the text itself does not name.
+    end: str = ""
+
+
+def _href(doc_id: str, corpus: Corpus) -> str:
+    """The record's URL, else the reference's anchor on this page."""
+    doc = corpus.get(doc_id) if doc_id in corpus else None
+    return doc.url if doc is not None and doc.url else f"#ref-{_anchor(doc_id)}"
+
+
+def _claim_view(claim: Claim, number: int, corpus: Corpus, evidence: bool) -> _ClaimView:
+    text, cites = citation_links(claim, corpus)
+    pairs = list(zip(claim.cited, (c for c, _ in cites), strict=True))
+    subject = cites[0][0] if cites and split_attribution(text)[0] else ""
+    at = text.find(subject) if subject else -1
+    extra = [
+        {"text": cite, "href": _href(doc_id, corpus), "doc_id": doc_id}
+        for doc_id, cite in (pairs[1:] if at >= 0 else pairs)
+    ]
+    end = text[-1] if extra and text.endswith((".", "!")) else ""
+    text = text[: len(text) - len(end)]
+    if at < 0:  # the text names no source: every citation follows it
+        return _ClaimView(
+            text, "", "", None, claim.cited[0], number, _anchor(claim.id), evidence, extra, end
+        )
+    return _ClaimView(
+        before=text[:at],
+        subject=subject,
+        after=text[at + len(subject) :],
+        href=_href(claim.cited[0], corpus),
+        doc_id=claim.cited[0],
+        number=number,
+        anchor=_anchor(claim.id),
+        evidence=evidence,
+        extra=extra,
+        end=end,
+    )
+
+
+def _evidence(check: ClaimCheck, number: int, corpus: Corpus) -> dict[str, Any]:
+    """The checked passage in its context (start/end are offsets into the document)."""
+    doc = corpus.get(check.doc_id) if check.doc_id and check.doc_id in corpus else None
+    before = after = ""
+    if doc is not None and check.start is not None and check.end is not None:
+        lo = max(0, check.start - CONTEXT_CHARS)
+        hi = min(len(doc.text), check.end + CONTEXT_CHARS)
+        before = doc.text[lo : check.start]
+        after = doc.text[check.end : hi]
+        if lo > 0:
+            before = "… " + before.split(" ", 1)[-1]
+        if hi < len(doc.text):
+            after = after.rsplit(" ", 1)[0] + " …"
+    source = f"{_short_cite(doc)}, “{doc.title}”" if doc is not None else str(check.doc_id)
+    return {
+        "number": number,
+        "anchor": _anchor(check.claim_id),
+        "source": source,
+        "href": doc.url if doc is not None else None,
+        "before": " ".join(before.split()) + (" " if before.strip() else ""),
+        "passage": " ".join(check.passage.split()),
+        "after": (" " if after.strip() else "") + " ".join(after.split()),
+        "score": f"{check.score:.2f}",
+    }
+
+
+def _themes(parts: _Parts, corpus: Corpus) -> list[dict[str, Any]]:
+    themes = []
+    number = 0
+    for section in parts.sections:
+        paragraphs, evidence = [], []
+        for group, claims in kept_paragraphs(section, parts.checks):
+            views = []
+            for claim in claims:
+                number += 1
+                check = parts.checks[claim.id]
+                views.append(_claim_view(claim, number, corpus, bool(check.passage)))
+                if check.passage:
+                    evidence.append(_evidence(check, number, corpus))
+            paragraphs.append({"lead": group, "claims": views})
+        dropped = sum(
+            1
+            for c in section.claims
+            if (parts.checks.get(c.id) is None or parts.checks[c.id].verdict != "supported")
+        )
+        themes.append(
+            {
+                "anchor": f"theme-{_anchor(section.theme_id)}",
+                "title": section.title,
+                "summary": emphasis(
+                    parts.prose.section_summaries.get(section.theme_id) or section.summary
+                ),
+                "paragraphs": paragraphs,
+                "evidence": evidence,
+                "status": "ok" if dropped == 0 else "warning",
+                "dropped": dropped,
+            }
+        )
+    return themes
+
+
+def _rows(parts: _Parts, corpus: Corpus) -> list[dict[str, Any]]:
+    rows = []
+    for section in parts.sections:
+        for r in section.rows:
+            doc = corpus.get(r.doc_id) if r.doc_id in corpus else None
+            rows.append(
+                {
+                    "title": r.title,
+                    "href": doc.url if doc is not None else None,
+                    "cite": _short_cite(doc) if doc is not None else r.doc_id,
+                    "theme": section.title,
+                    "approach": r.approach,
+                    "key_result": r.key_result,
+                    "citations": r.citations,
+                }
+            )
+    return rows
+
+
+def _references(doc_ids: list[str], corpus: Corpus) -> list[dict[str, Any]]:
+    refs = []
+    for doc_id in doc_ids:
+        doc = corpus.get(doc_id)
+        refs.append(
+            {
+                "id": doc.id,
+                "anchor": _anchor(doc.id),
+                "authors": ", ".join(a.replace("*", "") for a in doc.authors) or "Anonymous",
+                "year": doc.year if doc.year is not None else "n.d.",
+                "title": doc.title,
+                "href": doc.url,
+                "venue": doc.venue or "",
+            }
+        )
+    return refs
 
 
 def render_review_html(parts: _Parts, corpus: Corpus) -> str:
-    """The review as HTML: introduction, themes, comparison, flagged claims, references."""
-    sections = [ReportSection("Introduction", paragraphs=[parts.prose.introduction])]
-    for section in parts.sections:
-        kept, dropped = [], 0
-        for claim in section.claims:
-            check = parts.checks.get(claim.id)
-            if check is not None and check.verdict == "supported":
-                kept.append([claim.text, ", ".join(claim.cited), check.passage])
-            else:
-                dropped += 1
-        summary = parts.prose.section_summaries.get(section.theme_id) or section.summary
-        sections.append(
-            ReportSection(
-                section.title,
-                paragraphs=[summary],
-                tables=[Table(["Claim", "Cites", "Supporting passage"], kept, caption="")],
-                status="ok" if dropped == 0 else "warning",
-            )
-        )
-    rows = [
-        [r.title, r.doc_id, r.year if r.year is not None else "", s.title, r.approach, r.key_result]
-        for s in parts.sections
-        for r in s.rows
-    ]
-    if rows:
-        columns = ["Document", "Id", "Year", "Theme", "Approach", "Key result"]
-        sections.append(ReportSection("Comparison", tables=[Table(columns, rows)]))
+    """The review as HTML: introduction, themes, comparison, conclusion, flagged claims,
+    problems, references."""
+    themes = _themes(parts, corpus)
+    rows = _rows(parts, corpus)
     flagged = [
-        [c.claim, ", ".join(c.cited), c.reason or "unsupported"]
+        {"claim": c.claim, "reason": c.reason or "unsupported"}
         for c in parts.checks.values()
         if c.verdict != "supported"
     ]
-    if flagged:
-        sections.append(
-            ReportSection(
-                "Flagged claims",
-                paragraphs=["These claims failed the fact-check and are not part of the review."],
-                tables=[Table(["Claim", "Cites", "Why"], flagged)],
-                status="warning",
-            )
-        )
-    if parts.problems:
-        sections.append(ReportSection("Problems", paragraphs=parts.problems, status="error"))
-    refs = sorted({r.doc_id for s in parts.sections for r in s.rows})
-    ref_rows = [
-        [d, ", ".join(corpus.get(d).authors), corpus.get(d).year or "", corpus.get(d).title]
-        for d in refs
-        if d in corpus
+    problems = list(parts.problems) + [
+        f"{sid}: made by the offline procedure after the model failed: {why}"
+        for sid, why in parts.fallbacks.items()
     ]
-    sections.append(
-        ReportSection("References", tables=[Table(["Id", "Authors", "Year", "Title"], ref_rows)])
-    )
+    refs = _references(reference_order(cited_ids(parts.sections, corpus), corpus), corpus)
+    toc = [{"anchor": "introduction", "title": "Introduction", "status": "ok"}]
+    toc += [{"anchor": t["anchor"], "title": t["title"], "status": t["status"]} for t in themes]
+    toc += [{"anchor": "comparison", "title": "Comparison", "status": "ok"}] if rows else []
+    if parts.prose.conclusion:
+        toc.append({"anchor": "conclusion", "title": "Conclusion", "status": "ok"})
+    if flagged:
+        toc.append({"anchor": "flagged-claims", "title": "Flagged claims", "status": "warning"})
+    if problems:
+        toc.append({"anchor": "problems", "title": "Problems", "status": "error"})
+    toc.append({"anchor": "references", "title": "References", "status": "ok"})
     supported = sum(c.verdict == "supported" for c in parts.checks.values())
     summary = [
         ("Themes", str(len(parts.sections))),
-        ("Documents", str(len(refs))),
+        ("Documents", str(len({r.doc_id for s in parts.sections for r in s.rows}))),
         ("Claims supported", f"{supported} / {len(parts.checks)}"),
     ]
-    return render_html(parts.prose.title, sections, summary=summary)
+    return (
+        _environment()
+        .get_template("review.html.j2")
+        .render(
+            title=parts.prose.title,
+            summary=summary,
+            toc=toc,
+            introduction=parts.prose.introduction,
+            themes=themes,
+            rows=rows,
+            with_citations=any(r["citations"] is not None for r in rows),
+            conclusion=[p.strip() for p in parts.prose.conclusion.split("\n\n") if p.strip()],
+            flagged=flagged,
+            problems=problems,
+            references=refs,
+        )
+    )
 
 
-__all__ = ["render_review_html"]
+__all__ = ["CONTEXT_CHARS", "emphasis", "render_review_html"]

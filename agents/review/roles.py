@@ -34,6 +34,14 @@ def _check_plan(plan: ReviewPlan, run: AgentRun) -> None:
             raise ValueError(f"theme {theme.id!r} lists documents not in `relevant`: {outside}")
     for doc_id in plan.relevant:
         _tool(run, "read_document", doc_id=doc_id)  # raises for an unknown id
+    topic = str(run.inputs.get("topic") or "").strip()
+    if not plan.relevant and topic:
+        hits = _tool(run, "search_corpus", query=topic, k=1) or []
+        if hits:  # an empty plan would end the review with nothing to read
+            raise ValueError(
+                f"`relevant` is empty, but search_corpus finds documents on {topic!r} "
+                f"(e.g. {hits[0]['doc_id']!r}): list the relevant documents and their themes"
+            )
 
 
 def _check_notes(notes: PaperNotes, run: AgentRun) -> None:
@@ -97,17 +105,54 @@ _SPECS: tuple[tuple[str, str, type, tuple[str, ...], Any, Any], ...] = (
 )  # fmt: skip
 
 
+#: What the review's writer is asked beyond the built-in writer's prompt: the theme's label
+#: is only its key phrases, so the model names the theme from its papers.
+WRITER_TITLE_PROMPT = (
+    " Title the section with the name a person would give its theme, drawn from the titles "
+    "and findings of its papers (a short noun phrase such as 'Policy gradient methods'), "
+    "not a list of the theme's terms."
+)
+
+
+#: How the review's writer writes a theme's section: a synthesis, not a list of papers.
+WRITER_SYNTHESIS_PROMPT = (
+    " Write the section as a short synthesis, the way a review does: the summary says what "
+    "the theme's papers have in common (the methods, data and questions they share) and how "
+    "they differ (methods, results, with the numbers the papers give), citing the papers "
+    "for each point. Each claim is one statement taken from one paper's findings, "
+    "attributed as a review attributes it ('Zhang et al. (2017) show …', '… (Zhang et al., "
+    "2017).', 'In contrast, Lee et al. (2017) …'), and cites that paper's doc_id; set "
+    "`group` to the paragraph it belongs to (a shared line of work, 'Results', 'Open "
+    "questions'). Never write 'X reports that' in front of a copied sentence, and quote no "
+    "code, lists or boilerplate."
+)
+#: How the review's synthesizer writes the introduction, theme summaries and conclusion.
+SYNTHESIZER_PROMPT = (
+    " As the review's synthesizer, write an introduction that says what the review covers "
+    "and how it is organised; one summary per theme (by theme id) that says what its papers "
+    "share and where they differ, with citations such as '(Zhang et al., 2017)'; and a "
+    "conclusion with substance: the largest and most cited themes, trends over the years "
+    "the papers span, and the open questions and limitations the papers name. Use only the "
+    "checked sections' claims and numbers, cite them, and add no new claims."
+)
+
+
 def review_roles() -> RoleRegistry:
     """orchestrator, researcher, physics_researcher, writer, fact_checker, synthesizer."""
     base = builtin_roles()
     roles = RoleRegistry()
     for name, parent, output, tools, procedure, check in _SPECS:
-        roles.register(
-            base.get_role(parent).derive(
-                name=name, output=output, tools=tools, procedure=procedure, check=check
-            )
+        role = base.get_role(parent).derive(
+            name=name, output=output, tools=tools, procedure=procedure, check=check
         )
+        if name == "writer":
+            role = role.derive(
+                system_prompt=role.system_prompt + WRITER_SYNTHESIS_PROMPT + WRITER_TITLE_PROMPT
+            )
+        if name == "synthesizer":
+            role = role.derive(system_prompt=role.system_prompt + SYNTHESIZER_PROMPT)
+        roles.register(role)
     return roles
 
 
-__all__ = ["review_roles"]
+__all__ = ["SYNTHESIZER_PROMPT", "WRITER_SYNTHESIS_PROMPT", "WRITER_TITLE_PROMPT", "review_roles"]

@@ -1,6 +1,8 @@
 """What each sub-agent of the literature review returns (both policies), and its subtask id.
 
-The ids are built and recognised only through the helpers below, so the pipeline, its files
+Each sub-agent's output says who made it (`made_by`: the model, the offline procedure, or
+the procedure after the model failed — `agents.fallback.Provenance`). The ids are built and
+recognised only through the helpers below, so the pipeline, its files
 and its grader (`agents.review.grader`) cannot drift apart when an id changes.
 """
 
@@ -9,6 +11,8 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from agents.fallback import Provenance
 
 #: The orchestrator's subtask: its output is the `ReviewPlan`.
 PLAN_ID = "plan"
@@ -55,13 +59,15 @@ class ThemePlan(_Out):
     doc_ids: list[str]
 
 
-class ReviewPlan(_Out):
+class ReviewPlan(_Out, Provenance):
     """The orchestrator's decomposition: which papers are relevant, grouped into themes."""
 
     topic: str
     relevant: list[str]
     themes: list[ThemePlan]
     corpus_size: int = 0
+    #: Documents relevant to the topic before the `max_papers` cap (None: not searched).
+    matched: int | None = None
     notes: list[str] = Field(default_factory=list)
 
 
@@ -72,9 +78,12 @@ class Finding(_Out):
     passage: str = Field(min_length=1)
     start: int | None = None
     end: int | None = None
+    #: What the passage states: the paper's contribution, a result, or an open question
+    #: (a limitation, future work); "" when not said.
+    kind: Literal["contribution", "result", "open_question", ""] = ""
 
 
-class PaperNotes(_Out):
+class PaperNotes(_Out, Provenance):
     """A researcher's notes on one paper."""
 
     doc_id: str
@@ -84,6 +93,9 @@ class PaperNotes(_Out):
     contribution: str = ""
     findings: list[Finding] = Field(default_factory=list)
     terms: list[str] = Field(default_factory=list)
+    #: Where the record says the paper can be read, and how often it is cited (if it says).
+    url: str | None = None
+    citations: int | None = None
 
 
 class Claim(_Out):
@@ -92,6 +104,9 @@ class Claim(_Out):
     id: str
     text: str = Field(min_length=1)
     cited: list[str] = Field(min_length=1)
+    #: The paragraph of the section the claim belongs to (a shared method, "Results",
+    #: "Open questions"); "" for the section's general paragraph.
+    group: str = ""
 
 
 class ComparisonRow(_Out):
@@ -100,9 +115,10 @@ class ComparisonRow(_Out):
     year: int | None = None
     approach: str = ""
     key_result: str = ""
+    citations: int | None = None
 
 
-class Section(_Out):
+class Section(_Out, Provenance):
     """A writer's section on one theme."""
 
     theme_id: str
@@ -128,12 +144,12 @@ class ClaimCheck(_Out):
     reason: str = ""
 
 
-class SectionCheck(_Out):
+class SectionCheck(_Out, Provenance):
     theme_id: str
     checks: list[ClaimCheck] = Field(default_factory=list)
 
 
-class ReviewProse(_Out):
+class ReviewProse(_Out, Provenance):
     """The synthesizer's prose; claims and tables are assembled from the checked sections."""
 
     title: str = Field(min_length=1)

@@ -12,7 +12,7 @@ from agents.toolbox import ToolBox, make_tool
 from agents.tools.claims import check_claim as _check_claim
 from agents.tools.corpus import Corpus
 from agents.tools.passages import find_exact, sentences
-from agents.tools.search import SearchIndex, search_passages
+from agents.tools.search import Relevance, SearchIndex, search_passages
 from agents.tools.themes import find_themes as _find_themes
 
 #: At most this many characters of a document are returned by `read_document`.
@@ -26,13 +26,27 @@ def _passage(p: Any, score: float | None = None) -> dict[str, Any]:
     return out
 
 
-def build_toolbox(corpus: Corpus, index: SearchIndex | None = None) -> ToolBox:
-    """The review tools over `corpus` (an index is built when not given)."""
+def _count(value: Any) -> int | None:
+    """A record's count field ("152", 152) as an int; None when absent or not a count."""
+    try:
+        return int(value) if value is not None and int(value) >= 0 else None
+    except (TypeError, ValueError):
+        return None
+
+
+def build_toolbox(
+    corpus: Corpus, index: SearchIndex | None = None, *, relevance: Relevance | None = None
+) -> ToolBox:
+    """The review tools over `corpus` (an index is built when not given); `search_corpus`
+    returns the documents `relevance` accepts (default: `Relevance()`)."""
     idx = index if index is not None else SearchIndex(corpus.documents)
+    rule = relevance if relevance is not None else Relevance()
 
     def search_corpus(query: str, k: int = 10) -> list[dict[str, Any]]:
-        """Search the corpus (BM25); the best documents with their scores."""
-        hits = idx.search(query, k=max(1, min(k, len(corpus) or 1)))
+        """Search the corpus (BM25): the documents relevant to the query, best first, at most
+        k, with their scores. Relevant: a score near the best one's and the query's key
+        words in the document (a query "a, b and c" matches documents about any of them)."""
+        hits = idx.relevant(query, rule)[: max(1, min(k, len(corpus) or 1))]
         out = []
         for h in hits:
             doc = corpus.get(h.doc_id)
@@ -42,7 +56,7 @@ def build_toolbox(corpus: Corpus, index: SearchIndex | None = None) -> ToolBox:
         return out
 
     def read_document(doc_id: str) -> dict[str, Any]:
-        """The title, authors, year and text of one document."""
+        """The title, authors, year, venue, URL, citation count and text of one document."""
         doc = corpus.get(doc_id)
         return {
             "doc_id": doc.id,
@@ -50,6 +64,8 @@ def build_toolbox(corpus: Corpus, index: SearchIndex | None = None) -> ToolBox:
             "authors": list(doc.authors),
             "year": doc.year,
             "venue": doc.venue,
+            "url": doc.url,
+            "citations": _count(doc.meta.get("citations")),
             "text": doc.text[:MAX_READ_CHARS],
             "length": len(doc.text),
         }
@@ -81,9 +97,12 @@ def build_toolbox(corpus: Corpus, index: SearchIndex | None = None) -> ToolBox:
     def find_themes(
         doc_ids: list[str], k: int | None = None, exclude_terms: list[str] | None = None
     ) -> list[dict[str, Any]]:
-        """Group documents into themes (TF-IDF + clustering); labels from the top terms."""
+        """Group documents into themes (TF-IDF + clustering), each labelled by the key
+        phrases of its documents' titles."""
         docs = [corpus.get(d) for d in doc_ids]
-        themes = _find_themes(docs, k=k, exclude_terms=exclude_terms or ())
+        themes = _find_themes(
+            docs, k=k, exclude_terms=exclude_terms or (), background=corpus.documents
+        )
         return [
             {"id": t.id, "label": t.label, "terms": list(t.terms), "doc_ids": list(t.doc_ids)}
             for t in themes

@@ -24,6 +24,7 @@ __all__ = [
     "parse_year",
     "read_file",
     "record_from_mapping",
+    "venue_of_name",
 ]
 
 SUPPORTED_SUFFIXES = (".md", ".markdown", ".txt", ".pdf", ".bib", ".jsonl", ".json")
@@ -34,6 +35,22 @@ _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
 _YEAR = re.compile(r"(?<!\d)([12]\d{3})(?!\d)")
 _AND = re.compile(r"\s+and\s+", re.IGNORECASE)
 _BIB_KEY = re.compile(r"\s*@\w+\s*[{(]\s*([^,\s]+)\s*,")
+#: Venues a collection's file name may name, as they are written ("iclr2017" -> "ICLR 2017").
+_VENUES = {
+    v.lower(): v
+    for v in (
+        "AAAI", "ACL", "AISTATS", "CHI", "COLING", "COLT", "CoRL", "CVPR", "ECCV", "EMNLP",
+        "ICASSP", "ICCV", "ICLR", "ICML", "ICRA", "IJCAI", "Interspeech", "IROS", "JMLR", "KDD",
+        "NAACL", "NeurIPS", "NIPS", "SIGIR", "TACL", "TMLR", "UAI", "WWW",
+    )
+}  # fmt: skip
+# A venue directly followed by its year ("iclr2017", "ICLR_2017", "neurips-2019"), not any
+# year of the name: "iclr2017_citations_in_2018" was collected in 2018 but is ICLR 2017's.
+_VENUE_YEAR = re.compile(
+    r"(?<![a-z])(" + "|".join(sorted(_VENUES, key=len, reverse=True)) + r")[ _.-]?"
+    r"((?:19|20)\d{2})(?!\d)",
+    re.IGNORECASE,
+)
 
 
 @dataclass(slots=True)
@@ -84,6 +101,17 @@ def parse_year(value: Any) -> int | None:
         return value if 1000 <= value <= 2999 else None
     if isinstance(value, str) and (m := _YEAR.search(value)):
         return int(m.group(1))
+    return None
+
+
+def venue_of_name(path: str) -> tuple[str, int] | None:
+    """The venue and year a file's name or folders name, nearest first: ("ICLR 2017", 2017)
+    for "papers/iclr2017_citations_in_2018.json"; None when no part names a known venue
+    directly followed by a year."""
+    for part in reversed(PurePosixPath(path.split("#", 1)[0]).parts):
+        if found := _VENUE_YEAR.search(part):
+            venue, year = found.groups()
+            return f"{_VENUES[venue.lower()]} {year}", int(year)
     return None
 
 

@@ -21,7 +21,13 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from agents.tools._corpus_files import FileRef, open_reason, open_under, read_capped, walk
-from agents.tools._readers import SUPPORTED_SUFFIXES, RawRecord, parse_authors, parse_year
+from agents.tools._readers import (
+    SUPPORTED_SUFFIXES,
+    RawRecord,
+    parse_authors,
+    parse_year,
+    venue_of_name,
+)
 from agents.tools._readers import read_file as _read_file
 from swarm.errors import UserError
 
@@ -355,6 +361,25 @@ def _apply_defaults(rec: RawRecord, defaults: Mapping[str, Any]) -> None:
         rec.url = str(defaults["url"])
 
 
+def _infer_dates(rec: RawRecord) -> None:
+    """A year (and venue) for a record that lacks one, from its venue ("ICLR 2017") or from
+    the name of its file or folders ("iclr2017_citations_in_2018.json" -> ICLR 2017, 2017);
+    `meta["year_from"]` / `meta["venue_from"]` say where each came from."""
+    if rec.year is None and rec.venue and (year := parse_year(rec.venue)) is not None:
+        rec.year = year
+        rec.meta.setdefault("year_from", f"venue {rec.venue!r}")
+    named = venue_of_name(rec.source)
+    if named is None:
+        return
+    name = rec.source.split("#", 1)[0]
+    if rec.venue is None:
+        rec.venue = named[0]
+        rec.meta.setdefault("venue_from", f"file name {name!r}")
+    if rec.year is None:
+        rec.year = named[1]
+        rec.meta.setdefault("year_from", f"file name {name!r}")
+
+
 def load_corpus(
     path: str | Path,
     *,
@@ -372,7 +397,10 @@ def load_corpus(
     Args:
         path: a folder, or one .md/.markdown/.txt/.pdf/.bib/.jsonl/.json file.
         defaults: values for fields a record lacks, e.g. {"year": 2017, "venue": "ICLR 2017"};
-            keys other than authors/year/venue/url fill `meta`.
+            keys other than authors/year/venue/url fill `meta`. A record that still lacks a
+            year takes it from its venue when that names one, then from its file's name
+            when that names a venue and its year ("iclr2017_citations_in_2018.json":
+            ICLR 2017); `meta["year_from"]` says which.
         limits: the per-file and per-corpus byte caps (16 MiB and 1 GiB by default).
 
     Raises:
@@ -403,6 +431,7 @@ def load_corpus(
     records = _read_all(root, files, skipped, limits)
     for rec in records:
         _apply_defaults(rec, fills)
+        _infer_dates(rec)
     ids = _assign_ids(records)
     documents = [_document(rec, doc_id, fills) for rec, doc_id in zip(records, ids, strict=True)]
     return Corpus(root=root, documents=documents, skipped=skipped)

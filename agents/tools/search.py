@@ -1,7 +1,11 @@
 """BM25 search over a corpus (bm25s) and over the sentences of one document.
 
 `tokenize_terms` is the one tokenizer shared with `claims` and `themes`, so a term that
-matches in search also counts as the same term when a claim is checked.
+matches in search also counts as the same term when a claim is checked. The corpus index
+holds each document's terms and its pairs of adjacent terms ("reinforcement learning" is
+also one token), so a query's phrase outscores its words scattered over a text.
+`SearchIndex.relevant` decides which documents are about a topic (`Relevance`): a score
+threshold and the topic's key words, not a count.
 """
 
 from __future__ import annotations
@@ -10,12 +14,23 @@ import math
 import re
 from collections import Counter
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from itertools import pairwise
+from typing import Any
 
 from agents.tools.corpus import Document, UnknownDocumentError
 from agents.tools.passages import Passage, sentences
 
-__all__ = ["STOPWORDS", "Hit", "SearchIndex", "search_passages", "stem", "tokenize_terms"]
+__all__ = [
+    "STOPWORDS",
+    "Hit",
+    "Relevance",
+    "SearchIndex",
+    "search_passages",
+    "stem",
+    "tokenize_terms",
+    "topic_facets",
+]
 
 # English function words (the NLTK list, plus a few words that carry no topic in abstracts).
 _STOPWORD_TEXT = """
@@ -75,13 +90,87 @@ class Hit:
     score: float
 
 
+@dataclass(frozen=True, slots=True)
+class Relevance:
+    """When a document counts as relevant to a topic (`SearchIndex.relevant`).
+
+    A topic is read as alternatives ("parsing and encoding text, files and data formats":
+    parsing; encoding text; files; data formats — see `topic_facets`); a document is
+    relevant when, for one of them, both hold:
+
+    Attributes:
+        min_score_ratio: its BM25 score for the alternative is at least this share of the
+            best document's score for it. 0.4 by default: on labelled ICLR 2017 topics
+            (benchmarks/results/retrieval.md) it keeps every paper that names the topic in
+            its title or states it in the abstract, and drops papers that only share its
+            common words ("learning" in "reinforcement learning").
+        min_coverage: the document contains at least this share of the alternative's key
+            words, weighted by their rarity (IDF): with 0.7 a paper on "reinforcement
+            learning" must say "reinforcement" ("learning" carries 14% of the weight), one
+            on "variational autoencoders" both words. 0 turns the check off.
+
+    Raises:
+        ValueError: a share outside [0, 1].
+    """
+
+    min_score_ratio: float = 0.4
+    min_coverage: float = 0.7
+
+    def __post_init__(self) -> None:
+        for name in ("min_score_ratio", "min_coverage"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ValueError(f"Relevance.{name} must be a number in [0, 1], got {value!r}")
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"Relevance.{name} must be in [0, 1], got {value!r}")
+
+
+_FACET_SPLIT = re.compile(r"[,;/]|\b(?:and|or)\b", re.IGNORECASE)
+
+
+def topic_facets(topic: str) -> list[list[str]]:
+    """The alternatives of a topic, each as its terms: the topic split at commas, semicolons,
+    slashes, "and" and "or" ("parsing and encoding text" -> [["pars"], ["encod", "text"]]).
+    Parts without a term are dropped; a repeated part is kept once."""
+    facets: list[list[str]] = []
+    for part in _FACET_SPLIT.split(topic):
+        terms = list(dict.fromkeys(tokenize_terms(part)))
+        if terms and terms not in facets:
+            facets.append(terms)
+    return facets
+
+
+def _with_pairs(terms: list[str]) -> list[str]:
+    """`terms` and each pair of adjacent terms as one more token ("reinforcement_learn")."""
+    return terms + [f"{a}_{b}" for a, b in pairwise(terms)]
+
+
 def _check_k(k: int) -> None:
     if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
         raise ValueError(f"k must be a positive integer, got {k!r}")
 
 
+@dataclass(slots=True)
+class _Vocabulary:
+    """Which terms each document contains, and in how many documents each term occurs."""
+
+    terms: list[frozenset[str]] = field(default_factory=list)
+    df: Counter[str] = field(default_factory=Counter)
+
+    def idf(self, term: str) -> float:
+        n, df = len(self.terms), self.df[term]
+        return math.log(1 + (n - df + 0.5) / (df + 0.5))  # bm25s' default (Lucene) idf
+
+    def coverage(self, i: int, terms: list[str]) -> float:
+        """The IDF-weighted share of `terms` that document `i` contains."""
+        weights = [self.idf(t) for t in terms]
+        total = sum(weights)
+        have = sum(w for t, w in zip(terms, weights, strict=True) if t in self.terms[i])
+        return have / total if total else 0.0
+
+
 class SearchIndex:
-    """A BM25 index over documents' titles (counted twice) and texts."""
+    """A BM25 index over documents' titles (counted twice) and texts, with term pairs."""
 
     def __init__(self, documents: Sequence[Document]) -> None:
         """Index `documents`.
@@ -97,13 +186,26 @@ class SearchIndex:
             dup = next(i for i, n in Counter(self._ids).items() if n > 1)
             raise ValueError(f"document id {dup!r} occurs more than once; ids must be unique")
         self._retriever: bm25s.BM25 | None = None
-        tokens = [tokenize_terms(d.title) * 2 + tokenize_terms(d.text) for d in documents]
+        self._vocab = _Vocabulary()
+        tokens = []
+        for d in documents:
+            title, text = tokenize_terms(d.title), tokenize_terms(d.text)
+            tokens.append(_with_pairs(title) * 2 + _with_pairs(text))
+            self._vocab.terms.append(frozenset(title + text))
+        self._vocab.df.update(t for terms in self._vocab.terms for t in terms)
         if any(tokens):  # bm25s cannot index a corpus without a single term
             self._retriever = bm25s.BM25()
             self._retriever.index(tokens, show_progress=False)
 
     def __len__(self) -> int:
         return len(self._ids)
+
+    def _scores(self, terms: list[str]) -> Any:
+        """BM25 scores of every document for `terms` and their adjacent pairs (or None)."""
+        if self._retriever is None:
+            return None
+        query = [t for t in _with_pairs(terms) if t in self._retriever.vocab_dict]
+        return self._retriever.get_scores(query) if query else None
 
     def search(
         self, query: str, k: int = 10, *, within: Collection[str] | None = None
@@ -127,16 +229,36 @@ class SearchIndex:
             for doc_id in within:
                 if doc_id not in self._pos:
                     raise UnknownDocumentError(doc_id, self._ids)
-        if self._retriever is None:
+        scores = self._scores(tokenize_terms(query))
+        if scores is None:
             return []
-        terms = [t for t in tokenize_terms(query) if t in self._retriever.vocab_dict]
-        if not terms:
-            return []
-        scores = self._retriever.get_scores(terms)
         positions = range(len(self._ids)) if within is None else {self._pos[i] for i in within}
         hits = [Hit(self._ids[i], float(scores[i])) for i in positions if scores[i] > 0]
         hits.sort(key=lambda h: (-h.score, h.doc_id))
         return hits[:k]
+
+    def relevant(self, topic: str, rule: Relevance = Relevance()) -> list[Hit]:
+        """Every document relevant to `topic` by `rule`, best first (by its score for the
+        whole topic; ties broken by id). A count is not a criterion: cap the list after.
+
+        Returns:
+            [] for a topic without a term, or when nothing matches.
+        """
+        keep: set[int] = set()
+        for terms in topic_facets(topic):
+            scores = self._scores(terms)
+            if scores is None:
+                continue
+            floor = max(rule.min_score_ratio * float(scores.max()), 0.0)
+            for i in map(int, (scores > 0).nonzero()[0]):
+                if scores[i] >= floor and self._vocab.coverage(i, terms) >= rule.min_coverage:
+                    keep.add(i)
+        if not keep:
+            return []
+        whole = self._scores([t for terms in topic_facets(topic) for t in terms])
+        hits = [Hit(self._ids[i], float(whole[i])) for i in keep]
+        hits.sort(key=lambda h: (-h.score, h.doc_id))
+        return hits
 
 
 def _bm25(query: list[str], units: list[list[str]]) -> list[float]:

@@ -1,8 +1,12 @@
-"""Themes of a set of documents: TF-IDF, LSA and k-means, with labels from the top terms.
+"""Themes of a set of documents: TF-IDF, LSA and k-means, labelled by their key phrases.
 
 Terms are stemmed with the shared tokenizer (so "network" and "networks" are one feature)
-and shown in their most frequent written form. Labels rank a theme's terms by how much
-more weight they have in that theme than in the others, so two themes rarely share one.
+and shown in their most frequent written form; a theme's `terms` rank them by how much more
+weight they have in that theme than in the others. Its `label` names it the way a person
+would: by the phrases of two or three words ("policy gradient", "generative adversarial
+networks") that its documents' titles share and the other themes' titles do not
+(`agents.tools._phrases`); a theme whose titles share none is named by the openings of its
+texts, and by its top terms only when those share none either.
 """
 
 from __future__ import annotations
@@ -17,13 +21,20 @@ from typing import Any
 
 import numpy as np
 
+from agents.tools._phrases import Phrase, common_words, distinctive_phrases, phrases_of
 from agents.tools.corpus import Document
 from agents.tools.search import STOPWORDS, stem
 
 __all__ = ["Theme", "default_k", "find_themes"]
 
 LABEL_TERMS = 3
+LABEL_PHRASES = 2
 TOP_TERMS = 8
+#: How much of each text's first paragraph is read for phrases when the titles share none.
+_OPENING_CHARS = 200
+#: A word more than this share of every theme's documents use is common (see `_names`).
+_COMMON = 0.25
+_HEADING = re.compile(r"\A\s*#[^\n]*\n")  # a Markdown file's title line opens its text
 _MAX_COMPONENTS = 100
 _N_INIT = 10
 
@@ -132,11 +143,11 @@ def _ranked_terms(
     return out
 
 
-def _unique_label(terms: list[str], used: set[str]) -> str:
-    label = " / ".join(terms[:LABEL_TERMS]) or "(no distinctive terms)"
-    extra = LABEL_TERMS
+def _unique_label(terms: list[str], size: int, used: set[str]) -> str:
+    label = " / ".join(terms[:size]) or "(no distinctive terms)"
+    extra = size
     while label in used and extra < len(terms):  # swap the last label term for the next one
-        label = " / ".join([*terms[: LABEL_TERMS - 1], terms[extra]])
+        label = " / ".join([*terms[: size - 1], terms[extra]])
         extra += 1
     n = 2
     base = label
@@ -151,6 +162,7 @@ def find_themes(
     k: int | None = None,
     seed: int = 0,
     exclude_terms: Collection[str] = (),
+    background: Sequence[Document] = (),
 ) -> list[Theme]:
     """Group documents into themes by their titles and texts.
 
@@ -159,7 +171,12 @@ def find_themes(
         k: how many themes; default `default_k(len(documents))`; at most one per document.
         seed: the random state of the SVD and of k-means (the result is deterministic).
         exclude_terms: words never used in labels or terms, e.g. the review topic's own
-            words (written or stemmed forms both work).
+            words (written or stemmed forms both work); a label phrase may contain them,
+            but not only them and common words.
+        background: a wider set the documents come from (e.g. the whole corpus); a word
+            over a quarter of it uses is common, so a phrase of common words only ("neural
+            networks" in ICLR papers) names no theme. Without it, a word is common when
+            over a quarter of most themes' documents use it.
 
     Returns:
         Themes sorted by size (largest first) then label, ids "theme-1", "theme-2", ...;
@@ -190,24 +207,62 @@ def find_themes(
     excluded |= {stem(w) for w in excluded}
     ranked = _ranked_terms(centroids, stems, shown, excluded)
 
-    groups: list[tuple[tuple[str, ...], list[str]]] = []
-    for rows, centroid, terms in zip(members, centroids, ranked, strict=True):
+    names = _names([[documents[i] for i in rows] for rows in members], excluded, background)
+    groups: list[tuple[tuple[str, ...], list[str], list[str]]] = []
+    for rows, centroid, terms, phrases in zip(members, centroids, ranked, names, strict=True):
         norm = float(np.linalg.norm(centroid)) or 1.0
         closeness = dense[rows] @ centroid / norm
         order = sorted(range(len(rows)), key=lambda i: (-closeness[i], ids[rows[i]]))
-        groups.append((tuple(ids[rows[i]] for i in order), terms))
+        groups.append((tuple(ids[rows[i]] for i in order), terms, phrases))
     return _label(groups)
 
 
-def _label(groups: list[tuple[tuple[str, ...], list[str]]]) -> list[Theme]:
-    """Themes from (doc_ids, ranked terms) groups: distinct labels, largest theme first."""
-    groups = sorted(groups, key=lambda g: (-len(g[0]), " / ".join(g[1][:LABEL_TERMS]), g[0][0]))
+def _names(
+    groups: list[list[Document]], excluded: set[str], background: Sequence[Document]
+) -> list[list[str]]:
+    """Per group, its distinctive title phrases; for a group whose titles share none, the
+    phrases of its texts' openings ([] when those share none either). Phrases made only of
+    excluded words and words that most documents use are left out ("deep reinforcement
+    learning" in a review of reinforcement learning; "audio files" stays in one of files)."""
+    common = common_words([[f"{d.title} {d.text}" for d in docs] for docs in groups], _COMMON)
+    if background:
+        common |= common_words([[f"{d.title} {d.text}" for d in background]], _COMMON)
+    common |= excluded
+
+    def phrases(text: str) -> dict[Phrase, str]:
+        return {p: form for p, form in phrases_of(text).items() if not set(p) <= common}
+
+    names = distinctive_phrases([[phrases(d.title) for d in docs] for docs in groups])
+    if all(names):
+        return names
+    openings = [
+        [phrases(_opening(d.text)) for d in docs]
+        for docs in groups
+    ]
+    return [n or o for n, o in zip(names, distinctive_phrases(openings), strict=True)]
+
+
+def _opening(text: str) -> str:
+    """The first paragraph of a text (its summary line, for a docstring), without a leading
+    Markdown title line, at most `_OPENING_CHARS` long."""
+    body = _HEADING.sub("", text, count=1).strip()
+    return body.split("\n\n", 1)[0][:_OPENING_CHARS]
+
+
+def _label(groups: list[tuple[tuple[str, ...], list[str], list[str]]]) -> list[Theme]:
+    """Themes from (doc_ids, ranked terms, key phrases) groups: distinct labels (the key
+    phrases, or the top terms of a group without any), largest theme first."""
+
+    def words(group: tuple[tuple[str, ...], list[str], list[str]]) -> tuple[list[str], int]:
+        return (group[2], LABEL_PHRASES) if group[2] else (group[1], LABEL_TERMS)
+
+    groups = sorted(groups, key=lambda g: (-len(g[0]), " / ".join(g[2] or g[1]), g[0][0]))
     labelled: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = []
     used: set[str] = set()
-    for doc_ids, terms in groups:
-        label = _unique_label(terms, used)
+    for group in groups:
+        label = _unique_label(*words(group), used)
         used.add(label)
-        labelled.append((label, tuple(terms[:TOP_TERMS]), doc_ids))
+        labelled.append((label, tuple(group[1][:TOP_TERMS]), group[0]))
     labelled.sort(key=lambda t: (-len(t[2]), t[0]))
     return [
         Theme(f"theme-{number}", label, terms, doc_ids)

@@ -84,10 +84,16 @@ class RemoteContext(SubtaskContext):
         return list(subtasks)
 
     def record_step(
-        self, step: int, *, policy: str, tools: Sequence[str] = (), outcome: str
+        self,
+        step: int,
+        *,
+        policy: str,
+        tools: Sequence[str] = (),
+        outcome: str,
+        error: str | None = None,
     ) -> None:
         fields = {"step": step, "policy": policy, "tools": list(tools), "outcome": outcome}
-        self.events.append(("step", fields))
+        self.events.append(("step", {**fields, "error": error}))
 
     def record_tool(
         self, tool: str, *, step: int, latency_s: float, error: str | None = None

@@ -284,6 +284,7 @@ class RayExecutor:
                     policy=fields["policy"],
                     tools=fields["tools"],
                     outcome=fields["outcome"],
+                    error=fields.get("error"),
                 )
             else:
                 ctx.record_tool(

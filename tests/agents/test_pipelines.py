@@ -99,7 +99,7 @@ def test_entry_points_take_the_config_and_keyword_sinks(run: Any) -> None:
 
 
 def test_outcomes_share_their_summary_fields() -> None:
-    shared = {"status", "problems", "run_id", "duration_s", "out_dir"}
+    shared = {"status", "problems", "run_id", "duration_s", "out_dir", "fallbacks", "subagents"}
     for outcome in (ReviewOutcome, AnalysisOutcome):
         assert shared <= {f.name for f in dataclasses.fields(outcome)}, outcome
         assert isinstance(inspect.getattr_static(outcome, "pass_rate"), property)

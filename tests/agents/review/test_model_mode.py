@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from agents.review import ReviewConfig, run_review
+from agents.review.schemas import read_id
 from agents.tools.corpus import Corpus
 from agents.tools.search import SearchIndex
 from kimmy.app import main
+from kimmy.summaries import print_review
 from swarm.events import AgentStep, Event, ToolCalled
 from swarm.llm import OpenAIChat
 from tests.agents.review.conftest import ICLR_DEFAULTS, ICLR_JSON
@@ -96,3 +99,112 @@ def test_cli_review_with_a_model_server(tmp_path: Path, capsys: pytest.CaptureFi
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert "claims supported" in captured.out
+
+
+class WeakReviewModel(ReviewModel):
+    """A model that answers in prose, never JSON, as the planner and as the researcher of
+    `prose_docs` (the repair turn too); the other sub-agents answer as `ReviewModel`."""
+
+    def __init__(self, prose_docs: set[str]) -> None:
+        super().__init__()
+        self.prose_docs = prose_docs
+
+    def _orchestrator(self, subtask, inputs, upstream, messages):  # type: ignore[no-untyped-def]
+        return "I would group these papers by method, then by dataset.", None
+
+    def _researcher(self, subtask, inputs, upstream, messages):  # type: ignore[no-untyped-def]
+        if inputs["doc_id"] in self.prose_docs:
+            return "This paper is about question answering, and it is very good.", None
+        return super()._researcher(subtask, inputs, upstream, messages)
+
+
+def _weak_review(tmp_path: Path, prose_docs: set[str], *, fallback: bool) -> tuple[Any, Events]:
+    sink = Events()
+    with OpenAIServer(default=WeakReviewModel(prose_docs)) as srv:
+        config = ReviewConfig(
+            corpus=ICLR_JSON, topic="question answering", out=tmp_path, max_papers=8,
+            model=OpenAIChat(srv.base_url, "test-model"), defaults=ICLR_DEFAULTS,
+            fallback=fallback,
+        )  # fmt: skip
+        return run_review(config, sinks=[sink]), sink
+
+
+def test_a_weak_model_still_gets_a_review_from_the_fallbacks(
+    tmp_path: Path, iclr: Corpus, capsys: pytest.CaptureFixture[str]
+) -> None:
+    prose_docs = {h.doc_id for h in SearchIndex(iclr.documents).search("question answering", k=2)}
+    outcome, sink = _weak_review(tmp_path, prose_docs, fallback=True)
+    assert outcome.status == "completed"
+    # the planner and the two researchers fell back to their procedures, nobody else
+    fell_back = {"plan", *(read_id(d) for d in prose_docs)}
+    assert set(outcome.fallbacks) == fell_back
+    assert all(e.startswith("ModelBehaviourError: ") for e in outcome.fallbacks.values())
+    steps = [e for e in sink.events if isinstance(e, AgentStep) and e.outcome == "fallback"]
+    assert {e.subtask_id for e in steps} == fell_back and all(e.error for e in steps)
+    # the offline plan went on: every relevant paper was read, the model wrote the rest
+    assert outcome.relevant == 8 and outcome.themes >= 1 and prose_docs
+    review = (tmp_path / "review.md").read_text()
+    assert "A model-written introduction." in review
+    made_offline = review.split("## Made by the offline procedure")[1].split("## References")[0]
+    assert {ln.split(": ")[0].removeprefix("- ") for ln in made_offline.splitlines()
+            if ln.startswith("- ")} == fell_back  # fmt: skip
+    claims = [json.loads(x) for x in (tmp_path / "claims.jsonl").read_text().splitlines()]
+    assert claims and outcome.files.supported > 0
+    for c in claims:  # a claim is marked by the fallen-back researchers of the papers it cites
+        assert c["fallbacks"] == [read_id(d) for d in c["cited"] if d in prose_docs]
+    assert any(c["fallbacks"] for c in claims)
+    print_review(outcome)
+    total = outcome.subagents
+    assert f"fallback: 3 of {total} sub-agents fell back" in capsys.readouterr().out
+
+
+def test_strict_model_mode_leaves_the_review_empty_as_before(tmp_path: Path) -> None:
+    outcome, sink = _weak_review(tmp_path, set(), fallback=False)
+    assert outcome.status != "completed" and outcome.fallbacks == {}
+    assert outcome.relevant == 0 and outcome.files.claims == 0
+    assert any("plan (orchestrator) failed" in p for p in outcome.problems)
+    assert not any(isinstance(e, AgentStep) and e.outcome == "fallback" for e in sink.events)
+
+
+def test_cli_no_fallback_is_strict_model_mode_and_is_stored_for_resume(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = tmp_path / "runs"
+    with OpenAIServer(default=WeakReviewModel(set())) as srv:
+        code = main([
+            "review", str(ICLR_JSON), "--topic", "question answering", "--max-papers", "4",
+            "--out", str(tmp_path / "out"), "--base-url", srv.base_url, "--runs-dir", str(runs),
+            "--no-fallback",
+        ])  # fmt: skip
+    captured = capsys.readouterr()
+    assert code == 1, captured.err
+    assert "problem: plan (orchestrator) failed" in captured.out
+    assert "fell back" not in captured.out
+    from agents.pipeline_record import load_pipeline_run
+
+    run_id = captured.out.split("kimmy show ")[1].split()[0]
+    _, record = load_pipeline_run(run_id, runs, "review")
+    assert record.settings.fallback is False  # `kimmy resume` goes on in strict mode
+
+
+class EmptyPlanModel(ReviewModel):
+    """A planner that answers a well-formed plan listing no document (SmolLM2 did)."""
+
+    def _orchestrator(self, subtask, inputs, upstream, messages):  # type: ignore[no-untyped-def]
+        return json.dumps({"topic": inputs["topic"], "relevant": [], "themes": []}), None
+
+
+def test_an_empty_plan_for_a_topic_the_corpus_covers_is_invalid(tmp_path: Path) -> None:
+    """It was accepted as valid, and the review ended with nothing read (0 claims)."""
+    sink = Events()
+    with OpenAIServer(default=EmptyPlanModel()) as srv:
+        config = ReviewConfig(
+            corpus=ICLR_JSON, topic="question answering", out=tmp_path, max_papers=6,
+            model=OpenAIChat(srv.base_url, "test-model"), defaults=ICLR_DEFAULTS,
+        )  # fmt: skip
+        outcome = run_review(config, sinks=[sink])
+    assert set(outcome.fallbacks) == {"plan"}
+    assert "`relevant` is empty, but search_corpus finds" in outcome.fallbacks["plan"]
+    invalid = [e for e in sink.events if isinstance(e, AgentStep) and e.outcome == "invalid"]
+    assert [e.subtask_id for e in invalid] == ["plan", "plan"]  # the answer, then the repair
+    assert outcome.relevant == 6 and outcome.files.claims > 0

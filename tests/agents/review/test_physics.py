@@ -52,6 +52,7 @@ def test_physics_review_reports_measurements(tmp_path: Path) -> None:
     claims = [json.loads(x) for x in (out / "claims.jsonl").read_text().splitlines()]
     texts = " ".join(c["claim"] for c in claims if c["verdict"] == "supported")
     # the quantity-laden sentences win over the qualitative "improves the stability" one
-    assert "Smith and Li (2021) report that the array operates at 0.3 K" in texts
-    assert "Ng (2022) reports that the noise level reaches 3 μK" in texts
+    assert "The array operates at 0.3 K and observes at 150 GHz" in texts
+    assert "The noise level reaches 3 μK per arcminute after 2 years (Ng, 2022)." not in texts
+    assert "reaches 3 μK per arcminute after 2 years of observation (Ng, 2022)." in texts
     assert "stability" not in texts

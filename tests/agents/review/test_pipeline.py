@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 
 from agents.review import EmptyCorpusError, ReviewConfig, run_review
 from agents.tools.corpus import Corpus, CorpusError, load_corpus
+from agents.tools.search import Relevance
 from kimmy.app import main
 from tests.agents.review.conftest import ICLR_DEFAULTS, ICLR_JSON
 
@@ -19,8 +21,12 @@ def _claims(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / "claims.jsonl").read_text().splitlines()]
 
 
+_LINK = re.compile(r"\[([^\]]+)\]\((https?://[^)\s]+)\)")
+
+
 def _assert_files_consistent(out: Path, corpus: Corpus) -> list[dict]:
     review = (out / "review.md").read_text()
+    plain = _LINK.sub(r"\1", review)  # the review's text with its citation links as text
     claims = _claims(out)
     assert claims, "no claim was made"
     for c in claims:
@@ -28,9 +34,11 @@ def _assert_files_consistent(out: Path, corpus: Corpus) -> list[dict]:
         if c["verdict"] == "supported":
             doc = corpus.get(c["doc_id"])
             assert doc.text[c["start"] : c["end"]] == c["passage"]  # quoted exactly
-            assert f"- {c['claim']} [{', '.join(c['cited'])}]" in review
+            assert c["claim"] in plain  # stated in the review exactly as it was checked
         else:  # flagged, never silently kept
             assert f"~~{c['claim']}~~" in review
+    urls = {doc.url for doc in corpus if doc.url}
+    assert all(url in urls for _, url in _LINK.findall(review))  # links go to the records
     bib = bibtexparser.parse_string((out / "references.bib").read_text())
     cited = {d for c in claims for d in c["cited"]}
     assert cited <= {e.key for e in bib.entries}
@@ -68,6 +76,8 @@ def test_width_scales_with_the_corpus(tmp_path: Path) -> None:
             out=tmp_path,
             max_papers=500,
             defaults=ICLR_DEFAULTS,
+            # every paper that uses a word of the topic: the widest review of this corpus
+            relevance=Relevance(min_score_ratio=0.0, min_coverage=0.0),
         )
     )
     assert outcome.relevant >= 400 and outcome.subagents >= 400
@@ -139,3 +149,35 @@ def test_cli_review_and_its_errors(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "nope" in capsys.readouterr().err
     assert main(["review", str(ICLR_JSON), "--max-papers", "0"]) == 2
     assert "got 0" in capsys.readouterr().err
+
+
+def test_review_md_links_citations_and_reads_as_a_synthesis(
+    iclr_attention_review: tuple[object, object], iclr: Corpus
+) -> None:
+    from agents.review._prose import split_attribution
+
+    _, outcome = iclr_attention_review
+    out = outcome.out_dir  # type: ignore[attr-defined]
+    review = (out / "review.md").read_text()
+    kept = [c for c in _claims(out) if c["verdict"] == "supported"]
+    for c in kept:  # the attribution in the text is the link to the record
+        subject, _ = split_attribution(c["claim"])
+        doc = iclr.get(c["cited"][0])
+        assert f"[{subject}]({doc.url})" in review, c["claim"]
+    assert sum(" reports that " in c["claim"] or " report that " in c["claim"] for c in kept) <= (
+        len(kept) // 4
+    )
+    entries = bibtexparser.parse_string((out / "references.bib").read_text()).entries
+    bib = {e.key: e for e in entries}
+    for doc_id, entry in bib.items():
+        assert entry.fields_dict["url"].value == iclr.get(doc_id).url
+    references = review.split("## References", 1)[1]
+    assert all(iclr.get(k).url in references for k in bib)
+    themes = review.split("\n## ")[2 : 2 + outcome.themes]  # type: ignore[attr-defined]
+    for theme in themes:
+        synthesis = theme.split("\n\n")[1]
+        assert re.match(r"\d+ papers? from 2017\.", synthesis), synthesis
+    conclusion = review.split("## Conclusion", 1)[1].split("\n## ", 1)[0]
+    assert "The largest themes" in conclusion and "most cited papers" in conclusion
+    top = max((iclr.get(c["cited"][0]) for c in kept), key=lambda d: d.meta["citations"])
+    assert f"({top.meta['citations']} citations)" in conclusion

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +17,7 @@ from agents.tools.corpus import Corpus
 from agents.tools.search import SearchIndex
 from swarm import Swarm
 from swarm.schema import SubtaskStatus
+from tests.support.review_model import ReviewModel
 
 
 def _run_one(corpus: Corpus, subtasks: list[dict[str, Any]]) -> dict[str, Any]:
@@ -83,9 +87,14 @@ def test_researcher_quotes_exact_passages_with_offsets(iclr: Corpus) -> None:
     doc = iclr.get(doc_id)
     assert notes["doc_id"] == doc_id and notes["year"] == 2017
     assert 2 <= len(notes["findings"]) <= 3
+    assert notes["findings"][0]["kind"] == "contribution"
+    assert notes["url"] == doc.url and notes["citations"] == doc.meta["citations"]
     for f in notes["findings"]:
         assert doc.text[f["start"] : f["end"]] == f["passage"]
-        assert f["text"].startswith("Zhang et al. (2017)")
+        # attributed up front ("Zhang et al. (2017) show …") or closing ("… (Zhang et al., 2017).")
+        subject, body = split_attribution(f["text"])
+        assert subject in ("Zhang et al. (2017)", "Zhang et al., 2017"), f["text"]
+        assert body and "Zhang" not in body
     joined = " ".join(f["passage"] for f in notes["findings"])
     assert "random labeling" in joined  # the paper's headline result is among the findings
 
@@ -219,3 +228,185 @@ def test_third_person_and_split_roundtrip() -> None:
     assert (
         third_person("This paper studies X.", "Kim (2016)") == "The paper by Kim (2016) studies X."
     )
+
+
+def test_orchestrator_keeps_the_relevant_papers_and_says_what_the_cap_cut(iclr: Corpus) -> None:
+    def plan(max_papers: int) -> dict[str, Any]:
+        inputs = {"topic": "reinforcement learning", "max_papers": max_papers}
+        return _run_one(iclr, [{"id": "plan", "role": "orchestrator", "inputs": inputs}])["plan"]
+
+    # Relevance decides, not the cap: a cap of 200 keeps the ~55 papers about RL, not 200.
+    wide = plan(200)
+    assert wide["matched"] == len(wide["relevant"]) < 70
+    for doc_id in wide["relevant"]:
+        doc = iclr.get(doc_id)
+        assert "reinforcement" in (doc.title + doc.text).lower()
+    capped = plan(20)
+    assert capped["matched"] == wide["matched"] and capped["relevant"] == wide["relevant"][:20]
+    assert capped["notes"] == []  # a cap the user chose is not a problem of the run
+
+
+def test_iclr_review_cites_years_from_the_file_name(tmp_path: Path) -> None:
+    from agents.review import ReviewConfig, run_review
+    from tests.agents.review.conftest import ICLR_JSON
+
+    out = tmp_path / "r"
+    run_review(ReviewConfig(corpus=ICLR_JSON, topic="policy gradient", out=out, max_papers=8))
+    review = (out / "review.md").read_text()
+    assert "n.d." not in review and "(2017)" in review
+    assert "ICLR 2017" in review.split("## References", 1)[1]
+
+
+def test_the_writer_is_asked_to_name_its_theme() -> None:
+    from agents.review.roles import WRITER_TITLE_PROMPT
+
+    writer = review_roles()["writer"]
+    assert writer.system_prompt.endswith(WRITER_TITLE_PROMPT)
+    assert "Title the section" in WRITER_TITLE_PROMPT
+
+
+class _NamingModel(ReviewModel):
+    """The scripted model, naming each theme after its first paper (as a writer may)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writer_prompts: list[str] = []
+
+    def _writer(self, subtask, inputs, upstream, messages):  # type: ignore[no-untyped-def]
+        self.writer_prompts.append(messages[0]["content"])
+        content, calls = super()._writer(subtask, inputs, upstream, messages)
+        section = json.loads(content)
+        section["title"] = f"Work around {next(iter(upstream.values()))['title']}"
+        return json.dumps(section), calls
+
+
+def test_in_model_mode_the_writer_names_the_theme(tmp_path: Path, iclr: Corpus) -> None:
+    from agents.review import ReviewConfig, run_review
+    from agents.review.roles import WRITER_TITLE_PROMPT
+    from swarm.llm import OpenAIChat
+    from tests.agents.review.conftest import ICLR_DEFAULTS, ICLR_JSON
+    from tests.support.openai_server import OpenAIServer
+
+    fake = _NamingModel()
+    with OpenAIServer(default=fake) as srv:
+        config = ReviewConfig(
+            corpus=ICLR_JSON,
+            topic="policy gradient",
+            out=tmp_path,
+            max_papers=6,
+            model=OpenAIChat(srv.base_url, "test-model"),
+            defaults=ICLR_DEFAULTS,
+        )
+        outcome = run_review(config)
+    assert outcome.status == "completed" and outcome.themes == 2
+    assert len(fake.writer_prompts) == 2
+    assert all(WRITER_TITLE_PROMPT.strip() in p for p in fake.writer_prompts)
+    lines = (tmp_path / "review.md").read_text().splitlines()
+    assert sum(ln.startswith("## Work around ") for ln in lines) == 2  # the model's titles
+
+
+def test_the_relevance_setting_is_typed_and_stored_with_the_run(tmp_path: Path) -> None:
+    from agents.pipeline_record import ReviewSettings
+    from agents.review import Relevance, ReviewConfig
+    from swarm.errors import ConfigError
+
+    config = ReviewConfig(corpus=tmp_path, topic="t", out=tmp_path, relevance=Relevance(0.2, 0.5))
+    stored = ReviewSettings.model_validate_json(config.settings().model_dump_json())
+    assert ReviewConfig.from_settings(stored).relevance == Relevance(0.2, 0.5)
+    assert ReviewConfig(corpus=tmp_path, topic="t", out=tmp_path).relevance == Relevance()
+    with pytest.raises(ConfigError, match=r"relevance must be a Relevance, got 0\.5"):
+        ReviewConfig(corpus=tmp_path, topic="t", out=tmp_path, relevance=0.5)  # type: ignore[arg-type]
+
+
+def _reports_that(text: str) -> bool:
+    return " report that " in text or " reports that " in text
+
+
+def test_writer_synthesizes_a_theme(iclr: Corpus) -> None:
+    from agents.review._section_prose import OPEN_QUESTIONS, RESULTS
+    from agents.review._synthesis import states_measure
+
+    ids = [h.doc_id for h in SearchIndex(iclr.documents).search("policy gradient", k=8)]
+    subtasks: list[dict[str, Any]] = [
+        {"id": f"read:{d}", "role": "researcher", "inputs": {"doc_id": d, "topic": "policy"}}
+        for d in ids
+    ]
+    subtasks += [
+        {
+            "id": "write:t1",
+            "role": "writer",
+            "depends_on": [f"read:{d}" for d in ids],
+            "inputs": {"theme_id": "t1", "label": "policy / gradient", "doc_ids": ids},
+        },
+        {"id": "check:t1", "role": "fact_checker", "depends_on": ["write:t1"],
+         "inputs": {"theme_id": "t1"}},
+    ]  # fmt: skip
+    out = _run_one(iclr, subtasks)
+    section, notes = out["write:t1"], {d: out[f"read:{d}"] for d in ids}
+    summary, claims = section["summary"], section["claims"]
+    assert summary.startswith("8 papers from 2017.")
+    # what they share: each named phrase occurs in the notes of every paper cited with it
+    shared = re.findall(r"\*([^*]+)\* \((\d+): ([^)]*)\)", summary)
+    assert shared, summary
+    for phrase, count, cites in shared:
+        texts = {
+            d: " ".join(
+                " ".join([n["title"], n["contribution"], *(f["passage"] for f in n["findings"])])
+                .lower()
+                .split()
+            )
+            for d, n in notes.items()
+        }
+        users = [d for d in ids if phrase.rstrip("s") in texts[d]]
+        assert len(users) >= int(count) >= 2, phrase
+        for cite in cites.split("; "):
+            if not cite.startswith("and "):
+                name = cite.split()[0].rstrip(",")
+                assert any(name in " ".join(notes[d]["authors"]) for d in users), cite
+    # claims in paragraphs, each attributed to its own paper, few "X reports that"
+    assert {c["group"] for c in claims} - {""}
+    for c in claims:
+        subject, _ = split_attribution(c["text"])
+        author = notes[c["cited"][0]]["authors"][0]
+        assert author.split()[-1] in subject, (c["text"], author)
+    assert sum(_reports_that(c["text"]) for c in claims) <= len(claims) // 4
+    assert any(c["text"].startswith(("Similarly, ", "Relatedly, ")) for c in claims)
+    for c in claims:
+        finding = next(f for f in notes[c["cited"][0]]["findings"] if f["text"] in c["text"])
+        if c["group"] == RESULTS and len(ids) > 6:
+            assert states_measure(finding["passage"])
+        if c["group"] == OPEN_QUESTIONS:
+            assert finding["kind"] == "open_question"
+    checks = out["check:t1"]["checks"]
+    assert len(checks) == len(claims) and all(c["verdict"] == "supported" for c in checks)
+
+
+def test_compose_prose_concludes_with_themes_citations_trends_and_open_questions() -> None:
+    from agents.review._section_prose import OPEN_QUESTIONS
+    from agents.review.procedures import compose_prose
+    from agents.review.schemas import Claim, ClaimCheck, ComparisonRow, Section
+
+    def row(i: int, year: int, cites: int) -> ComparisonRow:
+        return ComparisonRow(doc_id=f"d{i}", title=f"Widget paper {i}", year=year, citations=cites)
+
+    open_q = "Loading gadgets remains an open problem (Kim, 2016)."
+    sections = [
+        Section(theme_id="t1", title="Widgets", rows=[row(1, 2014, 5), row(2, 2015, 40)]),
+        Section(
+            theme_id="t2",
+            title="Gadgets",
+            rows=[row(3, 2016, 3), row(4, 2017, 1), row(5, 2017, 2)],
+            claims=[Claim(id="t2.c1", text=open_q, cited=["d3"], group=OPEN_QUESTIONS)],
+        ),
+    ]
+    checks = [ClaimCheck(claim_id="t2.c1", claim=open_q, cited=["d3"], verdict="supported")]
+    text = compose_prose("widgets", 10, sections, checks).conclusion
+    assert "The largest themes, by documents, are gadgets (3) and widgets (2)." in text
+    assert "“Widget paper 2” (40 citations)" in text and "widgets is cited most" in text
+    assert "The papers span 2014–2017" in text
+    assert "most recent theme is gadgets (median year 2017)" in text
+    assert "oldest is widgets (2014)" in text
+    assert open_q in text and "Of the 1 claims checked, 1 are supported" in text
+    assert len(text.split("\n\n")) == 3  # the set; its open questions; the fact-check
+    flagged = [checks[0].model_copy(update={"verdict": "unsupported"})]
+    assert open_q not in compose_prose("widgets", 10, sections, flagged).conclusion

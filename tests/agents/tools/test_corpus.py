@@ -342,3 +342,31 @@ def test_author_and_year_parsing() -> None:
         None,
         None,
     ]
+
+
+@needs_iclr
+def test_iclr_years_and_venue_come_from_the_file_name() -> None:
+    corpus = load_corpus(ICLR)  # no defaults: the name says ICLR 2017 (collected in 2018)
+    assert {(d.year, d.venue) for d in corpus} == {(2017, "ICLR 2017")}
+    first = corpus.get("Sy8gdB9xx")
+    assert first.meta["year_from"] == "file name 'iclr2017_citations_in_2018.json'"
+    assert first.meta["venue_from"] == first.meta["year_from"]
+    assert {d.year for d in load_corpus(ICLR, defaults={"year": 2016})} == {2016}  # defaults win
+
+
+def test_years_from_the_record_its_venue_or_its_file_name(tmp_path: Path) -> None:
+    recs = [
+        {"title": "Own year", "abstract": "a", "year": 2015, "venue": "NeurIPS 2014"},
+        {"title": "Venue year", "abstract": "b", "venue": "Proceedings of ICML 2016"},
+        {"title": "No year", "abstract": "c"},
+    ]
+    write(tmp_path / "neurips-2019" / "accepted_in_2020.json", json.dumps(recs))
+    docs = by_title(load_corpus(tmp_path))
+    assert (docs["Own year"].year, docs["Own year"].venue) == (2015, "NeurIPS 2014")
+    assert "year_from" not in docs["Own year"].meta
+    assert docs["Venue year"].year == 2016
+    assert docs["Venue year"].meta["year_from"] == "venue 'Proceedings of ICML 2016'"
+    # the folder names the venue and its year; the file's "2020" is not a venue's
+    assert (docs["No year"].year, docs["No year"].venue) == (2019, "NeurIPS 2019")
+    plain = load_corpus(write(tmp_path / "other" / "citations_in_2018.json", json.dumps(recs[2:])))
+    assert [(d.year, d.venue) for d in plain] == [(None, None)]

@@ -35,11 +35,46 @@ def test_iclr_themes_cover_every_document_once(iclr: Corpus) -> None:
     sizes = [len(t.doc_ids) for t in themes]
     assert sizes == sorted(sizes, reverse=True) and min(sizes) >= 10
     for t in themes:
-        assert len(t.terms) == 8 and t.label == " / ".join(t.terms[:3])
-    labels = " ".join(t.label for t in themes)
-    # The field's big topics of 2016-17 come out as themes of their own.
-    assert "reinforcement" in labels and "adversarial" in labels
+        assert len(t.terms) == 8
+        # Named by key phrases of its papers' titles, not by single terms.
+        phrases = t.label.split(" / ")
+        assert 1 <= len(phrases) <= 2
+        for phrase in phrases:
+            assert len(phrase.split()) >= 2
+            key = tokenize_terms(phrase)
+            used = [d for d in t.doc_ids if _has_run(tokenize_terms(iclr.get(d).title), key)]
+            assert len(used) >= 2, (phrase, t.doc_ids)
+    labels = [p for t in themes for p in t.label.split(" / ")]
+    # The field's big topics of 2016-17 come out as themes of their own, named as people do.
+    for name in ("reinforcement learning", "generative adversarial networks", "question answering"):
+        assert name in labels
     assert find_themes(iclr.documents) == themes  # deterministic
+
+
+def _has_run(words: list[str], run: list[str]) -> bool:
+    return any(words[i : i + len(run)] == run for i in range(len(words) - len(run) + 1))
+
+
+def test_labels_are_distinctive_phrases_or_terms_when_none() -> None:
+    docs = [
+        Document("p1", "Policy gradient with baselines", "Agents and rewards."),
+        Document("p2", "Natural policy gradient methods", "Agents and rewards again."),
+        Document("p3", "Policy gradient for robots", "Robots with rewards."),
+        Document("p4", "Neural networks for policy gradient", "Agents and neural networks."),
+        Document("g1", "Generative adversarial networks", "Images from noise samples."),
+        Document("g2", "Training generative adversarial networks", "Images and noise."),
+        Document("g3", "Generative Adversarial Networks for text", "Samples of noise images."),
+        Document("g4", "Neural networks and generative adversarial networks", "Images."),
+    ]
+    themes = {t.doc_ids[0][0]: t for t in find_themes(docs, k=2)}
+    assert themes["p"].label.startswith("policy gradient")
+    # the phrase in its most used form; "neural networks" is in both themes' titles
+    assert themes["g"].label.split(" / ")[0] == "generative adversarial networks"
+    assert "neural networks" not in themes["p"].label + themes["g"].label
+    # No phrase in titles or texts: the top terms, as before.
+    words = [Document(f"w{i}", w, f"{w} {w}") for i, w in enumerate(["cats", "dogs", "fish"])]
+    (only,) = find_themes(words)
+    assert only.label == " / ".join(only.terms[:3])
 
 
 def test_exclude_terms_keep_topic_words_out_of_labels(iclr: Corpus) -> None:
@@ -79,3 +114,20 @@ def test_small_and_degenerate_inputs() -> None:
         find_themes(three, k=0)
     with pytest.raises(ValueError, match="'d0' occurs more than once"):
         find_themes([three[0], three[0]])
+
+
+def test_iclr_rl_themes_are_named_by_phrases_of_the_field(iclr: Corpus) -> None:
+    from agents.tools.search import SearchIndex
+
+    docs = [
+        iclr.get(h.doc_id) for h in SearchIndex(iclr.documents).relevant("reinforcement learning")
+    ]
+    topic = tokenize_terms("reinforcement learning")
+    themes = find_themes(docs, exclude_terms=topic, background=iclr.documents)
+    phrases = [p for t in themes for p in t.label.split(" / ")]
+    assert "policy gradient" in phrases and "imitation learning" in phrases
+    # Phrases of common words only, or of the topic's words, name no theme.
+    for generic in ("neural networks", "deep reinforcement learning", "reinforcement learning"):
+        assert generic not in phrases
+    without = find_themes(docs, exclude_terms=topic)  # the themes themselves do not change
+    assert sorted(t.doc_ids for t in without) == sorted(t.doc_ids for t in themes)

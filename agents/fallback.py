@@ -1,0 +1,92 @@
+"""Falling back to the offline procedure: when a sub-agent's model fails its subtask, the
+role's procedure does it instead, and the output says so.
+
+    agent = SubAgent(role, tools, fallback=True)
+
+A model that fails *by its answers* — still invalid after the repair turn
+(`OutputError`), no valid answer within the role's `max_steps` (`AgentStepLimitError`), a
+task too long for its context (`ContextOverflowError`) — hands the subtask to the role's
+procedure. A model *server* that fails (`ModelError`: down, timing out, rejecting the
+request) does not: the scheduler retries those, and then the subtask fails loudly, so a
+dead server never turns a model run into a silent offline run of 1,000 sub-agents. Budgets,
+timeouts and cancellation are not fallbacks either.
+
+The fallback is recorded twice: an `AgentStep` with `outcome="fallback"` and the model's
+error (the run's events, `kimmy show --events`, the trajectory), and on the output, when
+its schema is `Provenance`: `made_by="offline_fallback"` and `fallback_error`. Every output
+a `SubAgent` returns through a `Provenance` schema says who made it (`model`, `offline`,
+`offline_fallback`), whatever the model wrote there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel
+from pydantic.json_schema import SkipJsonSchema
+
+from agents._model_policy import AgentStepLimitError
+from agents.synthesis import ContextOverflowError
+from swarm.errors import OutputError
+
+#: Who made an output: the model policy, the offline policy, or the offline procedure
+#: after the model failed the subtask.
+MadeBy = Literal["model", "offline", "offline_fallback"]
+MADE_BY: tuple[str, ...] = ("model", "offline", "offline_fallback")
+OFFLINE_FALLBACK: MadeBy = "offline_fallback"
+
+#: The model-policy errors that hand a subtask to the offline procedure.
+FALLBACK_ERRORS: tuple[type[Exception], ...] = (
+    OutputError,
+    AgentStepLimitError,
+    ContextOverflowError,
+)
+
+
+def falls_back(exc: BaseException) -> bool:
+    """Whether the model policy's `exc` is the model failing its subtask (not its server,
+    a budget or a cancellation), so that the offline procedure may take over."""
+    return isinstance(exc, FALLBACK_ERRORS)
+
+
+class Provenance(BaseModel):
+    """A mixin for output schemas: who made the output (set by `SubAgent`, never by the
+    model; hidden from the JSON schema the model is shown)."""
+
+    made_by: SkipJsonSchema[MadeBy | None] = None
+    #: The model's error when `made_by` is `offline_fallback` (`Type: message`).
+    fallback_error: SkipJsonSchema[str | None] = None
+
+
+def fallbacks(outputs: Mapping[str, Any]) -> dict[str, str]:
+    """The subtasks whose output the offline procedure made after the model failed, with
+    the model's error, in the order of `outputs` (JSON outputs or `Provenance` models)."""
+    found: dict[str, str] = {}
+    for sid, output in outputs.items():
+        data = output.model_dump(mode="json") if isinstance(output, BaseModel) else output
+        if isinstance(data, Mapping) and data.get("made_by") == OFFLINE_FALLBACK:
+            found[sid] = str(data.get("fallback_error") or "")
+    return found
+
+
+def fallback_markdown(fell_back: Mapping[str, str]) -> list[str]:
+    """The Markdown section (lines) of a report naming the sub-agents the offline procedure
+    stood in for, with the model's error; no lines when there were none."""
+    if not fell_back:
+        return []
+    why = "The model failed these sub-agents' tasks; their roles' offline procedures did them."
+    return ["## Made by the offline procedure", "", why, "",
+            *(f"- {sid}: {error}" for sid, error in fell_back.items()), ""]  # fmt: skip
+
+
+__all__ = [
+    "FALLBACK_ERRORS",
+    "MADE_BY",
+    "OFFLINE_FALLBACK",
+    "MadeBy",
+    "Provenance",
+    "fallback_markdown",
+    "fallbacks",
+    "falls_back",
+]

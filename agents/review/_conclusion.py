@@ -1,0 +1,117 @@
+"""The review's conclusion, offline: the big themes, the most cited work, trends over the
+years, and the open questions the papers name themselves.
+
+Built from what the run produced — the sections' comparison rows (year, citation count) and
+the claims the fact-checker kept — so every statement in it is a count over the run or a
+checked claim quoted with its attribution.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from statistics import mean, median
+
+from agents.review._prose import shorten
+from agents.review._section_prose import OPEN_QUESTIONS
+from agents.review.schemas import ClaimCheck, ComparisonRow, Section
+
+
+def _and(items: Sequence[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _sizes(sections: Sequence[Section]) -> str:
+    ordered = sorted(sections, key=lambda s: -len(s.rows))[:3]
+    named = [f"{s.title.lower()} ({len(s.rows)})" for s in ordered]
+    if len(sections) == 1:
+        return f"All {len(ordered[0].rows)} documents form one theme, {ordered[0].title.lower()}."
+    return f"The largest themes, by documents, are {_and(named)}."
+
+
+def _cited(sections: Sequence[Section], rows: dict[str, ComparisonRow]) -> str:
+    counted = [r for r in rows.values() if r.citations is not None]
+    if len(counted) < 2:
+        return ""
+    top = sorted(counted, key=lambda r: -(r.citations or 0))[:3]
+    named = [f"“{shorten(r.title, 8)}” ({r.citations} citations)" for r in top]
+    per_theme = {
+        s.title.lower(): mean(r.citations for r in s.rows if r.citations is not None)
+        for s in sections
+        if any(r.citations is not None for r in s.rows)
+    }
+    overall = mean(r.citations or 0 for r in counted)
+    out = f"The most cited papers of the set are {_and(named)}."
+    if len(per_theme) > 1:
+        best = max(per_theme, key=lambda t: per_theme[t])
+        out += (
+            f" Per paper, {best} is cited most ({per_theme[best]:.0f} citations on average, "
+            f"against {overall:.0f} over all {len(counted)} papers)."
+        )
+    return out
+
+
+def _trend(sections: Sequence[Section], rows: dict[str, ComparisonRow]) -> str:
+    years = Counter(r.year for r in rows.values() if r.year is not None)
+    if not years:
+        return "The records give no years, so no trend over time can be read from them."
+    if len(years) == 1:
+        (year,) = years
+        return f"All papers are from {year}, so the set shows no trend over the years."
+    first, last = min(years), max(years)
+    out = (
+        f"The papers span {first}–{last}: {years[first]} from {first} and {years[last]} "
+        f"from {last}"
+        + (f", with a peak of {years.most_common(1)[0][1]} in {years.most_common(1)[0][0]}."
+           if years.most_common(1)[0][0] not in (first, last) else ".")
+    )  # fmt: skip
+    medians = {
+        s.title.lower(): median(r.year for r in s.rows if r.year is not None)
+        for s in sections
+        if any(r.year is not None for r in s.rows)
+    }
+    if len(medians) > 1 and max(medians.values()) > min(medians.values()):
+        newest = max(medians, key=lambda t: medians[t])
+        oldest = min(medians, key=lambda t: medians[t])
+        out += (
+            f" The most recent theme is {newest} (median year {medians[newest]:.0f}); the "
+            f"oldest is {oldest} ({medians[oldest]:.0f})."
+        )
+    return out
+
+
+def _open_questions(sections: Sequence[Section], kept: set[str], at_most: int = 3) -> str:
+    picked: list[str] = []
+    for section in sections:  # one per theme first, then more
+        picked += [c.text for c in section.claims if c.group == OPEN_QUESTIONS and c.id in kept][:1]
+    for section in sections:
+        picked += [
+            c.text
+            for c in section.claims
+            if c.group == OPEN_QUESTIONS and c.id in kept and c.text not in picked
+        ]
+    if not picked:
+        return "None of the passages read names an open question or a limitation."
+    return "Open questions the papers name themselves: " + " ".join(picked[:at_most])
+
+
+def conclusion(sections: Sequence[Section], checks: Sequence[ClaimCheck]) -> str:
+    """The conclusion of a review with these sections and fact-checks: paragraphs separated
+    by a blank line (the set and its trends; the open questions; the fact-check)."""
+    if not sections:
+        return "No document matched the topic, so there is nothing to synthesize."
+    rows = {r.doc_id: r for s in sections for r in s.rows}
+    kept = {c.claim_id for c in checks if c.verdict == "supported"}
+    parts = [
+        _sizes(sections),
+        _cited(sections, rows),
+        _trend(sections, rows),
+        _open_questions(sections, kept),
+        f"Of the {len(checks)} claims checked, {len(kept)} are supported by the passages they "
+        "cite.",
+    ]
+    first = " ".join(p for p in parts[:3] if p)  # what the set is; then what it leaves open
+    return "\n\n".join(p for p in (first, parts[3], parts[4]) if p)
+
+
+__all__ = ["conclusion"]

@@ -1,0 +1,186 @@
+"""Offline synthesis of a theme: what its papers share, how they group, what they report.
+
+Extractive, like the rest of the offline policy: the shared phrases are word n-grams that
+occur in the notes of two or more of the theme's papers (scikit-learn's `CountVectorizer`
+counts them), the groups put each paper under the most widely shared phrase it uses, and
+the statements that fill them are the researchers' quoted findings. Nothing is paraphrased:
+a phrase is named only with the papers it occurs in.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, CountVectorizer
+
+#: Words too common in papers and documentation to make a phrase worth naming.
+_GENERIC = frozenset(
+    " ".join(
+        (
+            "paper papers propose proposed proposes method methods approach approaches result "
+            "results show shows shown work works novel new based using use used uses state art "
+            "task tasks problem problems demonstrate present presents different existing recent "
+            "recently simple large able significantly performance experiments experimental "
+            "module modules package function functions class classes provides provide way ways "
+            "number set sets given make makes allow allows various important high low better "
+            "best good effective efficient improve improves improved achieve achieves main key "
+            "order case cases example examples wide range end",
+        )
+    ).split()
+)
+_TOKEN = r"(?u)\b[a-zA-Z][a-zA-Z0-9-]+\b"
+#: A finite-looking verb form inside a phrase ("consist", "defined", "provide").
+_VERB_FORM = re.compile(
+    r"(?:consist|contain|define|provide|support|implement|describe|allow|use|return|create"
+    r"|represent|require|handle|perform|show|learn|achieve|propose|present|generate)(?:e?d|e?s)?"
+)
+_WORDS = re.compile(r"[A-Za-z][A-Za-z0-9-]*|[^\sA-Za-z]+")
+#: Words that, with the topic, make no line of work of their own ("deep reinforcement
+#: learning" in a review of reinforcement learning).
+_TOPIC_MODIFIERS = frozenset(
+    " ".join(
+        (
+            "deep algorithm method approach agent problem setting task framework based using "
+            "model mechanism network neural architecture system layer",
+        )
+    ).split()
+)
+#: A number that measures something: a decimal, a percentage, a factor, "up to N".
+_MEASURE = re.compile(
+    r"\d+\.\d+|\d\s?(?:%|percent\b|x\b|×|-?fold\b|times\b)|\bup to \d|\b\d+(?:,\d{3})+\b"
+    r"|\b(?:by|of|to|from) \d+\b"
+)
+
+
+def _fold(word: str) -> str:
+    """The key a word is counted under: lower case, a plural -s dropped ("networks")."""
+    low = word.lower()
+    return low[:-1] if low.endswith("s") and not low.endswith(("ss", "us", "is")) else low
+
+
+def _segments(text: str) -> list[list[str]]:
+    """Runs of content words: a phrase never spans punctuation or a stop word."""
+    runs: list[list[str]] = [[]]
+    for token in _WORDS.findall(text):
+        if not token[0].isalpha() or token.lower() in ENGLISH_STOP_WORDS:
+            if runs[-1]:
+                runs.append([])
+            continue
+        runs[-1].append(token)
+    return [r for r in runs if len(r) >= 2]
+
+
+def _ngrams(text: str, surfaces: dict[str, Counter[str]]) -> list[str]:
+    out = []
+    for run in _segments(text):
+        for n in (2, 3):
+            for i in range(len(run) - n + 1):
+                words = run[i : i + n]
+                key = " ".join(_fold(w) for w in words)
+                surfaces.setdefault(key, Counter())[" ".join(w.lower() for w in words)] += 1
+                out.append(key)
+    return out
+
+
+@dataclass(frozen=True)
+class SharedPhrase:
+    """A phrase and the documents (ids, in theme order) whose notes use it."""
+
+    phrase: str
+    doc_ids: tuple[str, ...]
+
+
+def shared_phrases(
+    texts: Mapping[str, str],
+    *,
+    exclude: Collection[str] = (),
+    min_docs: int = 2,
+    top: int = 8,
+) -> list[SharedPhrase]:
+    """Two- and three-word phrases that at least `min_docs` of `texts` use, most shared first.
+
+    Args:
+        texts: a document id → its text (title, contribution, findings).
+        exclude: words (lower case) a phrase may not consist of only — the topic's words,
+            which every paper of the review shares by construction.
+        min_docs: the fewest documents a phrase must occur in.
+        top: the most phrases returned.
+
+    A phrase inside a longer one used by the same documents gives way to the longer one;
+    phrases of generic words ("proposed method") are left out.
+    """
+    ids = [d for d, t in texts.items() if re.search(_TOKEN, t)]
+    if len(ids) < min_docs:
+        return []
+    surfaces: dict[str, Counter[str]] = {}
+    vectorizer = CountVectorizer(analyzer=lambda t: _ngrams(t, surfaces), binary=True)
+    try:
+        counts = vectorizer.fit_transform([texts[d] for d in ids])
+    except ValueError:  # only stop words: no phrase at all, which is an answer
+        return []
+    topic = [_fold(w) for w in exclude]
+    excluded = set(topic) | _GENERIC
+    df = counts.sum(axis=0).A1
+    found: list[SharedPhrase] = []
+    for col in sorted(range(len(df)), key=lambda c: -df[c]):
+        if df[col] < min_docs:
+            break
+        key = vectorizer.get_feature_names_out()[col]
+        words = key.split()
+        if all(w in excluded for w in words) or any(w in _GENERIC for w in words):
+            continue
+        if any(_VERB_FORM.fullmatch(w) for w in words[1:]):
+            continue  # "file consists", "encoding method defined": a clause, not a name
+        if any(w in topic for w in words):  # "deep reinforcement", "… learning algorithms"
+            rest = [w for w in words if w not in topic]
+            if all(w in _TOPIC_MODIFIERS or w in _GENERIC for w in rest):
+                continue
+        phrase = surfaces[key].most_common(1)[0][0]
+        docs = tuple(ids[i] for i in counts[:, col].nonzero()[0])
+        found.append(SharedPhrase(phrase, docs))
+    kept: list[SharedPhrase] = []
+    for p in sorted(found, key=lambda p: (-len(p.doc_ids), -len(p.phrase.split()), p.phrase)):
+        if any(p.phrase in k.phrase and p.doc_ids == k.doc_ids for k in found if k is not p):
+            continue  # "neural architecture" gives way to "neural architecture search"
+        if any(k.phrase in p.phrase and p.doc_ids == k.doc_ids for k in kept):
+            continue
+        kept.append(p)
+    return kept[:top]
+
+
+def group_by_phrase(
+    doc_ids: Sequence[str], phrases: Sequence[SharedPhrase], *, max_groups: int = 4
+) -> tuple[list[SharedPhrase], list[str]]:
+    """Each document under the most shared phrase it uses; (groups, documents left over).
+
+    A group keeps at least two documents; a document belongs to one group only.
+    """
+    left = list(doc_ids)
+    groups: list[SharedPhrase] = []
+    for phrase in phrases:
+        if len(groups) == max_groups:
+            break
+        members = tuple(d for d in left if d in phrase.doc_ids)
+        if len(members) >= 2:
+            groups.append(SharedPhrase(phrase.phrase, members))
+            left = [d for d in left if d not in members]
+    return groups, left
+
+
+def states_measure(text: str) -> bool:
+    """Whether `text` states a measured number (a decimal, a percentage, a factor, "up to
+    N", "by N"): a result worth setting beside another's. "Atari 2600" is not one."""
+    return bool(_MEASURE.search(text))
+
+
+def cite_list(cites: Sequence[str], *, at_most: int = 3) -> str:
+    """ "(A, 2017; B, 2016; and 4 more)" from short citations "A, 2017"."""
+    shown = "; ".join(cites[:at_most])
+    more = len(cites) - at_most
+    return f"({shown}{f'; and {more} more' if more > 0 else ''})"
+
+
+__all__ = ["SharedPhrase", "cite_list", "group_by_phrase", "shared_phrases", "states_measure"]

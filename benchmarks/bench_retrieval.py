@@ -1,0 +1,166 @@
+"""Retrieval quality of the literature review: precision and recall on labelled ICLR topics.
+
+    python benchmarks/bench_retrieval.py [--corpus ../shared/data/papers/...json] [--json]
+
+The labels (`tests/support/topic_labels.py`) mark a paper relevant to a topic when its title
+or abstract uses one of the topic's key phrases or synonyms ("policy gradient",
+"Q-learning", ... for reinforcement learning). For each topic three retrievals are scored
+against them, all in the same run over the same corpus:
+
+- keyword: the papers that contain the topic phrase itself (the baseline to match);
+- top-200: the 200 best BM25 hits (words only, as before), the review's old "relevant" set;
+- threshold: `SearchIndex.relevant` with the default `Relevance` (the review's new set).
+
+Goal: precision >= 0.9 at the recall the keyword search gets. Writes the table to
+benchmarks/results/retrieval.md; `--json` prints the figures as one object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # `tests.support.topic_labels`
+    sys.path.insert(0, str(ROOT))
+
+from agents.tools.corpus import load_corpus  # noqa: E402
+from agents.tools.search import Relevance, SearchIndex, tokenize_terms  # noqa: E402
+from tests.support.topic_labels import TOPICS, keyword_matches, labelled  # noqa: E402
+
+ICLR = ROOT.parent / "shared" / "data" / "papers" / "iclr2017_citations_in_2018.json"
+OLD_CAP = 200
+
+
+def _score(got: set[str], relevant: set[str]) -> dict[str, Any]:
+    hit = len(got & relevant)
+    return {
+        "n": len(got),
+        "precision": hit / len(got) if got else None,
+        "recall": hit / len(relevant) if relevant else None,
+    }
+
+
+def _old_top(documents: list[Any], k: int) -> Any:
+    """The old review's retrieval: the `k` best hits of a BM25 index over words only (titles
+    twice), as `SearchIndex` was before it indexed word pairs; a function of the query."""
+    import bm25s
+
+    retriever = bm25s.BM25()
+    tokens = [tokenize_terms(d.title) * 2 + tokenize_terms(d.text) for d in documents]
+    retriever.index(tokens, show_progress=False)
+
+    def top(query: str) -> set[str]:
+        terms = [t for t in tokenize_terms(query) if t in retriever.vocab_dict]
+        scores = retriever.get_scores(terms)
+        ranked = sorted(
+            (i for i in range(len(documents)) if scores[i] > 0),
+            key=lambda i: (-scores[i], documents[i].id),
+        )
+        return {documents[i].id for i in ranked[:k]}
+
+    return top
+
+
+def measure(corpus_path: Path) -> dict[str, Any]:
+    """Per topic: the labelled count and the scores of the three retrievals."""
+    corpus = load_corpus(corpus_path)
+    t0 = time.perf_counter()
+    index = SearchIndex(corpus.documents)
+    built = time.perf_counter() - t0
+    rule = Relevance()
+    old_top = _old_top(corpus.documents, OLD_CAP)
+    topics = []
+    for topic in TOPICS:
+        relevant = labelled(topic, corpus.documents)
+        t1 = time.perf_counter()
+        threshold = {h.doc_id for h in index.relevant(topic.topic, rule)}
+        took = time.perf_counter() - t1
+        topics.append(
+            {
+                "topic": topic.topic,
+                "labelled": len(relevant),
+                "keyword": _score(keyword_matches(topic, corpus.documents), relevant),
+                "top200": _score(old_top(topic.topic), relevant),
+                "threshold": _score(threshold, relevant),
+                "threshold_ms": round(took * 1000, 1),
+            }
+        )
+    return {
+        "corpus": corpus_path.name,
+        "documents": len(corpus),
+        "index_s": round(built, 2),
+        "relevance": {"min_score_ratio": rule.min_score_ratio, "min_coverage": rule.min_coverage},
+        "topics": topics,
+    }
+
+
+def _cell(score: dict[str, Any]) -> str:
+    def f(x: float | None) -> str:
+        return "—" if x is None else f"{x:.2f}"
+
+    return f"{f(score['precision'])} / {f(score['recall'])} ({score['n']})"
+
+
+def table(result: dict[str, Any]) -> str:
+    """The Markdown report."""
+    rel = result["relevance"]
+    lines = [
+        "# Retrieval: the review's relevant papers against labelled topics",
+        "",
+        f"Corpus: {result['corpus']} ({result['documents']} documents; BM25 index built in "
+        f"{result['index_s']} s). Labels: `tests/support/topic_labels.py` (key phrases and "
+        "synonyms in title or abstract, checked by hand on a sample). Each cell: precision / "
+        "recall (documents returned).",
+        "",
+        "- keyword: papers that contain the topic phrase itself (the baseline);",
+        f"- top-{OLD_CAP}: the old review — the {OLD_CAP} best BM25 hits, all called relevant;",
+        f"- threshold: `SearchIndex.relevant` with `Relevance(min_score_ratio="
+        f"{rel['min_score_ratio']}, min_coverage={rel['min_coverage']})`, the new default.",
+        "",
+        f"| topic | labelled | keyword | top-{OLD_CAP} (before) | threshold (after) |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for t in result["topics"]:
+        lines.append(
+            f"| {t['topic']} | {t['labelled']} | {_cell(t['keyword'])} | {_cell(t['top200'])} "
+            f"| {_cell(t['threshold'])} |"
+        )
+    met = [
+        t["topic"]
+        for t in result["topics"]
+        if t["threshold"]["precision"] is not None
+        and t["threshold"]["precision"] >= 0.9
+        and (t["threshold"]["recall"] or 0) >= (t["keyword"]["recall"] or 0)
+    ]
+    lines += [
+        "",
+        f"Goal (precision >= 0.9 at the keyword search's recall or better): met for "
+        f"{len(met)} of {len(result['topics'])} topics ({', '.join(met)}).",
+        "",
+        "Command: `python benchmarks/bench_retrieval.py`",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", type=Path, default=ICLR)
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = parser.parse_args()
+    if not args.corpus.exists():
+        raise SystemExit(f"corpus {str(args.corpus)!r} not found; pass --corpus")
+    result = measure(args.corpus)
+    text = table(result)
+    out = ROOT / "benchmarks" / "results" / "retrieval.md"
+    out.write_text(text)
+    print(json.dumps(result, indent=2) if args.json else text)
+
+
+if __name__ == "__main__":
+    main()
