@@ -63,6 +63,17 @@ Local = Annotated[
 ]
 ModelName = Annotated[str | None, typer.Option("--model", help="Model id [env KIMMY_MODEL].")]
 ApiKey = Annotated[str | None, typer.Option("--api-key", help="API key [env KIMMY_API_KEY].")]
+MaxTokens = Annotated[
+    int | None,
+    typer.Option(
+        "--max-answer-tokens",
+        min=1,
+        help=(
+            "The most tokens one model call may generate [default: each role's own, "
+            "1024 for most]; for slow or weak models that ramble to the limit."
+        ),
+    ),
+]
 ContextTokens = Annotated[
     int | None,
     typer.Option(

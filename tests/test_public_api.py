@@ -65,6 +65,8 @@ AGENTS_API = {
     "AgentRun",
     "AgentStepLimitError",
     "Answer",
+    "MadeBy",
+    "Provenance",
     "Role",
     "RoleRegistry",
     "SubAgent",
@@ -72,6 +74,8 @@ AGENTS_API = {
     "ToolBox",
     "ToolError",
     "builtin_roles",
+    "fallbacks",
+    "falls_back",
     "install",
     "make_tool",
 }

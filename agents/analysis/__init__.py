@@ -12,6 +12,7 @@ from agents.analysis.grader import AnalysisGrader
 from agents.analysis.pipeline import (
     AnalysisConfig,
     AnalysisOutcome,
+    DatasetLoadError,
     resume_analysis,
     run_analysis,
 )
@@ -36,6 +37,7 @@ __all__ = [
     "AnalysisPlan",
     "AnalysisTask",
     "DatasetAnalysis",
+    "DatasetLoadError",
     "FindingChecks",
     "ReportPage",
     "ReportText",

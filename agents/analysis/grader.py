@@ -33,7 +33,8 @@ class AnalysisGrader:
     verified = numbers the fact-checkers recomputed and confirmed (`FindingChecks` verdicts
     `verified`) / numbers the analysts reported (`DatasetAnalysis` findings; a number whose
     check never ran counts as unverified); answered = analyst sub-agents whose output says
-    `answered` / all analyst sub-agents (failed ones included).
+    `answered` / all analyst sub-agents (failed ones included) but those whose question does
+    not apply to their dataset (`applicable` False: it is about another dataset of the run).
     """
 
     name = "analysis"
@@ -49,7 +50,9 @@ class AnalysisGrader:
         verdicts = [v for c in finding_checks(traj).values() for v in c.verdicts]
         confirmed = sum(v.verdict == "verified" for v in verdicts)
         denominator = max(reported, len(verdicts))
-        tasks = [k for k in traj.episodes if is_analyze_id(k)]
+        tasks = [
+            k for k in traj.episodes if is_analyze_id(k) and (k not in done or done[k].applicable)
+        ]
         answered = sum(k in done and done[k].answered for k in tasks)
         return {
             "verified": confirmed / denominator if denominator else 0.0,

@@ -2,8 +2,10 @@
 the report roles work from, and `findings.jsonl`.
 
 `findings.jsonl` has one JSON object per reported number — dataset, question, statistic,
-columns, predictors, value, verdict, recomputed, reason — so anyone can recompute it with
-`agents.tools.findings.recompute`.
+columns, predictors, model, level, group (and its label, `note`), value, verdict,
+recomputed, reason — so anyone can recompute it with `agents.tools.findings.recompute`;
+`fallbacks` names the analyst and fact-checker behind it whose model failed, so that their
+role's offline procedure did the work (`agents.fallback`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agents.analysis.schemas import check_of
+from agents.fallback import OFFLINE_FALLBACK
 
 if TYPE_CHECKING:
     from agents.analysis.schemas import DatasetAnalysis, FindingChecks
@@ -53,6 +56,10 @@ def _join(
                 "columns": list(f.columns),
                 "predictors": list(f.predictors) if f.predictors is not None else None,
                 "method": f.method,
+                "group": f.group,
+                "note": f.note,
+                "model": f.model,
+                "level": f.level,
                 "value": f.value,
                 "verdict": verdict.verdict if verdict is not None else UNCHECKED,
                 "recomputed": _clean(verdict.recomputed) if verdict is not None else None,
@@ -67,6 +74,16 @@ def _ordered_ids(board: AnalysisBoard) -> list[str]:
     ids = sorted(board.tasks, key=lambda i: board.tasks[i].n)
     seen = set(board.analyses) | {c.analysis for c in board.checks.values()}
     return ids + sorted(seen - set(ids))
+
+
+def _model_fit(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The model's headline fit measure: R² for OLS, McFadden pseudo-R² otherwise."""
+    for stat in ("r2", "pseudo_r2"):
+        found = next((r for r in records if r["statistic"] == stat), None)
+        if found is not None:
+            return {"model": found["model"], "statistic": stat, "value": found["value"],
+                    "verdict": found["verdict"]}  # fmt: skip
+    return None
 
 
 def _model_summary(records: list[dict[str, Any]]) -> tuple[float | None, dict[str, Any] | None]:
@@ -94,10 +111,12 @@ def _entry(board: AnalysisBoard, aid: str) -> dict[str, Any]:
     if analysis is None:
         failed = [p for p in board.problems if p.startswith(f"{aid} ")]
         counts = dict.fromkeys(VERDICTS, 0)
-        return {**base, "status": "failed", "answered": False, "reason": "",
+        return {**base, "status": "failed", "answered": False, "applicable": True,
+                "interpretation": {}, "reason": "", "model": None, "model_reason": "",
+                "notes": [], "fit": None,
                 "rows": None, "columns": None, "target": None, "predictors": [],
                 "summary": "", "r2": None, "strongest_corr": None, "findings": [],
-                "counts": counts, "total": 0, "figures": [],
+                "counts": counts, "total": 0, "figures": [], "fallbacks": [],
                 "problems": list(dict.fromkeys([*failed, *problems]))}  # fmt: skip
     why = f"the fact-check {check_of(aid)} did not run" + (f": {problems[0]}" if problems else "")
     records = _join(analysis, checks, why)
@@ -107,6 +126,12 @@ def _entry(board: AnalysisBoard, aid: str) -> dict[str, Any]:
         **base,
         "status": analysis.status,
         "answered": analysis.answered,
+        "applicable": analysis.applicable,
+        "interpretation": dict(analysis.interpretation),
+        "model": analysis.model,
+        "model_reason": analysis.model_reason,
+        "notes": list(analysis.notes),
+        "fit": _model_fit(records),
         "reason": analysis.reason,
         "rows": analysis.rows,
         "columns": analysis.columns,
@@ -122,6 +147,11 @@ def _entry(board: AnalysisBoard, aid: str) -> dict[str, Any]:
             {"figure_id": f.figure_id, "kind": f.kind, "title": f.title} for f in analysis.figures
         ],
         "problems": list(dict.fromkeys([*analysis.problems, *problems])),
+        "fallbacks": [
+            sid
+            for sid, out in ((aid, analysis), (check_of(aid), checks))
+            if out is not None and out.made_by == OFFLINE_FALLBACK
+        ],
     }
 
 
@@ -149,7 +179,10 @@ def finding_records(board: AnalysisBoard) -> list[dict[str, Any]]:
     """One record per reported number (the lines of findings.jsonl), in analysis order."""
     out = []
     for entry in results_digest(board)["analyses"]:
-        out.extend({"analysis": entry["id"], **r} for r in entry["findings"])
+        out.extend(
+            {"analysis": entry["id"], **r, "fallbacks": entry["fallbacks"]}
+            for r in entry["findings"]
+        )
     return out
 
 

@@ -6,9 +6,14 @@
 
 The DAG: `plan` (orchestrator) spawns, per (dataset, question), `analyze:<n>` (data_analyst)
 → `check:<n>` (fact_checker), then `report` (frontend_engineer → report.html) and
-`summarize` (synthesizer → report.md) after all checks. The failure policy is `continue`:
-a dataset that fails to load or an analysis that fails is reported, never fatal.
-Afterwards `findings.jsonl` lists every reported number with its verdict.
+`summarize` (synthesizer → report.md) after all checks. A dataset that fails to load is bad
+input: `DatasetLoadError` before anything runs. The failure policy is `continue`: an
+analysis that fails is reported, never fatal; a question that names no column of one dataset
+but does of another is "not applicable" there, no failure.
+Afterwards `findings.jsonl` lists every reported number with its verdict. With a model, a
+sub-agent whose model fails its subtask by its answers gets it done by its role's offline
+procedure (`config.fallback`, `agents.fallback`); report.md then lists those sub-agents and
+the outcome counts them.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +38,7 @@ from agents.analysis.workers import (
     ReportWorker,
     restore_board,
 )
+from agents.fallback import fallback_markdown, fallbacks
 from agents.pipeline_record import (
     PIPELINE_KEY,
     AnalysisSettings,
@@ -68,6 +74,9 @@ class AnalysisConfig:
         max_concurrency: sub-agents in flight at most.
         root: file datasets must lie inside it (default: the working directory).
         threads: worker threads for procedures and tools (analyses run in parallel on them).
+        fallback: with a model, a sub-agent (the planner too) whose model fails its
+            subtask by its answers gets it done by its role's offline procedure, marked as
+            such; False: that sub-agent fails (strict model mode).
 
     Raises:
         ConfigError: no dataset, or a count below 1.
@@ -81,6 +90,7 @@ class AnalysisConfig:
     max_concurrency: int = 64
     root: Path | None = None
     threads: int = 16
+    fallback: bool = True
 
     def __post_init__(self) -> None:
         for name in ("datasets", "questions"):
@@ -111,6 +121,7 @@ class AnalysisConfig:
             max_concurrency=self.max_concurrency,
             root=(self.root or Path.cwd()).expanduser().resolve(),
             threads=self.threads,
+            fallback=self.fallback,
         )
 
     @classmethod
@@ -135,6 +146,11 @@ class AnalysisOutcome:
     peak_analysts: int
     problems: list[str]
     duration_s: float
+    #: Sub-agents whose model failed their subtask, done by the offline procedure instead:
+    #: the model's error by subtask id (`agents.fallback`).
+    fallbacks: dict[str, str] = field(default_factory=dict)
+    #: Sub-agents of the run (the planner included).
+    subagents: int = 0
 
     @property
     def pass_rate(self) -> float:
@@ -164,6 +180,21 @@ def load_datasets(
     return loaded, errors
 
 
+class DatasetLoadError(UserError):
+    """Datasets of a run could not be loaded: bad input, so nothing was run or written.
+
+    The message is one line: each failed spec's reason (which names the spec and the forms
+    allowed). `errors` maps each failed spec to its reason.
+    """
+
+    def __init__(self, errors: Mapping[str, str]) -> None:
+        self.errors = dict(errors)
+        reasons = "; ".join(" ".join(msg.split()) for msg in self.errors.values())
+        n = len(self.errors)
+        super().__init__(f"{n} dataset{'s' if n != 1 else ''} could not be loaded, nothing was "
+                         f"analysed: {reasons}")  # fmt: skip
+
+
 def _sandbox(board: AnalysisBoard) -> Any:
     """The sandbox for `run_python`; None (and a problem noted) where it cannot isolate."""
     from agents.tools.sandbox import Sandbox, SandboxLimits, SandboxUnavailableError
@@ -185,7 +216,7 @@ def build_swarm(
         failure_policy="continue",
         runs_dir=config.runs_dir,
     )
-    install_analysis_roles(swarm, board, tools, executor)
+    install_analysis_roles(swarm, board, tools, executor, fallback=config.fallback)
     return swarm
 
 
@@ -197,10 +228,11 @@ def install_analysis_roles(
     *,
     planner: str = "orchestrator",
     spawn: bool = True,
+    fallback: bool = False,
 ) -> None:
     """Register the five analysis roles on `swarm`, each behind its board worker; the
     planner under the name `planner`, spawning the DAG itself unless `spawn` is False (an
-    orchestrator above it assigns the tasks)."""
+    orchestrator above it assigns the tasks). `fallback`: see `AnalysisConfig`."""
     roles = analysis_roles(python="run_python" in tools)
     wrappers = {
         "orchestrator": PlanWorker if spawn else PlanOnlyWorker,
@@ -210,7 +242,7 @@ def install_analysis_roles(
         "synthesizer": ReportWorker,
     }
     for name, role in roles.items():
-        agent = SubAgent(role, tools, executor=executor)
+        agent = SubAgent(role, tools, executor=executor, fallback=fallback)
         key = planner if name == "orchestrator" else name
         swarm.add_role(key, wrappers[name](agent, board), output=role.output)
 
@@ -247,6 +279,9 @@ def write_artifacts(board: AnalysisBoard, tools: ToolBox, result: RunResult) -> 
     if markdown is None:
         markdown = render_markdown(results_digest(board))
     md_path = out / "report.md"
+    note = fallback_markdown(fallbacks(result.outputs))
+    if note:  # whoever wrote report.md, it ends with the sub-agents that fell back
+        markdown = "\n".join([markdown.rstrip("\n"), "", *note])
     md_path.write_text(markdown, encoding="utf-8")
     html_path = out / "report.html"
     if result.outputs.get(REPORT_ID) is None or not html_path.is_file():
@@ -261,7 +296,9 @@ def write_artifacts(board: AnalysisBoard, tools: ToolBox, result: RunResult) -> 
 def _outcome_problems(board: AnalysisBoard) -> list[str]:
     problems = run_problems(board)
     for e in results_digest(board)["analyses"]:
-        if e["status"] != "failed" and (not e["answered"] or e["status"] == "partial"):
+        if e["status"] == "failed" or not e["applicable"]:  # not applicable: no failure
+            continue
+        if not e["answered"] or e["status"] == "partial":
             problems.append(f"{e['id']} ({e['dataset']}): {e['reason'] or 'partial'}")
     return problems
 
@@ -275,13 +312,15 @@ def _run(
     """Run (or, given a stored run, continue) the analysis and write its artifacts."""
     t0 = time.perf_counter()
     out = config.out.expanduser().resolve()
-    out.mkdir(parents=True, exist_ok=True)
     root = (config.root or Path.cwd()).expanduser().resolve()
     executor = ThreadPoolExecutor(config.threads, thread_name_prefix="kimmy-analysis")
     record = PipelineRecord(settings=config.settings(), endpoint=endpoint or
                             ModelEndpoint.of(config.model))  # fmt: skip
     try:
         datasets, errors = load_datasets(config.datasets, root=root, executor=executor)
+        if errors:  # bad input: refused before anything runs or is written
+            raise DatasetLoadError(errors)
+        out.mkdir(parents=True, exist_ok=True)
         board = AnalysisBoard(datasets, out_dir=out, load_errors=errors)
         sandbox = _sandbox(board) if config.model is not None else None
         tools = build_toolbox(board, sandbox)
@@ -326,6 +365,8 @@ def _outcome(
         peak_analysts=concurrency.peak["data_analyst"],
         problems=problems,
         duration_s=time.perf_counter() - t0,
+        fallbacks=fallbacks(result.outputs),
+        subagents=len(result.results),
     )
 
 
@@ -342,6 +383,8 @@ def run_analysis(
 
     Raises:
         ConfigError: a bad configuration (no datasets, bad thread count).
+        DatasetLoadError: a dataset could not be loaded (a missing file, an unknown name):
+            nothing was run and no file written.
     """
     return _run(config, sinks, endpoint)
 
@@ -376,6 +419,7 @@ def resume_analysis(
 __all__ = [
     "AnalysisConfig",
     "AnalysisOutcome",
+    "DatasetLoadError",
     "build_swarm",
     "install_analysis_roles",
     "load_datasets",

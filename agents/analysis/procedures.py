@@ -11,6 +11,9 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agents.analysis.comparisons import compare_asked
+from agents.analysis.interpret import correlations_text, distributions_text, profile_text
+from agents.analysis.model_step import fit_summary, model_step
 from agents.analysis.schemas import (
     GENERAL_QUESTION,
     AnalysisPlan,
@@ -21,7 +24,6 @@ from agents.analysis.schemas import (
     FindingChecks,
 )
 from agents.tools.findings import NumericFinding, Verdict
-from agents.tools.stats import AnalysisError
 
 if TYPE_CHECKING:
     from agents.subagent import AgentRun
@@ -80,6 +82,10 @@ class _Draft:
     findings: list[NumericFinding] = field(default_factory=list)
     figures: list[FigureOut] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    interpretation: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    #: What `question_columns` said of the question (None: the general question).
+    asked: dict[str, Any] | None = None
 
     def add(self, statistic: str, columns: list[str], value: float | None, **extra: Any) -> None:
         if value is None or not math.isfinite(value):  # undefined (skew of two values)
@@ -105,6 +111,7 @@ def _target_for(
         filled = [c for c in numeric if prof["rows"] - missing.get(c, 0) >= 3]
         return (filled or numeric)[-1], []
     asked = run.call("question_columns", dataset=d.dataset, question=d.question)
+    d.asked = asked
     target = asked["target"]
     if target is None:
         return None, []
@@ -113,6 +120,12 @@ def _target_for(
 
 def _unanswered_reason(d: _Draft, prof: dict[str, Any]) -> str:
     cols = ", ".join(prof["column_names"][:30])
+    elsewhere = (d.asked or {}).get("applies_to") or []
+    if elsewhere:
+        return (
+            f"the question does not apply to {d.dataset}: it names no numeric column of it "
+            f"(columns: {cols}) but does of {', '.join(elsewhere)}; reported the profile only"
+        )
     return (
         f"the question names no numeric column of {d.dataset} (columns: {cols}); "
         "reported the profile of the data only"
@@ -120,30 +133,17 @@ def _unanswered_reason(d: _Draft, prof: dict[str, Any]) -> str:
 
 
 def _fit(run: AgentRun, d: _Draft, target: str, predictors: list[str]) -> dict[str, Any] | None:
-    try:
-        fit = run.call(
-            "fit_ols",
-            dataset=d.dataset,
-            target=target,
-            predictors=predictors or None,
-            max_predictors=MAX_PREDICTORS,
-        )
-    except AnalysisError as exc:
-        d.problems.append(f"no OLS model of {target!r}: {exc}")
-        return None
-    preds = fit["predictors"]
-    d.add("intercept", [target], fit["coef"]["const"], predictors=preds)
-    for name in ("const", *preds):
-        if name != "const":
-            d.add("slope", [target, name], fit["coef"][name], predictors=preds)
-        d.add("se", [target, name], fit["se"][name], predictors=preds)
-        d.add("pvalue", [target, name], fit["pvalues"][name], predictors=preds)
-    for stat in ("r2", "adj_r2", "nobs"):
-        d.add(stat, [target], fit[stat], predictors=preds)
-    return fit
+    """The model the target calls for, its diagnostics and their reading (`model_step`)."""
+    step = model_step(run, d.dataset, target, predictors, max_predictors=MAX_PREDICTORS)
+    d.findings.extend(step.findings)
+    d.problems.extend(step.problems)
+    d.notes.extend(step.notes)
+    d.interpretation.update(step.interpretation)
+    return step.fit
 
 
 def _describe(run: AgentRun, d: _Draft, columns: list[str], missing: dict[str, int]) -> None:
+    """Distribution statistics, missing counts and outliers, and their reading."""
     described = run.call("describe_columns", dataset=d.dataset, columns=columns)
     for col in columns:
         for stat in _DESCRIBED_STATS:
@@ -151,14 +151,17 @@ def _describe(run: AgentRun, d: _Draft, columns: list[str], missing: dict[str, i
     with_missing = [c for c, n in missing.items() if n > 0 and c not in columns]
     for col in [*columns, *with_missing][:MAX_MISSING]:
         d.add("missing", [col], missing[col])
-    for col, n in run.call("count_outliers", dataset=d.dataset, columns=columns).items():
+    outliers = run.call("count_outliers", dataset=d.dataset, columns=columns)
+    for col, n in outliers.items():
         d.add("outliers", [col], n)
+    d.interpretation["distributions"] = distributions_text(described, outliers)
 
 
 def _correlate(run: AgentRun, d: _Draft) -> list[dict[str, Any]]:
     pairs = run.call("top_correlations", dataset=d.dataset, top=TOP_PAIRS)
     for p in pairs:
         d.add("corr", [p["a"], p["b"]], p["r"])
+    d.interpretation["correlations"] = correlations_text(pairs)
     return pairs
 
 
@@ -178,8 +181,21 @@ def _no_numeric(d: _Draft, prof: dict[str, Any], missing: dict[str, int]) -> Dat
     return _result(d, prof, answered=False, reason=reason, summary=f"{prof['rows']} rows; {reason}")
 
 
+def _compare(run: AgentRun, d: _Draft) -> bool:
+    """The grouped comparison the question asks for, if any (True: it was made)."""
+    step = compare_asked(run, d.dataset, d.asked) if d.asked is not None else None
+    if step is None:
+        return False
+    d.findings.extend(step.findings)
+    d.problems.extend(step.problems)
+    d.interpretation.update(step.interpretation)
+    return bool(step.compared)
+
+
 def _result(d: _Draft, prof: dict[str, Any], **fields: Any) -> DatasetAnalysis:
-    partial = bool(d.problems) or not fields.get("answered", True)
+    # a question about the run's other datasets is no failure of this analysis
+    unanswered = not fields.get("answered", True) and fields.get("applicable", True)
+    partial = bool(d.problems) or unanswered
     return DatasetAnalysis(
         dataset=d.dataset,
         question=d.question,
@@ -190,6 +206,8 @@ def _result(d: _Draft, prof: dict[str, Any], **fields: Any) -> DatasetAnalysis:
         findings=d.findings,
         figures=d.figures,
         problems=d.problems,
+        notes=d.notes,
+        interpretation={**d.interpretation, **fields.pop("interpretation", {})},
         **fields,
     )
 
@@ -197,11 +215,7 @@ def _result(d: _Draft, prof: dict[str, Any], **fields: Any) -> DatasetAnalysis:
 def _summary(fit: dict[str, Any] | None, pairs: list[dict[str, Any]], prof: dict[str, Any]) -> str:
     parts = [f"{prof['rows']} rows, {prof['columns']} columns"]
     if fit is not None:
-        r2 = "undefined" if fit["r2"] is None else f"{fit['r2']:.3f}"
-        parts.append(
-            f"OLS of {fit['target']} on {', '.join(fit['predictors'])}: "
-            f"R² = {r2} (n = {fit['nobs']})"
-        )
+        parts.append(fit_summary(fit))
     if pairs:
         top = pairs[0]
         parts.append(f"strongest correlation {top['a']} ~ {top['b']}: r = {top['r']:.3f}")
@@ -209,11 +223,13 @@ def _summary(fit: dict[str, Any] | None, pairs: list[dict[str, Any]], prof: dict
 
 
 def analyze_dataset(run: AgentRun) -> DatasetAnalysis:
-    """Profile, missing values, distributions, correlations, OLS, outliers and figures."""
+    """Profile, missing values, distributions, correlations, the model the target calls for
+    (`agents.tools.models`) with its diagnostics, outliers, figures, and a reading of each."""
     d = _Draft(str(run.inputs["dataset"]), str(run.inputs["question"]))
     prof = run.call("dataset_profile", dataset=d.dataset)
     missing = run.call("missing_values", dataset=d.dataset)
     numeric: list[str] = prof["numeric_columns"]
+    d.interpretation["profile"] = profile_text(prof, missing)
     if not numeric:
         return _no_numeric(d, prof, missing)
     target, asked = _target_for(run, d, prof, missing)
@@ -230,8 +246,14 @@ def analyze_dataset(run: AgentRun) -> DatasetAnalysis:
     if len(numeric) >= 2:
         _figure(run, d, "heatmap", [])
     fields: dict[str, Any] = {"target": target, "predictors": predictors}
+    if fit is not None:
+        fields.update(model=fit["family"], model_reason=fit["reason"])
+    compared = _compare(run, d)
     if target is None:
-        fields.update(answered=False, reason=_unanswered_reason(d, prof))
+        applicable = not (d.asked or {}).get("applies_to")
+        fields.update(answered=False, applicable=applicable, reason=_unanswered_reason(d, prof))
+    elif d.asked is not None and d.asked.get("group") is not None and not compared:
+        fields.update(answered=False, reason="; ".join(d.problems) or "no grouped comparison")
     elif d.problems:
         fields["reason"] = "; ".join(d.problems)
     return _result(d, prof, summary=_summary(fit, pairs, prof), **fields)

@@ -10,7 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from agents.analysis.interpret import FAMILY_NAMES
+from agents.analysis.model_step import LEFT_OUT
 from agents.analysis.outputs import results_digest
+from agents.analysis.report_groups import group_paragraphs, group_tables
+from agents.analysis.report_models import diagnostic_tables, model_tables
 from agents.analysis.schemas import ReportPage, ReportText
 from swarm.errors import UserError
 
@@ -55,54 +59,68 @@ def _column_table(recs: list[dict[str, Any]], placed: set[int]) -> Tab | None:
             ["column", *_COLUMN_STATS], rows)  # fmt: skip
 
 
-def _model_tables(recs: list[dict[str, Any]], placed: set[int]) -> list[Tab]:
-    fits: dict[tuple[str, tuple[str, ...]], dict[tuple[str, str], dict[str, Any]]] = {}
+#: The sections of an analysis in the reports, in order: (interpretation key, title).
+SECTIONS = (
+    ("profile", "Profile"), ("distributions", "Distributions"),
+    ("correlations", "Correlations"), ("model", "Model"), ("diagnostics", "Diagnostics"),
+    ("groups", "Grouped comparison"), ("other", "Other reported numbers"),
+)  # fmt: skip
+Section = tuple[str, str, list[Tab]]  # title, reading in words, tables
+
+
+def _corr_table(recs: list[dict[str, Any]], placed: set[int]) -> Tab | None:
+    rows = []
     for i, r in enumerate(recs):
-        if r["predictors"] is None:
-            continue
-        key = (r["columns"][0], tuple(r["predictors"]))
-        term = "const" if r["statistic"] == "intercept" else (r["columns"][1:] or [""])[0]
-        slot = fits.setdefault(key, {})
-        if (r["statistic"], term) not in slot:
-            slot[(r["statistic"], term)] = r
+        # a pair behind a predictor left out of the model is shown with the diagnostics
+        if r["statistic"] == "corr" and r.get("note") != LEFT_OUT:
             placed.add(i)
-    tables: list[Tab] = []
-    for (target, preds), slot in fits.items():
+            rows.append([r["columns"][0], r["columns"][1], r["method"], cell(r)])
+    return ("Strongest correlations", ["a", "b", "method", "r"], rows) if rows else None
 
-        def get(stat: str, term: str, s: dict[tuple[str, str], Any] = slot) -> str:
-            return cell(s[(stat, term)]) if (stat, term) in s else ""
 
-        coef_rows = [
-            [term, get("intercept" if term == "const" else "slope", term),
-             get("se", term), get("pvalue", term)]
-            for term in ("const", *preds)
-        ]  # fmt: skip
-        caption = f"OLS: {target} ~ const + {' + '.join(preds)}"
-        tables.append((caption, ["term", "coefficient", "std. error", "p-value"], coef_rows))
-        fit_row = [get("r2", ""), get("adj_r2", ""), get("nobs", "")]
-        tables.append((f"Fit of {target}", ["R²", "adjusted R²", "observations"], [fit_row]))
-    return tables
+def finding_sections(entry: dict[str, Any]) -> list[Section]:
+    """One analysis as sections — profile, distributions, correlations, model, diagnostics,
+    grouped comparison, other numbers — each with its reading and its tables (empty
+    sections are left out)."""
+    recs = entry["findings"]
+    said = entry.get("interpretation") or {}
+    placed: set[int] = set()
+    column_table = _column_table(recs, placed)
+    corr_table = _corr_table(recs, placed)
+    tables: dict[str, list[Tab]] = {
+        "profile": [],
+        "distributions": [column_table] if column_table is not None else [],
+        "correlations": [corr_table] if corr_table is not None else [],
+        "model": model_tables(recs, placed, cell),
+        "diagnostics": diagnostic_tables(recs, placed, cell),
+        "groups": group_tables(recs, placed, cell),
+    }
+    other = [r for i, r in enumerate(recs) if i not in placed]
+    tables["other"] = [(
+        "Other reported numbers", ["statistic", "columns", "value"],
+        [[r["statistic"], ", ".join(r["columns"]), cell(r)] for r in other],
+    )] if other else []  # fmt: skip
+    out = []
+    for key, title in SECTIONS:
+        reading = said.get(key, "")
+        if reading or tables[key]:
+            out.append((title, reading, tables[key]))
+    return out
 
 
 def finding_tables(entry: dict[str, Any]) -> list[Tab]:
-    """The findings of one analysis as tables: distributions, correlations, models, other."""
-    recs = entry["findings"]
-    placed: set[int] = set()
-    tables: list[Tab] = []
-    column_table = _column_table(recs, placed)
-    if column_table is not None:
-        tables.append(column_table)
-    corr = [(i, r) for i, r in enumerate(recs) if r["statistic"] == "corr"]
-    if corr:
-        placed.update(i for i, _ in corr)
-        rows = [[r["columns"][0], r["columns"][1], r["method"], cell(r)] for _, r in corr]
-        tables.append(("Strongest correlations", ["a", "b", "method", "r"], rows))
-    tables.extend(_model_tables(recs, placed))
-    other = [r for i, r in enumerate(recs) if i not in placed]
-    if other:
-        rows = [[r["statistic"], ", ".join(r["columns"]), cell(r)] for r in other]
-        tables.append(("Other reported numbers", ["statistic", "columns", "value"], rows))
-    return tables
+    """The findings of one analysis as tables, in section order (`finding_sections`)."""
+    return [tab for _, _, tabs in finding_sections(entry) for tab in tabs]
+
+
+def model_notes(entry: dict[str, Any]) -> list[str]:
+    """The model chosen and why, and the analysis's notes (predictors left out, refits)."""
+    out = []
+    reason, reading = entry.get("model_reason"), (entry.get("interpretation") or {}).get("model")
+    if reason and reason not in (reading or ""):
+        out.append(f"Model choice: {reason}.")
+    out.extend(f"Note: {n}" for n in entry.get("notes") or [])
+    return out
 
 
 def mismatch_lines(entry: dict[str, Any]) -> list[str]:
@@ -129,6 +147,8 @@ def entry_notes(entry: dict[str, Any]) -> list[str]:
     notes = []
     if entry["status"] == "failed":
         notes.append("The analysis failed; nothing was reported.")
+    elif not entry["applicable"]:
+        notes.append(f"Not applicable: {entry['reason']}")
     elif not entry["answered"]:
         notes.append(f"Question not answered: {entry['reason']}")
     elif entry["status"] == "partial" and entry["reason"]:
@@ -138,20 +158,25 @@ def entry_notes(entry: dict[str, Any]) -> list[str]:
 
 
 def summary_rows(digest: dict[str, Any]) -> list[list[str]]:
-    """dataset, question, rows, target, R², strongest correlation, verified / total."""
+    """dataset, question, rows, target, model, fit, strongest correlation, verified / total."""
     rows = []
     for e in digest["analyses"]:
         sc = e["strongest_corr"]
         corr = f"{sc['a']} ~ {sc['b']}: {fmt(sc['r'])}" if sc else "—"
+        fit = e.get("fit")
+        shown = f"{_FIT_NAMES[fit['statistic']]} {fmt(fit['value'])}" if fit else "—"
         rows.append([
             e["dataset"], e["question"], fmt(e["rows"]), e["target"] or "—",
-            fmt(e["r2"]), corr, f"{e['counts']['verified']} / {e['total']}",
+            FAMILY_NAMES.get(e.get("model") or "", "—"), shown, corr,
+            f"{e['counts']['verified']} / {e['total']}",
         ])  # fmt: skip
     return rows
 
 
+_FIT_NAMES = {"r2": "R²", "pseudo_r2": "pseudo-R²"}
 SUMMARY_HEADER = [
-    "dataset", "question", "rows", "target", "R²", "strongest correlation", "verified / total",
+    "dataset", "question", "rows", "target", "model", "fit", "strongest correlation",
+    "verified / total",
 ]  # fmt: skip
 
 
@@ -186,14 +211,20 @@ def _md_entry(entry: dict[str, Any]) -> list[str]:
     out = [f"## {entry['dataset']} — {entry['question']}", ""]
     if entry["summary"]:
         out += [entry["summary"], ""]
+    out += [line for p in group_paragraphs(entry) for line in (p, "")]
     out += [f"> **{n}**" for n in entry_notes(entry)]
     flags = mismatch_lines(entry)
     if flags:
         out += ["", "**⚠ Fact-check flags:**", *(f"- ⚠ {m}" for m in flags)]
     c = entry["counts"]
     out += ["", f"Fact-check: {c['verified']} of {entry['total']} numbers verified.", ""]
-    for tab in finding_tables(entry):
-        out += _md_table(tab)
+    for title, reading, tabs in finding_sections(entry):
+        out += [f"### {title}", ""]
+        out += [reading, ""] if reading else []
+        if title == "Model":
+            out += [*(f"- {n}" for n in model_notes(entry)), ""] if model_notes(entry) else []
+        for tab in tabs:
+            out += _md_table(tab)
     out += [f"![{f['title']}](figures/{f['figure_id']}.png)" for f in entry["figures"]]
     return [*out, ""]
 
@@ -227,12 +258,15 @@ def _html_sections(board: AnalysisBoard, digest: dict[str, Any], order: list[str
     for aid in order:
         e = by_id[aid]
         paras = [f"Question: {e['question']}", *([e["summary"]] if e["summary"] else [])]
-        paras += entry_notes(e) + [f"⚠ {m}" for m in mismatch_lines(e)]
+        paras += group_paragraphs(e) + entry_notes(e) + [f"⚠ {m}" for m in mismatch_lines(e)]
         paras.append(f"Fact-check: {e['counts']['verified']} of {e['total']} numbers verified.")
+        parts = finding_sections(e)  # readings in section order; the tables follow in it
+        paras += [f"{title}: {reading}" for title, reading, _ in parts if reading]
+        paras += model_notes(e)
         sections.append(ReportSection(
             f"{e['dataset']} — {e['question']}",
             paragraphs=paras,
-            tables=[Table(h, rows, cap) for cap, h, rows in finding_tables(e)],
+            tables=[Table(h, rows, cap) for _, _, tabs in parts for cap, h, rows in tabs],
             figures=[Figure(f["title"] or f["kind"], board.figures[f["figure_id"]])
                      for f in e["figures"] if f["figure_id"] in board.figures],
             status=section_status(e),
@@ -318,10 +352,12 @@ __all__ = [
     "cell",
     "compact_digest",
     "entry_notes",
+    "finding_sections",
     "finding_tables",
     "fmt",
     "intro_text",
     "mismatch_lines",
+    "model_notes",
     "render_markdown",
     "report_tools",
     "section_status",

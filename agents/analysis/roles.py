@@ -28,14 +28,36 @@ if TYPE_CHECKING:
 
 DATA_TOOLS = (
     "dataset_profile", "missing_values", "describe_columns", "top_correlations",
-    "question_columns", "fit_ols", "count_outliers", "make_figure",
+    "question_columns", "compare_groups", "fit_model", "diagnose_model", "count_outliers",
+    "make_figure",
 )  # fmt: skip
 
 _FINDING_HELP = (
     " Report every number as a finding {statistic, columns, value, predictors}: statistic is "
     "one of count, missing, mean, median, std, min, max, skew, outliers (columns [col]), corr "
     "(columns [a, b]), slope, se, pvalue (columns [target, predictor or 'const'], predictors: "
-    "the fit's predictors), intercept, r2, adj_r2, nobs (columns [target], predictors)."
+    "the fit's predictors), intercept, r2, adj_r2, nobs (columns [target], predictors); "
+    "grouped comparisons (compare_groups) take columns [value, group column]: group_count, "
+    "group_mean, group_median, welch_t, welch_pvalue with group (the group's key) and note "
+    "(its label); anova_f, anova_pvalue, kruskal_h, kruskal_pvalue, eta_squared without group."
+    " When question_columns gives a group, compare the values across it, and put the answer "
+    "in interpretation['question'] and the comparison in words in interpretation['groups']."
+)
+_MODEL_HELP = (
+    " Model the target with the family its values call for, as a statistician would: "
+    "fit_model chooses logistic regression for two values, multinomial logit for a labelled "
+    "class, Poisson or negative binomial for counts and OLS otherwise, and says why in "
+    "`reason`; keep its choice unless you can say why another fits better, and put the family "
+    "in `model` and the reason in `model_reason`. Every model finding names its `model` "
+    "(ols, logit, mnlogit, poisson, negbin, logit_l2, mnlogit_l2) and, for a multinomial "
+    "coefficient, its class in `level`; fit measures aic, llf, pseudo_r2, accuracy, "
+    "dispersion, alpha and diagnostics jb, jb_pvalue, bp, bp_pvalue, cond_number take columns "
+    "[target], vif [target, predictor], all with predictors. Call diagnose_model on the fit. "
+    "Put fit_model's notes (predictors left out as near-duplicates, a penalised refit) in "
+    "`notes`. Write interpretation['profile'], ['distributions'], ['correlations'], ['model'] "
+    "and ['diagnostics']: one to three sentences each that say what the numbers mean (which "
+    "predictors matter and in which direction, whether the standard errors can be trusted), "
+    "quoting only numbers you report as findings."
 )
 
 
@@ -120,9 +142,12 @@ def _keyed(verdicts: list[Any]) -> list[tuple[Any, ...]]:
         f = data["finding"]
         preds = tuple(f.get("predictors") or ())
         method = f.get("method", "pearson")
+        group = f.get("group") or ""
+        model = (f.get("model", "ols"), f.get("level", ""))
         out.append(
-            (f["statistic"], tuple(f["columns"]), preds, method, f["value"], data["verdict"])
-        )
+            (f["statistic"], tuple(f["columns"]), preds, method, group, model, f["value"],
+             data["verdict"])
+        )  # fmt: skip
     return sorted(out)
 
 
@@ -175,8 +200,11 @@ def analysis_roles(*, python: bool = False) -> RoleRegistry:
         ),
         base.get_role("data_analyst").derive(
             system_prompt=base.get_role("data_analyst").system_prompt + code_help
-            + _FINDING_HELP + " If the question names no column of the dataset, set answered "
-            "to false and say why in reason, and still report the profile.",
+            + _FINDING_HELP + _MODEL_HELP
+            + " If the question names no column of the dataset, set answered "
+            "to false and say why in reason, and still report the profile; if it names columns "
+            "of other datasets of the run (question_columns' applies_to), also set applicable "
+            "to false.",
             output=DatasetAnalysis, tools=analyst_tools, procedure=analyze_dataset,
             check=check_analysis, max_steps=12,
         ),

@@ -1,8 +1,9 @@
 """What each sub-agent of the batch data analysis returns (both policies), and its subtask id.
 
 Every number an analyst reports is a `NumericFinding` (`agents.tools.findings`), so the
-fact-checker can recompute it from the raw data; figures travel as base64 PNG. The ids are
-built and recognised only through the helpers below, so the pipeline, its files and its
+fact-checker can recompute it from the raw data; figures travel as base64 PNG. Each
+sub-agent's output says who made it (`made_by`, see `agents.fallback.Provenance`). The ids
+are built and recognised only through the helpers below, so the pipeline, its files and its
 grader (`agents.analysis.grader`) cannot drift apart when an id changes.
 """
 
@@ -12,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agents.fallback import Provenance
 from agents.tools.findings import NumericFinding, Verdict
 
 #: The question asked of every dataset when the user asks none.
@@ -74,7 +76,7 @@ class AnalysisTask(_Out):
     question: str = Field(min_length=1)
 
 
-class AnalysisPlan(_Out):
+class AnalysisPlan(_Out, Provenance):
     """The orchestrator's decomposition: one analysis per (dataset, question)."""
 
     goal: str = ""
@@ -94,7 +96,7 @@ class FigureOut(_Out):
     png_base64: str = ""
 
 
-class DatasetAnalysis(_Out):
+class DatasetAnalysis(_Out, Provenance):
     """An analyst's report on one dataset for one question.
 
     `findings` holds every reported number; `answered` is False when the question cannot
@@ -106,6 +108,9 @@ class DatasetAnalysis(_Out):
     dataset: str = Field(min_length=1)
     question: str = Field(min_length=1)
     answered: bool = True
+    #: False when the question is about other datasets of the run (it names no column of
+    #: this one but does of another): not answered here, and no failure of the run.
+    applicable: bool = True
     status: Literal["complete", "partial"] = "complete"
     reason: str = ""
     rows: int = 0
@@ -113,13 +118,24 @@ class DatasetAnalysis(_Out):
     column_names: list[str] = Field(default_factory=list)
     target: str | None = None
     predictors: list[str] = Field(default_factory=list)
+    #: The model family fitted ("ols", "logit", "mnlogit", "poisson", "negbin", "logit_l2",
+    #: "mnlogit_l2"; `agents.tools.models`) and why it was chosen; None: no model.
+    model: str | None = None
+    model_reason: str = ""
     summary: str = ""
+    #: Choices worth knowing that are no failure: predictors left out as near-duplicates
+    #: of chosen ones, a penalised refit after perfect separation.
+    notes: list[str] = Field(default_factory=list)
+    #: A short reading in words per section of the report ("profile", "distributions",
+    #: "correlations", "model", "diagnostics", "groups", ...): templated from the numbers
+    #: offline, written by the analyst in model mode.
+    interpretation: dict[str, str] = Field(default_factory=dict)
     findings: list[NumericFinding] = Field(default_factory=list)
     figures: list[FigureOut] = Field(default_factory=list)
     problems: list[str] = Field(default_factory=list)
 
 
-class FindingChecks(_Out):
+class FindingChecks(_Out, Provenance):
     """The fact-checker's verdicts on every finding of one analysis."""
 
     analysis: str = Field(min_length=1)
@@ -131,7 +147,7 @@ class FindingChecks(_Out):
     problems: list[str] = Field(default_factory=list)
 
 
-class ReportPage(_Out):
+class ReportPage(_Out, Provenance):
     """The frontend engineer's report.html: its title, intro, section order and path."""
 
     title: str = Field(min_length=1)
@@ -140,7 +156,7 @@ class ReportPage(_Out):
     path: str = ""
 
 
-class ReportText(_Out):
+class ReportText(_Out, Provenance):
     """The synthesizer's report.md."""
 
     markdown: str = Field(min_length=1)

@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from agents.analysis.procedures_report import report_tools
+from agents.analysis.questions import match_question, named_columns
 from agents.analysis.schemas import AnalysisTask, DatasetAnalysis, DatasetInfo, FindingChecks
 from agents.toolbox import ToolBox, make_tool
-from agents.tools import stats
+from agents.tools import diagnostics, groups, models, stats
 from agents.tools.findings import NumericFinding, verify
 from swarm.errors import UserError
 
@@ -132,18 +133,6 @@ class AnalysisBoard:
                 self.problems.append(message)
 
 
-def named_columns(question: str, columns: list[str]) -> list[str]:
-    """The columns a question names: whole words, any case, "_" may be written as a space."""
-    named = []
-    for column in columns:
-        for form in {column, column.replace("_", " ")}:
-            pattern = rf"(?<![A-Za-z0-9_]){re.escape(form)}(?![A-Za-z0-9_])"
-            if re.search(pattern, question, flags=re.IGNORECASE):
-                named.append(column)
-                break
-    return named
-
-
 def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
@@ -216,33 +205,105 @@ def _data_tools(board: AnalysisBoard) -> list[Any]:
 
 def _model_tools(board: AnalysisBoard) -> list[Any]:
     def question_columns(dataset: str, question: str) -> dict[str, Any]:
-        """Which columns a question names, and the target it points to (None: no numeric one)."""
+        """Which columns a question names (by name, word or synonym), the numeric target it
+        points to (None: no numeric one), the group column of a grouped comparison ("which
+        species has the longest sepals") and the other loaded datasets it names columns of."""
         frame = board.frame(dataset)
-        named = named_columns(question, [str(c) for c in frame.columns])
-        numeric = set(stats.numeric_columns(frame))
-        named_numeric = [c for c in named if c in numeric]
+        ds = board.datasets[dataset]
+        asked = match_question(question, frame, ds.target, ds.labels)
         target = None
-        if named_numeric:
-            target = stats.pick_target(
-                frame[named_numeric], question, board.datasets[dataset].target
-            )
-        return {"named": named, "named_numeric": named_numeric, "target": target}
+        if asked.values:
+            target = stats.pick_target(frame[asked.values], question, ds.target)
+        elsewhere = [
+            k for k, other in board.datasets.items()
+            if k != dataset
+            and match_question(question, other.frame, other.target, other.labels).values
+        ]  # fmt: skip
+        return {
+            "named": asked.named,
+            "named_numeric": list(asked.values),
+            "target": target,
+            "group": asked.group,
+            "comparison": asked.comparison,
+            "applies_to": elsewhere,
+        }
 
-    def fit_ols(
+    def compare_groups(dataset: str, value: str, group: str) -> dict[str, Any]:
+        """A numeric column across the groups of another: count, mean, median per group
+        (by key, with its label), which group is highest/lowest, one-way ANOVA F and p,
+        Kruskal-Wallis H and p, eta squared, and for two groups a Welch t-test."""
+        ds = board.datasets.get(dataset)
+        labels = ds.labels.get(group, {}) if ds is not None else {}
+        cmp = groups.compare_groups(board.frame(dataset), value, group, labels=labels)
+        welch = None
+        if cmp.welch is not None:
+            key, t, p = cmp.welch
+            welch = {"group": key, "t": _finite(t), "pvalue": _finite(p)}
+        return {
+            "value": cmp.value,
+            "group": cmp.group,
+            "groups": [
+                {"key": g.key, "label": g.label, "count": g.count, "mean": _finite(g.mean),
+                 "median": _finite(g.median)}
+                for g in cmp.groups.values()
+            ],
+            "highest": cmp.highest,
+            "lowest": cmp.lowest,
+            "anova_f": _finite(cmp.anova_f),
+            "anova_pvalue": _finite(cmp.anova_pvalue),
+            "kruskal_h": _finite(cmp.kruskal_h),
+            "kruskal_pvalue": _finite(cmp.kruskal_pvalue),
+            "eta_squared": _finite(cmp.eta_squared),
+            "welch": welch,
+        }
+
+    def fit_model(
         dataset: str, target: str, predictors: list[str] | None = None, max_predictors: int = 5
     ) -> dict[str, Any]:
-        """OLS of target on predictors (default: the most correlated ones) with a constant."""
-        fit = stats.ols(board.frame(dataset), target, predictors, max_predictors=max_predictors)
+        """The model the target calls for (OLS, logit, multinomial logit, Poisson or negative
+        binomial; `reason` says why) of target on predictors (default: the most correlated,
+        near-duplicates left out and listed in `dropped`, class-code columns never), with a
+        constant: coefficients
+        (by term and, for a multinomial model, class `level`), fit measures, notes."""
+        ds = board.datasets.get(dataset)
+        labels = list((ds.labels.get(target) or {}).values()) if ds is not None else []
+        coded = [c for c in (ds.labels if ds is not None else {}) if c != target]
+        fit = models.fit_model(
+            board.frame(dataset), target, predictors, max_predictors=max_predictors,
+            labels=labels or None, exclude=coded,
+        )  # fmt: skip
         return {
             "target": fit.target,
             "predictors": fit.predictors,
-            "coef": {k: _finite(v) for k, v in fit.coef.items()},
-            "se": {k: _finite(v) for k, v in fit.se.items()},
-            "pvalues": {k: _finite(v) for k, v in fit.pvalues.items()},
-            "r2": _finite(fit.r2),
-            "adj_r2": _finite(fit.adj_r2),
+            "kind": fit.kind,
+            "family": fit.family,
+            "reason": fit.reason,
+            "classes": fit.classes,
+            "class_labels": labels,
+            "coefficients": [
+                {"term": c.term, "level": c.level, "coef": _finite(c.coef),
+                 "se": _finite(c.se), "pvalue": _finite(c.pvalue)}
+                for c in fit.coefficients
+            ],
+            "measures": {k: _finite(v) for k, v in fit.measures.items()},
             "nobs": fit.nobs,
-            "f_pvalue": _finite(fit.f_pvalue),
+            "poisson_dispersion": fit.poisson_dispersion,
+            "dropped": [{"column": c, "duplicates": k, "r": r} for c, k, r in fit.dropped],
+            "notes": fit.notes,
+        }
+
+    def diagnose_model(
+        dataset: str, target: str, predictors: list[str], ols: bool = True
+    ) -> dict[str, Any]:
+        """Diagnostics of target on predictors: VIF per predictor, condition number, and for
+        OLS (`ols`) Jarque-Bera residual normality and Breusch-Pagan heteroscedasticity."""
+        dg = diagnostics.diagnose(board.frame(dataset), target, predictors, ols=ols)
+        return {
+            "target": dg.target,
+            "predictors": dg.predictors,
+            "residual": {k: _finite(v) for k, v in dg.residual.items()},
+            "vif": {k: _finite(v) for k, v in dg.vif.items()},
+            "cond_number": _finite(dg.cond_number),
         }
 
     def count_outliers(dataset: str, columns: list[str]) -> dict[str, int]:
@@ -269,7 +330,8 @@ def _model_tools(board: AnalysisBoard) -> list[Any]:
             "path": str(path),
         }
 
-    return [question_columns, fit_ols, count_outliers, make_figure]  # fmt: skip
+    return [question_columns, compare_groups, fit_model, diagnose_model, count_outliers,
+            make_figure]  # fmt: skip
 
 
 def _checking_tools(board: AnalysisBoard) -> list[Any]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -72,6 +72,9 @@ class Dataset:
         source: the resolved file path, or the module ("statsmodels.datasets.longley").
         target: the dependent variable the source designates, if it is a column, else None.
         description: a one-line title.
+        labels: display names of coded values per column: {column: {code: name}}, codes
+            as `agents.tools.groups.group_key` writes them (sklearn's class names of its
+            integer target: {"target": {"0": "setosa", ...}}).
     """
 
     name: str
@@ -79,6 +82,7 @@ class Dataset:
     source: str
     target: str | None
     description: str
+    labels: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 def _suggest(spec: str, names: list[str]) -> list[str]:
@@ -160,12 +164,19 @@ def _load_sklearn(name: str) -> Dataset:
     # Multi-output targets (linnerud) have no single dependent variable.
     target_col = getattr(bunch.target, "name", None)
     target = target_col if isinstance(target_col, str) and target_col in frame.columns else None
+    names = bunch.get("target_names")
+    labels = {}
+    if target is not None and names is not None:  # classifiers: codes 0..k-1 -> class names
+        coded = {str(i): str(n) for i, n in enumerate(names)}
+        if any(code != label for code, label in coded.items()):
+            labels[target] = coded
     return Dataset(
         name=f"sklearn:{name}",
         frame=frame,
         source=f"sklearn.datasets.load_{name}",
         target=target,
         description=_descr_title(str(bunch.get("DESCR", "")), name),
+        labels=labels,
     )
 
 
@@ -192,7 +203,10 @@ def _resolve_path(spec: str, root: str | Path | None) -> Path:
 def _load_file(spec: str, root: str | Path | None) -> Dataset:
     path = _resolve_path(spec, root)
     if not path.is_file():
-        raise DatasetError(f"dataset file {str(path)!r} does not exist or is not a file")
+        raise DatasetError(
+            f"dataset file {str(path)!r} does not exist or is not a file; give an existing "
+            f".csv, .tsv or .parquet file, 'statsmodels:NAME' or 'sklearn:NAME'"
+        )
     suffix = path.suffix.lower()
     try:
         if suffix == ".parquet":

@@ -4,6 +4,13 @@
 from numpy/scipy directly, regression statistics from `numpy.linalg.lstsq` and the textbook
 formulas. It shares only the conventions documented in `stats` (ddof=1, bias-corrected skew,
 pairwise-complete correlation, complete-case OLS with a constant, linear quartiles, k=1.5).
+Grouped comparisons are recomputed by `agents.tools._group_recompute` (textbook ANOVA,
+Kruskal–Wallis and Welch formulas; not `agents.tools.groups`). The other model families
+(logit, multinomial logit, Poisson, negative binomial, their penalised fallbacks), the fit
+measures (AIC, log-likelihood, McFadden pseudo-R², accuracy, dispersion, alpha) and the
+diagnostics (Jarque–Bera, Breusch–Pagan, VIF, condition number) by `agents.tools._refit`:
+each model refitted from its likelihood with numpy/scipy, not statsmodels or scikit-learn,
+sharing only the conventions of `agents.tools.families` and `agents.tools.models`.
 
 Example:
     >>> f = NumericFinding(statistic="mean", columns=["TOTEMP"], value=65317.0)
@@ -23,10 +30,14 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, model_validator
 from scipy import stats as sps
 
-from agents.tools import stats
+from agents.tools import diagnostics, models, stats
+from agents.tools._group_recompute import group_statistic
+from agents.tools._refit import refit_statistic
+from agents.tools.families import ModelFamily
 from agents.tools.stats import AnalysisError
 
 __all__ = [
+    "GROUP_STATISTICS",
     "INTEGER_STATISTICS",
     "STATISTICS",
     "NumericFinding",
@@ -40,14 +51,45 @@ __all__ = [
 Statistic = Literal[
     "count", "missing", "mean", "median", "std", "min", "max", "skew", "corr", "slope",
     "intercept", "se", "pvalue", "r2", "adj_r2", "nobs", "outliers",
+    # grouped comparisons: columns [value, group] (`agents.tools.groups`)
+    "group_count", "group_mean", "group_median", "welch_t", "welch_pvalue",
+    "anova_f", "anova_pvalue", "kruskal_h", "kruskal_pvalue", "eta_squared",
+    # model fit measures and diagnostics (`agents.tools.models`, `agents.tools.diagnostics`)
+    "aic", "llf", "pseudo_r2", "accuracy", "dispersion", "alpha",
+    "jb", "jb_pvalue", "bp", "bp_pvalue", "vif", "cond_number",
 ]  # fmt: skip
+#: The model a model statistic belongs to.
+Model = ModelFamily
 STATISTICS: tuple[str, ...] = get_args(Statistic)
 # Counts are compared exactly: a relative tolerance would accept a wrong row count.
-INTEGER_STATISTICS = frozenset({"count", "missing", "nobs", "outliers"})
+INTEGER_STATISTICS = frozenset({"count", "missing", "nobs", "outliers", "group_count"})
 _COLUMN_STATS = frozenset({"count", "missing", "mean", "median", "std", "min", "max", "skew"})
-_PAIR_STATS = frozenset({"corr", "slope", "se", "pvalue"})  # [a, b] / [target, predictor]
-_MODEL_STATS = frozenset({"slope", "intercept", "se", "pvalue", "r2", "adj_r2", "nobs"})
+_PAIR_STATS = frozenset({"corr", "slope", "se", "pvalue", "vif"})  # [a, b] / [target, predictor]
+_FIT_STATS = frozenset({"aic", "llf", "pseudo_r2", "accuracy", "dispersion", "alpha"})
+_DIAGNOSTICS = frozenset({"jb", "jb_pvalue", "bp", "bp_pvalue", "vif", "cond_number"})
+_MODEL_STATS = frozenset(
+    {"slope", "intercept", "se", "pvalue", "r2", "adj_r2", "nobs", *_FIT_STATS, *_DIAGNOSTICS}
+)
+_WALD_MODELS = frozenset({"ols", "logit", "mnlogit", "poisson", "negbin"})  # not penalised
+_GLMS = frozenset({"logit", "mnlogit", "poisson", "negbin", "logit_l2", "mnlogit_l2"})
+_CLASSIFIERS = frozenset({"logit", "mnlogit", "logit_l2", "mnlogit_l2"})
+# Which models report which statistics (coefficients, nobs, llf, vif, cond_number: all).
+_ONLY_FOR: dict[str, frozenset[str]] = {
+    **dict.fromkeys(("r2", "adj_r2", "jb", "jb_pvalue", "bp", "bp_pvalue"), frozenset({"ols"})),
+    **dict.fromkeys(("se", "pvalue", "aic"), _WALD_MODELS),
+    "pseudo_r2": _GLMS, "accuracy": _CLASSIFIERS,
+    "dispersion": frozenset({"poisson"}), "alpha": frozenset({"negbin"}),
+}  # fmt: skip
+_LEVELLED = frozenset({"mnlogit", "mnlogit_l2"})  # coefficients per class (`level`)
 _TUKEY_K = 1.5
+#: Statistics of one group (`group` names it; welch: that group against the other rows).
+_PER_GROUP_STATS = frozenset(
+    {"group_count", "group_mean", "group_median", "welch_t", "welch_pvalue"}
+)
+#: Grouped-comparison statistics: columns [value, group].
+GROUP_STATISTICS = _PER_GROUP_STATS | {
+    "anova_f", "anova_pvalue", "kruskal_h", "kruskal_pvalue", "eta_squared"
+}  # fmt: skip
 
 
 class NumericFinding(BaseModel):
@@ -58,6 +100,18 @@ class NumericFinding(BaseModel):
     [target] for intercept/r2/adj_r2/nobs. `predictors` is the fit's full predictor list for
     model statistics (default for slope/se/pvalue: the one predictor, a simple regression).
     `method` applies to corr only. `outliers` counts values beyond Tukey fences with k=1.5.
+    Grouped comparisons (`agents.tools.groups`) take [value, group column]: group_count,
+    group_mean, group_median, welch_t, welch_pvalue of the group `group` names (its
+    `group_key`; welch: that group against the other rows), and anova_f, anova_pvalue,
+    kruskal_h, kruskal_pvalue, eta_squared of all groups (`group` None). `note` may carry a
+    group's display name (sklearn's class name of a target code).
+
+    Model statistics also name their `model` (default "ols"; `agents.tools.models`): fit
+    measures aic, llf, pseudo_r2 (McFadden), accuracy (in-sample share classified right),
+    dispersion (Poisson Pearson chi²/df), alpha (NB2) take [target]; diagnostics jb,
+    jb_pvalue, bp, bp_pvalue (OLS residuals) and cond_number take [target], vif
+    [target, predictor]. A multinomial model's coefficients name their class in `level`
+    (the class value, e.g. "2"; the base class has none, except in "mnlogit_l2").
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -68,10 +122,18 @@ class NumericFinding(BaseModel):
     predictors: list[str] | None = None
     note: str = ""
     method: Literal["pearson", "spearman", "kendall"] = "pearson"
+    group: str | None = None
+    model: Model = "ols"
+    level: str = ""
 
     @model_validator(mode="after")
     def _check_shape(self) -> NumericFinding:
-        want = 2 if self.statistic in _PAIR_STATS else 1
+        if (self.group is not None) != (self.statistic in _PER_GROUP_STATS):
+            raise ValueError(
+                f"`group` names the group of {sorted(_PER_GROUP_STATS)} only; "
+                f"statistic {self.statistic!r} got group={self.group!r}"
+            )
+        want = 2 if self.statistic in _PAIR_STATS | GROUP_STATISTICS else 1
         if len(self.columns) != want:
             raise ValueError(
                 f"statistic {self.statistic!r} takes {want} column(s), got {self.columns}"
@@ -90,6 +152,23 @@ class NumericFinding(BaseModel):
                     f"predictor {self.columns[1]!r} is not among the fit's predictors "
                     f"{self.predictors}"
                 )
+        return self._check_model()
+
+    def _check_model(self) -> NumericFinding:
+        allowed = _ONLY_FOR.get(self.statistic)
+        if allowed is not None and self.model not in allowed:
+            raise ValueError(
+                f"statistic {self.statistic!r} does not apply to model {self.model!r}; "
+                f"it applies to {sorted(allowed)}"
+            )
+        if self.model != "ols" and self.statistic not in _MODEL_STATS:
+            raise ValueError(f"model applies to model statistics only, not {self.statistic!r}")
+        coefficient = self.statistic in ("slope", "intercept", "se", "pvalue")
+        if self.level and not (coefficient and self.model in _LEVELLED):
+            raise ValueError(
+                f"level applies to the coefficients of {sorted(_LEVELLED)} only, "
+                f"not {self.statistic!r} of {self.model!r}"
+            )
         return self
 
 
@@ -231,6 +310,10 @@ def recompute(df: pd.DataFrame, finding: NumericFinding) -> float:
         return _outliers(_numeric(df, finding.columns[0]))
     if stat == "corr":
         return _corr(df, finding.columns[0], finding.columns[1], finding.method)
+    if stat in GROUP_STATISTICS:
+        return group_statistic(df, stat, list(finding.columns), finding.group)
+    if stat in _FIT_STATS or stat in _DIAGNOSTICS or finding.model != "ols":
+        return refit_statistic(df, finding)
     return _model_stat(df, finding)
 
 
@@ -285,6 +368,30 @@ def _finding(statistic: str, columns: list[str], value: float, **extra: object) 
     )
 
 
+def _model_findings(fit: models.ModelFit, diag: diagnostics.Diagnostics) -> list[NumericFinding]:
+    """The coefficients, fit measures and diagnostics of a fit as findings."""
+    t, model = fit.target, {"predictors": fit.predictors, "model": fit.family}
+    out = []
+    for c in fit.coefficients:
+        extra = {**model, **({"level": c.level} if c.level else {})}
+        if c.term == "const":
+            out.append(_finding("intercept", [t], c.coef, **extra))
+        else:
+            out.append(_finding("slope", [t, c.term], c.coef, **extra))
+        if math.isfinite(c.se):
+            out.append(_finding("se", [t, c.term], c.se, **extra))
+            out.append(_finding("pvalue", [t, c.term], c.pvalue, **extra))
+    out.extend(_finding(name, [t], v, **model) for name, v in fit.measures.items())
+    out.append(_finding("nobs", [t], fit.nobs, **model))
+    if fit.family == "negbin" and fit.poisson_dispersion is not None:
+        out.append(_finding("dispersion", [t], fit.poisson_dispersion,
+                            predictors=fit.predictors, model="poisson"))  # fmt: skip
+    out.extend(_finding(name, [t], v, **model) for name, v in diag.residual.items())
+    out.extend(_finding("vif", [t, p], v, **model) for p, v in diag.vif.items())
+    out.append(_finding("cond_number", [t], diag.cond_number, **model))
+    return out
+
+
 def findings_from_analysis(
     df: pd.DataFrame,
     *,
@@ -293,27 +400,33 @@ def findings_from_analysis(
     columns: Sequence[str] | None = None,
     top_corr: int = 3,
     max_predictors: int = 6,
+    labels: Sequence[str] | None = None,
 ) -> list[NumericFinding]:
-    """Compute a standard finding set with `agents.tools.stats` (the analyst's path).
+    """Compute a standard finding set with `stats`, `models` and `diagnostics` (the
+    analyst's path).
 
     Args:
         df: the table.
-        target: the dependent variable; None skips the regression findings.
-        predictors: the fit's predictors; default chosen by `stats.ols`.
+        target: the dependent variable; None skips the model findings.
+        predictors: the fit's predictors; default chosen by `stats.select_predictors`.
         columns: the columns to describe; default the target and the fit's predictors (or
             the first six numeric columns when there is no target).
         top_corr: how many of the strongest correlations to report.
-        max_predictors: passed to `stats.ols` when `predictors` is None.
+        max_predictors: passed to `models.fit_model` when `predictors` is None.
+        labels: the target's class names, when the source designates it a class label.
 
     Returns:
         Findings for describe statistics, missing counts, outliers, the top correlations
-        and, with a target, intercept, slopes, standard errors, p-values, r2, adj_r2, nobs.
-        Non-finite values (e.g. std of one value) are left out.
+        and, with a target, the model `families.choose_family` picks: its coefficients, fit
+        measures and diagnostics. Non-finite values (e.g. std of one value) are left out.
 
     Raises:
-        AnalysisError: as `stats.describe`, `stats.correlations` and `stats.ols` do.
+        AnalysisError: as `stats.describe`, `stats.correlations` and `models.fit_model` do.
     """
-    fit = stats.ols(df, target, predictors, max_predictors=max_predictors) if target else None
+    fit = None
+    if target:
+        fit = models.fit_model(df, target, predictors, max_predictors=max_predictors,
+                               labels=labels)  # fmt: skip
     if columns is None:
         columns = [target, *fit.predictors] if fit else stats.numeric_columns(df)[:6]
     out: list[NumericFinding] = []
@@ -325,12 +438,6 @@ def findings_from_analysis(
     for a, b, r in stats.correlations(df, top=top_corr):
         out.append(_finding("corr", [a, b], r))
     if fit is not None:
-        model = {"predictors": fit.predictors}
-        out.append(_finding("intercept", [fit.target], fit.coef["const"], **model))
-        for p in fit.predictors:
-            out.append(_finding("slope", [fit.target, p], fit.coef[p], **model))
-            out.append(_finding("se", [fit.target, p], fit.se[p], **model))
-            out.append(_finding("pvalue", [fit.target, p], fit.pvalues[p], **model))
-        for name, v in (("r2", fit.r2), ("adj_r2", fit.adj_r2), ("nobs", fit.nobs)):
-            out.append(_finding(name, [fit.target], v, **model))
+        diag = diagnostics.diagnose(df, target, fit.predictors, ols=fit.family == "ols")
+        out.extend(_model_findings(fit, diag))
     return [f for f in out if math.isfinite(f.value)]

@@ -27,6 +27,8 @@ __all__ = [
     "CORR_METHODS",
     "AnalysisError",
     "OLSFit",
+    "PredictorChoice",
+    "check_predictors",
     "correlations",
     "describe",
     "missing",
@@ -35,6 +37,7 @@ __all__ = [
     "outliers",
     "pick_target",
     "profile",
+    "select_predictors",
 ]
 
 CORR_METHODS = ("pearson", "spearman", "kendall")
@@ -162,9 +165,33 @@ class OLSFit:
     f_pvalue: float
 
 
-def _default_predictors(df: pd.DataFrame, target: str, max_predictors: int) -> list[str]:
-    """Numeric columns by |r| with the target, skipping near-duplicates of chosen ones."""
-    candidates = [c for c in numeric_columns(df) if c != target]
+@dataclass(frozen=True)
+class PredictorChoice:
+    """The default predictors of a target, and the candidates left out as near-duplicates.
+
+    `dropped` holds (candidate, chosen predictor it duplicates, r between them) for every
+    candidate skipped because |r| > 0.98 with an already chosen predictor (before the cap
+    of `max_predictors` was reached), so a report can say what was left out and why.
+    """
+
+    chosen: list[str]
+    dropped: list[tuple[str, str, float]]
+
+
+def select_predictors(
+    df: pd.DataFrame, target: str, max_predictors: int = 6, *, exclude: Sequence[str] = ()
+) -> PredictorChoice:
+    """Numeric columns by |r| with the target, skipping near-duplicates (|r| > 0.98) of chosen
+    ones and the `exclude`d columns (e.g. class codes, which are no numeric quantity).
+
+    Raises:
+        AnalysisError: unknown or non-numeric target, max_predictors < 1, or no usable
+            numeric predictor.
+    """
+    _require_numeric(df, target)
+    if max_predictors < 1:
+        raise AnalysisError(f"max_predictors must be at least 1, got {max_predictors}")
+    candidates = [c for c in numeric_columns(df) if c != target and c not in exclude]
     if not candidates:
         raise AnalysisError(f"no numeric predictors for target {target!r}")
     data = df[[target, *candidates]].astype(float)
@@ -172,16 +199,29 @@ def _default_predictors(df: pd.DataFrame, target: str, max_predictors: int) -> l
     ranked = [c for c in candidates if np.isfinite(corr.at[c, target])]
     ranked.sort(key=lambda c: -abs(float(corr.at[c, target])))  # stable: ties keep frame order
     chosen: list[str] = []
+    dropped: list[tuple[str, str, float]] = []
     for c in ranked:
         if len(chosen) == max_predictors:
             break
-        if all(not abs(corr.at[c, k]) > _COLLINEAR for k in chosen):
+        twin = next((k for k in chosen if abs(corr.at[c, k]) > _COLLINEAR), None)
+        if twin is None:
             chosen.append(c)
+        else:
+            dropped.append((c, twin, float(corr.at[c, twin])))
     if not chosen:
         raise AnalysisError(
             f"no numeric predictors for target {target!r}: every candidate is constant or empty"
         )
-    return chosen
+    return PredictorChoice(chosen=chosen, dropped=dropped)
+
+
+def check_predictors(df: pd.DataFrame, target: str, predictors: Sequence[str]) -> list[str]:
+    """The given predictors de-duplicated (order kept), each checked to be a numeric column.
+
+    Raises:
+        AnalysisError: none given, unknown or non-numeric column, the target itself, "const".
+    """
+    return _check_predictors(df, target, predictors)
 
 
 def _check_predictors(df: pd.DataFrame, target: str, predictors: Sequence[str]) -> list[str]:
@@ -224,7 +264,7 @@ def ols(
     if max_predictors < 1:
         raise AnalysisError(f"max_predictors must be at least 1, got {max_predictors}")
     if predictors is None:
-        chosen = _default_predictors(df, target, max_predictors)
+        chosen = select_predictors(df, target, max_predictors).chosen
     else:
         chosen = _check_predictors(df, target, predictors)
     data = df[[target, *chosen]].astype(float).dropna()

@@ -24,6 +24,7 @@ from kimmy.options import (
     ContextTokens,
     Json,
     Local,
+    MaxTokens,
     ModelName,
     RunsDir,
     at_least,
@@ -41,6 +42,14 @@ app = command_group()
 
 Out = Annotated[Path, typer.Option("--out", help="Output folder (created).", file_okay=False)]
 Store = Annotated[bool, typer.Option(help="Store the run (events, results) durably.")]
+Fallback = Annotated[
+    bool,
+    typer.Option(
+        help="With a model: a sub-agent whose model fails its task (invalid answer after the "
+        "repair turn, step limit) falls back to its role's offline procedure, marked in the "
+        "outputs. --no-fallback: it fails instead (strict model mode)."
+    ),
+]
 
 
 class PipelineOutcome(Protocol):
@@ -77,27 +86,40 @@ def _client(
     api_key: str | None,
     context_tokens: int | None,
     local: str | None,
+    max_tokens: int | None,
 ) -> OpenAIChat | LocalModel | None:
     from kimmy.options import model_client
 
-    return model_client(
+    client = model_client(
         base_url, model, api_key, required=False, context_tokens=context_tokens, local=local
     )
+    return _capped(client, max_tokens)
+
+
+def _capped(
+    client: OpenAIChat | LocalModel | None, max_tokens: int | None
+) -> OpenAIChat | LocalModel | None:
+    """The client with `--max-answer-tokens` as its cap (offline: nothing to cap)."""
+    if client is not None and max_tokens is not None:
+        client.max_tokens_cap = max_tokens
+    return client
 
 
 def _endpoint(
-    client: OpenAIChat | LocalModel | None, local: str | None, context_tokens: int | None
+    client: OpenAIChat | LocalModel | None,
+    local: str | None,
+    context_tokens: int | None,
+    max_tokens: int | None,
 ) -> ModelEndpoint:
     """How the run reached its model, stored with it (no API key; the URL redacted)."""
     from agents.pipeline_record import ModelEndpoint
 
     if client is None:
         return ModelEndpoint()
+    limits = {"context_tokens": context_tokens, "max_tokens": max_tokens}
     if local is not None:  # its in-process server is gone by `kimmy resume`: start it again
-        return ModelEndpoint(kind="local", local=local, context_tokens=context_tokens)
-    return ModelEndpoint(
-        kind="http", base_url=client.base_url, model=client.name, context_tokens=context_tokens
-    )
+        return ModelEndpoint(kind="local", local=local, **limits)
+    return ModelEndpoint(kind="http", base_url=client.base_url, model=client.name, **limits)
 
 
 def _run_pipeline(
@@ -144,9 +166,11 @@ def review(
     model: ModelName = None,
     api_key: ApiKey = None,
     context_tokens: ContextTokens = None,
+    max_tokens: MaxTokens = None,
     local: Local = None,
     runs_dir: RunsDir = DEFAULT_RUNS_DIR,
     store: Store = True,
+    fallback: Fallback = True,
     json_lines: Json = False,
 ) -> None:
     """Literature review of a corpus: review.md, references.bib, report.html, claims.jsonl."""
@@ -163,11 +187,12 @@ def review(
         "themes": themes,
         "researcher": researcher,
         "defaults": {"year": year} if year is not None else None,
+        "fallback": fallback,
     }
     ReviewConfig(**options)  # a bad option fails before a model server is asked
-    client = _client(base_url, model, api_key, context_tokens, local)
+    client = _client(base_url, model, api_key, context_tokens, local, max_tokens)
     config = ReviewConfig(**options, model=client)
-    endpoint = _endpoint(client, local, context_tokens)
+    endpoint = _endpoint(client, local, context_tokens, max_tokens)
     _run_pipeline(
         lambda sinks: run_review(config, sinks=sinks, endpoint=endpoint),
         client, print_review, json_lines, stored=store,
@@ -187,9 +212,11 @@ def analyze(
     model: ModelName = None,
     api_key: ApiKey = None,
     context_tokens: ContextTokens = None,
+    max_tokens: MaxTokens = None,
     local: Local = None,
     runs_dir: RunsDir = DEFAULT_RUNS_DIR,
     store: Store = True,
+    fallback: Fallback = True,
     json_lines: Json = False,
 ) -> None:
     """Batch data analysis: one analyst per (dataset, question), all in parallel."""
@@ -201,11 +228,12 @@ def analyze(
         "out": out,
         "questions": list(question or []),
         "runs_dir": runs_dir if store else None,
+        "fallback": fallback,
     }
     AnalysisConfig(**options)  # a bad option fails before a model server is asked
-    client = _client(base_url, model, api_key, context_tokens, local)
+    client = _client(base_url, model, api_key, context_tokens, local, max_tokens)
     config = AnalysisConfig(**options, model=client)
-    endpoint = _endpoint(client, local, context_tokens)
+    endpoint = _endpoint(client, local, context_tokens, max_tokens)
     _run_pipeline(
         lambda sinks: run_analysis(config, sinks=sinks, endpoint=endpoint),
         client, print_analysis, json_lines, stored=store,
@@ -261,7 +289,10 @@ def resume_pipeline(
     record = pipeline_record(settings)
     assert record is not None
     changes = {"max_concurrency": max_concurrency} if max_concurrency is not None else {}
-    client = _resume_client(record, run_id, base_url, model, api_key, context_tokens)
+    client = _capped(
+        _resume_client(record, run_id, base_url, model, api_key, context_tokens),
+        record.endpoint.max_tokens,
+    )
     if record.settings.kind == "review":
         _quiet_readers()
         from agents.review import resume_review

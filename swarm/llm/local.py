@@ -21,7 +21,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from swarm.llm.openai_chat import OpenAIChat
+from swarm.llm.openai_chat import OpenAIChat, capped_max_tokens
 from swarm.llm.types import ChatResponse, MessageLike
 
 __all__ = ["LocalModel"]
@@ -61,6 +61,9 @@ class LocalModel:
         self._client: OpenAIChat | None = None
         self.name = "local"
         self.context_length: int | None = None
+        #: The most tokens any call may generate (None: as each call asks); see
+        #: `OpenAIChat.max_tokens_cap`.
+        self.max_tokens_cap: int | None = None
 
     @classmethod
     def tiny(cls, *, seed: int = 0, **options: Any) -> LocalModel:
@@ -158,7 +161,7 @@ class LocalModel:
             tool_choice=tool_choice,
             response_format=response_format,
             temperature=temperature,
-            max_tokens=max_tokens,
+            max_tokens=capped_max_tokens(max_tokens, self.max_tokens_cap),
             stop=stop,
             seed=seed,
             logprobs=logprobs,

@@ -43,6 +43,15 @@ ENV_MODEL = "KIMMY_MODEL"
 ENV_API_KEY = "KIMMY_API_KEY"
 
 
+def capped_max_tokens(requested: int | None, cap: int | None) -> int | None:
+    """`requested` held to `cap` (a call that asks for nothing gets the cap)."""
+    if cap is None:
+        return requested
+    if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
+        raise ConfigError(f"max_tokens_cap {cap!r} is not an integer >= 1")
+    return cap if requested is None else min(requested, cap)
+
+
 class OpenAIChat:
     """A pooled client for the `/chat/completions` endpoint of an OpenAI-compatible server.
 
@@ -63,6 +72,9 @@ class OpenAIChat:
 
     Attributes:
         context_length: The context length: the server's, else the one given, else None.
+        max_tokens_cap: The most tokens any call may ask the model to generate (None: as
+            each call asks). A slow or weak model that rambles to its roles' `max_tokens`
+            gets shorter answers (`--max-answer-tokens`); a call asking less is sent as it is.
 
     Raises:
         ConfigError: A bad URL, model, timeout, pool size or context length.
@@ -97,6 +109,7 @@ class OpenAIChat:
             raise ConfigError(f"context_length {context_length!r} is not an integer >= 1")
         self._model = model
         self.context_length: int | None = context_length
+        self.max_tokens_cap: int | None = None
         #: The constructor's options, to rebuild the client elsewhere (see `__reduce__`).
         self._options: dict[str, Any] = {
             "api_key": api_key,
@@ -179,6 +192,7 @@ class OpenAIChat:
                 JSON, fields missing); retryable, as the server accepted the request.
             ConfigError: No model given and the server lists none.
         """
+        max_tokens = capped_max_tokens(max_tokens, self.max_tokens_cap)
         body: dict[str, Any] = {
             "model": await self._model_id(),
             "messages": [wire_message(m) for m in messages],
@@ -428,4 +442,4 @@ class _ShardedClient:
             await client.aclose()
 
 
-__all__ = ["ENV_API_KEY", "ENV_BASE_URL", "ENV_MODEL", "OpenAIChat"]
+__all__ = ["ENV_API_KEY", "ENV_BASE_URL", "ENV_MODEL", "OpenAIChat", "capped_max_tokens"]

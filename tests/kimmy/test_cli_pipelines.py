@@ -68,10 +68,29 @@ def test_cli_analyze_good_and_partial(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "kimmy show " in printed  # stored: the summary says how to see the run again
     records = [json.loads(x) for x in (out / "findings.jsonl").read_text().splitlines()]
     assert {r["verdict"] for r in records} == {"verified"}
-    # an unknown dataset: the message lists what exists, the other dataset still runs
+    # an unknown dataset is bad input: one line that lists what exists, nothing runs
     out2 = tmp_path / "b"
     argv = ["analyze", "statsmodels:longly", "sklearn:iris", "--out", str(out2), "--no-store"]
-    assert main(argv) == 1
-    printed = capsys.readouterr().out
-    assert "statsmodels:longley" in printed and "1 analyses" in printed
-    assert (out2 / "report.md").exists()
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    [line] = captured.err.splitlines()
+    assert "'statsmodels:longly'" in line and "did you mean statsmodels:longley" in line
+    assert "analyses" not in captured.out and not out2.exists()
+
+
+def test_cli_analyze_missing_file_is_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "out"
+    assert main(["analyze", "nope.csv", "--out", str(out), "--no-store"]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith("kimmy: error: ")
+    assert f"{str(tmp_path / 'nope.csv')!r} does not exist" in line
+    assert ".csv, .tsv or .parquet" in line and "'statsmodels:NAME'" in line
+    assert not out.exists()  # no empty reports
+    # with a good dataset beside it: still bad input, refused before anything runs
+    assert main(["analyze", "sklearn:iris", "nope.csv", "--out", str(out), "--no-store"]) == 2
+    captured = capsys.readouterr()
+    assert len(captured.err.splitlines()) == 1 and "nope.csv" in captured.err
+    assert not out.exists() and "analyses" not in captured.out

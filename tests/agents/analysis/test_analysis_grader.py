@@ -47,6 +47,9 @@ def test_analysis_grader_offline_verifies_every_number(analysis: tuple[Trajector
     parts = grader.parts(traj.model_copy(update={"outputs": outputs}))
     assert parts["verified"] == (out.findings - n2) / out.findings
     assert parts["answered"] == 0.5
+    # a question about another dataset of the run is no unanswered question
+    outputs[a2] = {**outputs[a2], "answered": False, "applicable": False}
+    assert grader.parts(traj.model_copy(update={"outputs": outputs}))["answered"] == 1.0
 
 
 def test_the_grader_finds_the_pipelines_subtasks_by_its_id_helpers(

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import agents.analysis
-from agents.analysis import AnalysisConfig, AnalysisOutcome, run_analysis
+from agents.analysis import AnalysisConfig, AnalysisOutcome, DatasetLoadError, run_analysis
 from agents.tools.datasets import bundled_datasets, load_dataset
 from agents.tools.findings import NumericFinding, recompute, verify
 from swarm.errors import ConfigError
@@ -61,13 +61,16 @@ def test_findings_jsonl_lines_parse_and_recompute(batch: AnalysisOutcome) -> Non
         rec = json.loads(line)
         finding = NumericFinding(
             statistic=rec["statistic"], columns=rec["columns"], value=rec["value"],
-            predictors=rec["predictors"], method=rec["method"],
+            predictors=rec["predictors"], method=rec["method"], model=rec["model"],
+            level=rec["level"],
         )  # fmt: skip
         ref = recompute(frames[rec["dataset"]], finding)
         assert math.isclose(ref, rec["recomputed"], rel_tol=1e-9, abs_tol=1e-12)
         assert verify(frames[rec["dataset"]], finding).verdict == rec["verdict"] == "verified"
         stats.add(rec["statistic"])
     assert {"mean", "std", "corr", "slope", "se", "pvalue", "r2", "nobs", "outliers"} <= stats
+    # the model a statistician would fit, and its diagnostics, are checked numbers too
+    assert {"pseudo_r2", "accuracy", "aic", "llf", "alpha", "vif", "bp_pvalue"} <= stats
 
 
 @pytest.fixture(scope="module")
@@ -75,10 +78,8 @@ def bad(tmp_path_factory: pytest.TempPathFactory) -> AnalysisOutcome:
     root = tmp_path_factory.mktemp("root")
     out = tmp_path_factory.mktemp("bad")
     (root / "names.csv").write_text("city,country\nParis,France\nLima,Peru\nOslo,\n")
-    outside = root.parent / "outside.csv"
-    outside.write_text("a,b\n1,2\n3,4\n5,7\n")
     config = AnalysisConfig(
-        ["statsmodels:longley", "names.csv", "statsmodels:longly", str(outside)],
+        ["statsmodels:longley", "names.csv"],
         out=out,
         root=root,
         questions=["What is the effect of temperature?", "How does GNP relate to TOTEMP?"],
@@ -86,21 +87,27 @@ def bad(tmp_path_factory: pytest.TempPathFactory) -> AnalysisOutcome:
     return run_analysis(config)
 
 
-def test_unknown_dataset_lists_what_exists_and_the_others_run(bad: AnalysisOutcome) -> None:
-    [unknown] = [p for p in bad.problems if "'statsmodels:longly'" in p]
-    assert "did you mean statsmodels:longley" in unknown
-    assert all(name in unknown for name in bundled_datasets())
-    md = bad.paths["report.md"].read_text()
-    html = bad.paths["report.html"].read_text()
-    assert "## Problems" in md and "statsmodels:longly" in md
-    assert "badge-error" in html and "statsmodels:longly" in html
-    assert bad.analyses == 4  # longley and names.csv, two questions each
+def test_unknown_dataset_is_bad_input_and_nothing_runs(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    config = AnalysisConfig(["statsmodels:longley", "statsmodels:longly"], out=out)
+    with pytest.raises(DatasetLoadError) as caught:
+        run_analysis(config)
+    message = str(caught.value)
+    assert "'statsmodels:longly'" in message and "did you mean statsmodels:longley" in message
+    assert all(name in message for name in bundled_datasets())
+    assert "\n" not in message and set(caught.value.errors) == {"statsmodels:longly"}
+    assert not out.exists()  # no empty reports
 
 
-def test_path_outside_root_is_refused(bad: AnalysisOutcome) -> None:
-    [outside] = [p for p in bad.problems if "outside.csv" in p]
-    assert "outside the allowed root" in outside
-    assert "outside.csv" in bad.paths["report.md"].read_text()
+def test_path_outside_root_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    outside = tmp_path / "outside.csv"
+    outside.write_text("a,b\n1,2\n3,4\n5,7\n")
+    config = AnalysisConfig([str(outside)], out=tmp_path / "out", root=root)
+    with pytest.raises(DatasetLoadError, match="outside the allowed root"):
+        run_analysis(config)
+    assert not (tmp_path / "out").exists()
 
 
 def test_no_numeric_columns_gives_a_partial_report(bad: AnalysisOutcome) -> None:
@@ -139,19 +146,21 @@ def test_csv_inside_root_is_analysed(tmp_path: Path) -> None:
     assert slope["columns"] == ["y", "x"] and slope["value"] == pytest.approx(2.0, abs=0.01)
 
 
-def test_no_dataset_loads_still_gives_reports(tmp_path: Path) -> None:
-    outcome = run_analysis(AnalysisConfig(["statsmodels:nile2", "data.xlsx"], out=tmp_path))
-    assert (outcome.analyses, outcome.findings, outcome.pass_rate) == (0, 0, 0.0)
-    assert outcome.status == "partial" and len(outcome.problems) == 2
-    assert "unsupported file type '.xlsx'" in outcome.problems[1]
-    assert outcome.paths["findings.jsonl"].read_text() == ""
-    md = outcome.paths["report.md"].read_text()
-    assert "statsmodels:nile2" in md and "data.xlsx" in md
+def test_missing_and_unknown_datasets_are_named_in_one_line(tmp_path: Path) -> None:
+    config = AnalysisConfig(["statsmodels:nile2", "data.xlsx", "nope.csv"], out=tmp_path / "o")
+    with pytest.raises(DatasetLoadError) as caught:
+        run_analysis(config)
+    message = str(caught.value)
+    assert message.startswith("3 datasets could not be loaded, nothing was analysed: ")
+    assert "'statsmodels:nile2'" in message and "unsupported file type '.xlsx'" in message
+    assert "nope.csv' does not exist" in message and ".csv, .tsv or .parquet" in message
+    assert not (tmp_path / "o").exists()
 
 
 def test_public_api_is_pinned() -> None:
     assert set(agents.analysis.__all__) == {
         "GENERAL_QUESTION", "AnalysisBoard", "AnalysisConfig", "AnalysisGrader", "AnalysisOutcome",
-        "AnalysisPlan", "AnalysisTask", "DatasetAnalysis", "FindingChecks", "ReportPage",
+        "AnalysisPlan", "AnalysisTask", "DatasetAnalysis", "DatasetLoadError", "FindingChecks",
+        "ReportPage",
         "ReportText", "analysis_roles", "build_toolbox", "resume_analysis", "run_analysis",
     }  # fmt: skip

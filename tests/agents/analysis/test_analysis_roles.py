@@ -119,7 +119,7 @@ def test_analyst_profiles_and_models_longley(env_factory: Any) -> None:
     assert all(base64.b64decode(f.png_base64).startswith(PNG) for f in a.figures)
     assert all((env.board.out_dir / "figures" / f"{f.figure_id}.png").is_file() for f in a.figures)
     tools = {e.tool for e in env.events if isinstance(e, ToolCalled)}
-    assert {"dataset_profile", "describe_columns", "fit_ols", "count_outliers"} <= tools
+    assert {"dataset_profile", "describe_columns", "fit_model", "diagnose_model"} <= tools
 
 
 def test_analyst_models_what_the_question_names(env_factory: Any) -> None:

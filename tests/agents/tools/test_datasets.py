@@ -75,6 +75,17 @@ def test_sklearn_dataset_target_column() -> None:
     assert load_dataset("sklearn:linnerud").target is None  # three target columns
 
 
+def test_sklearn_class_codes_carry_their_names() -> None:
+    iris = load_dataset("sklearn:iris")
+    assert iris.labels == {"target": {"0": "setosa", "1": "versicolor", "2": "virginica"}}
+    assert set(iris.frame["target"].unique()) == {0, 1, 2}  # the codes stay in the frame
+    assert load_dataset("sklearn:breast_cancer").labels["target"]["0"] == "malignant"
+    # a regression target and digits (named by their own codes) have no labels
+    assert load_dataset("sklearn:diabetes").labels == {}
+    assert load_dataset("sklearn:digits").labels == {}
+    assert load_dataset("statsmodels:longley").labels == {}
+
+
 def test_spec_prefix_and_name_are_case_insensitive() -> None:
     assert load_dataset("  StatsModels:Longley ").name == "statsmodels:longley"
 
@@ -133,8 +144,8 @@ def test_bad_files_raise_dataset_error(tmp_path: Path) -> None:
         load_dataset(str(tmp_path / "broken.parquet"))
     with pytest.raises(DatasetError, match="cannot read"):
         load_dataset(str(tmp_path / "empty.csv"))
-    with pytest.raises(DatasetError, match=r"does not exist"):
-        load_dataset(str(tmp_path / "missing.csv"))
+    with pytest.raises(DatasetError, match=r"missing\.csv' does not exist.*\.tsv or \.parquet"):
+        load_dataset(str(tmp_path / "missing.csv"))  # names the path and what is allowed
     with pytest.raises(DatasetError, match=r"unsupported file type '\.xlsx'.*\.parquet"):
         load_dataset(str(tmp_path / "table.xlsx"))
 

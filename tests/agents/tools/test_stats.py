@@ -19,6 +19,7 @@ from agents.tools.stats import (
     outliers,
     pick_target,
     profile,
+    select_predictors,
 )
 from swarm.errors import UserError
 
@@ -204,3 +205,23 @@ def test_pick_target_prefers_hint_then_designated_then_last_varying() -> None:
     assert pick_target(df, None, None) == "income"  # 'flat' is constant
     assert pick_target(df, None, "city") == "income"  # a non-numeric designation is ignored
     assert pick_target(df[["city"]], "city?", "city") is None
+
+
+def test_select_predictors_names_the_near_duplicates_it_leaves_out() -> None:
+    df = load_dataset("statsmodels:longley").frame
+    choice = select_predictors(df, "TOTEMP", 6)
+    assert choice.chosen == ["GNP", "UNEMP", "ARMED"]
+    assert [(c, k) for c, k, _ in choice.dropped] == [
+        ("YEAR", "GNP"), ("GNPDEFL", "GNP"), ("POP", "GNP"),
+    ]  # fmt: skip
+    for c, k, r in choice.dropped:
+        assert r == pytest.approx(df[c].corr(df[k])) and abs(r) > 0.98
+    assert select_predictors(df, "TOTEMP", 1).dropped == []  # none skipped before the cap
+    assert ols(df, "TOTEMP").predictors == choice.chosen
+
+
+def test_select_predictors_leaves_out_excluded_columns() -> None:
+    df = load_dataset("sklearn:iris").frame
+    assert "target" in select_predictors(df, "sepal length (cm)").chosen
+    chosen = select_predictors(df, "sepal length (cm)", exclude=["target"]).chosen
+    assert chosen == ["petal length (cm)", "petal width (cm)", "sepal width (cm)"]

@@ -1,0 +1,125 @@
+"""The model and diagnostics sections of an analysis in the reports.
+
+Per fitted model (target, predictors, family): a coefficient table — per class for a
+multinomial model, without standard errors for a penalised one — and a table of the fit
+measures that apply to its family; then a diagnostics table (residual normality,
+Breusch–Pagan, the Poisson dispersion — of the Poisson fit, or the one behind a switch to
+negative binomial — VIFs, condition number). Every number carries its fact-check mark (`cell`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from agents.analysis.interpret import FAMILY_NAMES
+from agents.analysis.model_step import LEFT_OUT
+
+__all__ = ["DIAGNOSTIC_STATS", "diagnostic_tables", "model_tables"]
+
+Tab = tuple[str, list[str], list[list[str]]]  # caption, header, rows
+Cell = Callable[[dict[str, Any]], str]
+DIAGNOSTIC_STATS = frozenset(
+    {"jb", "jb_pvalue", "bp", "bp_pvalue", "vif", "cond_number", "dispersion"}
+)
+_COEF_STATS = frozenset({"intercept", "slope", "se", "pvalue"})
+_FIT_COLUMNS = (
+    ("r2", "R²"), ("adj_r2", "adjusted R²"), ("pseudo_r2", "McFadden pseudo-R²"),
+    ("accuracy", "accuracy (in-sample)"), ("llf", "log-likelihood"), ("aic", "AIC"),
+    ("alpha", "NB alpha"), ("nobs", "observations"),
+)  # fmt: skip
+
+Slot = dict[tuple[str, str, str], dict[str, Any]]  # (statistic, level, term) -> record
+
+
+def _fits(recs: list[dict[str, Any]], placed: set[int], diagnostic: bool) -> dict[tuple, Slot]:
+    """Model records by (target, predictors, model); diagnostics or the rest."""
+    out: dict[tuple, Slot] = {}
+    for i, r in enumerate(recs):
+        if r["predictors"] is None or i in placed:
+            continue
+        if (r["statistic"] in DIAGNOSTIC_STATS) != diagnostic:
+            continue
+        model = r.get("model") or "ols"
+        key = (r["columns"][0], tuple(r["predictors"]), model if not diagnostic else "")
+        term = "const" if r["statistic"] == "intercept" else (r["columns"][1:] or [""])[0]
+        slot = out.setdefault(key, {})
+        name = (r["statistic"], r.get("level") or "", term)
+        if name not in slot:
+            slot[name] = r
+            placed.add(i)
+    return out
+
+
+def _coef_table(key: tuple, slot: Slot, cell: Cell) -> Tab:
+    target, preds, model = key
+    levels = list(dict.fromkeys(lv for (_, lv, _) in slot))
+    penalised = model.endswith("_l2")
+    header = ["term", *(["class"] if any(levels) else []), "coefficient"]
+    header += [] if penalised else ["std. error", "p-value"]
+    rows = []
+    for level in levels:
+        for term in ("const", *preds):
+            coef = slot.get(("intercept" if term == "const" else "slope", level, term))
+            if coef is None:
+                continue
+            shown = f"{level} ({coef['note']})" if coef.get("note") else level
+            row = [term, *([shown] if any(levels) else []), cell(coef)]
+            if not penalised:
+                row += [cell(s) if (s := slot.get((stat, level, term))) else ""
+                        for stat in ("se", "pvalue")]  # fmt: skip
+            rows.append(row)
+    name = FAMILY_NAMES.get(model, model)
+    caption = f"{name[0].upper()}{name[1:]}: {target} ~ const + {' + '.join(preds)}"
+    if model == "mnlogit":
+        caption += " (each class against the base class, the smallest)"
+    if penalised:
+        caption += " (L2-penalised, predictors standardised: no standard errors)"
+    return caption, header, rows
+
+
+def model_tables(recs: list[dict[str, Any]], placed: set[int], cell: Cell) -> list[Tab]:
+    """Per fitted model: its coefficient table and its fit-measures table."""
+    tables: list[Tab] = []
+    for key, slot in _fits(recs, placed, diagnostic=False).items():
+        if any(stat in _COEF_STATS for (stat, _, _) in slot):
+            tables.append(_coef_table(key, slot, cell))
+        present = [(s, label) for s, label in _FIT_COLUMNS if (s, "", "") in slot]
+        if present:
+            row = [cell(slot[(s, "", "")]) for s, _ in present]
+            name = FAMILY_NAMES.get(key[2], key[2])
+            tables.append((f"Fit of {key[0]} ({name})", [lbl for _, lbl in present], [row]))
+    return tables
+
+
+_CHECKS = (
+    ("Jarque–Bera (residual normality)", "jb", "jb_pvalue"),
+    ("Breusch–Pagan (heteroscedasticity)", "bp", "bp_pvalue"),
+)
+
+
+def diagnostic_tables(recs: list[dict[str, Any]], placed: set[int], cell: Cell) -> list[Tab]:
+    """Per model: residual tests, the Poisson dispersion, VIFs and the condition number."""
+    tables: list[Tab] = []
+    for (target, preds, _), slot in _fits(recs, placed, diagnostic=True).items():
+        rows = []
+        for label, stat, pstat in _CHECKS:
+            if (stat, "", "") in slot:
+                p = slot.get((pstat, "", ""))
+                rows.append([label, cell(slot[(stat, "", "")]), cell(p) if p else ""])
+        if ("dispersion", "", "") in slot:
+            rows.append(["Poisson dispersion (Pearson χ²/df)", cell(slot[("dispersion", "", "")]),
+                         ""])  # fmt: skip
+        rows += [[f"VIF of {p}", cell(slot[("vif", "", p)]), ""]
+                 for p in preds if ("vif", "", p) in slot]  # fmt: skip
+        if ("cond_number", "", "") in slot:
+            rows.append(["condition number of [1, X]", cell(slot[("cond_number", "", "")]), ""])
+        for i, r in enumerate(recs):  # why predictors were left out (the first model's)
+            if r["statistic"] == "corr" and r.get("note") == LEFT_OUT and i not in placed:
+                placed.add(i)
+                a, b = r["columns"]
+                rows.append([f"{a} left out: r with {b}", cell(r), ""])
+        if rows:
+            caption = f"Diagnostics: {target} ~ const + {' + '.join(preds)}"
+            tables.append((caption, ["check", "statistic", "p-value"], rows))
+    return tables

@@ -1,0 +1,408 @@
+"""Independent recomputation of model fit measures and diagnostics (numpy / scipy only).
+
+The fact-checker's path for the statistics `agents.tools.models` and
+`agents.tools.diagnostics` report through statsmodels / scikit-learn: every model is refitted
+here from its likelihood by Newton's method (logit, multinomial logit, Poisson), a profile
+likelihood (negative binomial NB2) or L-BFGS on the penalised objective (L2 logit), and the
+diagnostics come from textbook formulas. Shared conventions (`families`, `models`): the
+design is [1, X] over complete rows; a binary target's larger value is the event; the
+smallest class is the multinomial base; classes are named by `level_name`; the penalised
+fit uses predictors standardised with the population std (ddof=0), C = 1, and an
+unpenalised intercept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+from scipy import linalg, optimize, special
+from scipy import stats as sps
+
+from agents.tools.stats import AnalysisError
+
+if TYPE_CHECKING:
+    from agents.tools.findings import NumericFinding
+
+Fit = dict[str, object]
+_TOL = 1e-11
+
+
+def level_name(value: float) -> str:
+    """The name of a class value ("2" for 2.0) — the convention of `families.level_name`."""
+    v = float(value)
+    return str(int(v)) if v.is_integer() else repr(v)
+
+
+def _newton(
+    llf: Callable[[np.ndarray], float],
+    grad: Callable[[np.ndarray], np.ndarray],
+    hess: Callable[[np.ndarray], np.ndarray],
+    theta: np.ndarray,
+) -> np.ndarray:
+    """Maximise a concave log-likelihood by Newton steps with step halving."""
+    current = llf(theta)
+    for _ in range(200):
+        step = np.linalg.solve(-hess(theta), grad(theta))
+        t = 1.0
+        while t > 1e-8:
+            cand = theta + t * step
+            value = llf(cand)
+            if np.isfinite(value) and value >= current - 1e-12:
+                break
+            t /= 2
+        else:
+            raise AnalysisError("the likelihood maximisation did not converge")
+        theta, current = cand, value
+        # Only the step size decides: under separation the likelihood gains vanish while
+        # the coefficients keep growing, and that must end as "did not converge".
+        if np.max(np.abs(t * step)) < _TOL * (1.0 + np.max(np.abs(theta))):
+            return theta
+    raise AnalysisError("the likelihood maximisation did not converge")
+
+
+def _wald(theta: np.ndarray, cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    se = np.sqrt(np.diag(cov))
+    return se, 2.0 * sps.norm.sf(np.abs(theta / se))
+
+
+def logit(y: np.ndarray, x: np.ndarray) -> Fit:
+    """Binary logit of y (the larger value is the event) on the design x: (N,), (N, P)."""
+    e = (y == y.max()).astype(float)
+
+    def llf(b: np.ndarray) -> float:
+        eta = x @ b
+        return float(np.sum(e * eta - np.logaddexp(0.0, eta)))
+
+    def grad(b: np.ndarray) -> np.ndarray:
+        return x.T @ (e - special.expit(x @ b))
+
+    def hess(b: np.ndarray) -> np.ndarray:
+        p = special.expit(x @ b)
+        return -(x.T * (p * (1 - p))) @ x
+
+    b = _newton(llf, grad, hess, np.zeros(x.shape[1]))
+    se, pv = _wald(b, np.linalg.inv(-hess(b)))
+    p1 = special.expit(x @ b)
+    share = e.mean()
+    llnull = len(e) * (share * math.log(share) + (1 - share) * math.log(1 - share))
+    acc = float(np.mean((p1 > 0.5) == (e == 1)))
+    return _measures(b, se, pv, llf(b), llnull, len(b), {"accuracy": acc})
+
+
+def _measures(
+    b: np.ndarray, se: np.ndarray, pv: np.ndarray, ll: float, llnull: float, k: int,
+    extra: dict[str, float],
+) -> Fit:  # fmt: skip
+    return {"coef": b, "se": se, "pvalue": pv, "llf": ll, "aic": -2 * ll + 2 * k,
+            "pseudo_r2": 1.0 - ll / llnull, **extra}  # fmt: skip
+
+
+def _codes(y: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    classes = np.unique(y)
+    return np.searchsorted(classes, y), [level_name(c) for c in classes]
+
+
+def mnlogit(y: np.ndarray, x: np.ndarray) -> Fit:
+    """Multinomial logit, the smallest class the base: coef (P, K-1) columns = other classes."""
+    codes, levels = _codes(y)
+    n, p = x.shape
+    k = len(levels)
+    onehot = np.eye(k)[codes][:, 1:]  # (N, K-1)
+
+    def probs(theta: np.ndarray) -> np.ndarray:
+        eta = np.column_stack([np.zeros(n), x @ theta.reshape(k - 1, p).T])  # (N, K)
+        return special.softmax(eta, axis=1)
+
+    def llf(theta: np.ndarray) -> float:
+        eta = np.column_stack([np.zeros(n), x @ theta.reshape(k - 1, p).T])
+        return float(np.sum(eta[np.arange(n), codes] - special.logsumexp(eta, axis=1)))
+
+    def grad(theta: np.ndarray) -> np.ndarray:
+        return ((onehot - probs(theta)[:, 1:]).T @ x).ravel()  # (K-1)*P, class-major
+
+    def hess(theta: np.ndarray) -> np.ndarray:
+        pr = probs(theta)[:, 1:]
+        h = np.zeros(((k - 1) * p, (k - 1) * p))
+        for j in range(k - 1):
+            for m in range(k - 1):
+                w = pr[:, j] * ((j == m) - pr[:, m])
+                h[j * p : (j + 1) * p, m * p : (m + 1) * p] = -(x.T * w) @ x
+        return h
+
+    theta = _newton(llf, grad, hess, np.zeros((k - 1) * p))
+    se, pv = _wald(theta, np.linalg.inv(-hess(theta)))
+    counts = np.bincount(codes, minlength=k)
+    llnull = float(np.sum(counts * np.log(counts / n)))
+    full = np.column_stack([np.zeros(n), x @ theta.reshape(k - 1, p).T])
+    acc = float(np.mean(np.argmax(full, axis=1) == codes))
+    fit = _measures(theta, se, pv, llf(theta), llnull, theta.size, {"accuracy": acc})
+    fit["levels"] = levels[1:]
+    fit["per_level"] = p
+    return fit
+
+
+def poisson(y: np.ndarray, x: np.ndarray) -> Fit:
+    """Poisson regression (log link); also the Pearson chi²/df dispersion."""
+    const = special.gammaln(y + 1).sum()
+
+    def llf(b: np.ndarray) -> float:
+        eta = x @ b
+        return float(np.sum(y * eta - np.exp(eta)) - const)
+
+    def grad(b: np.ndarray) -> np.ndarray:
+        return x.T @ (y - np.exp(x @ b))
+
+    def hess(b: np.ndarray) -> np.ndarray:
+        return -(x.T * np.exp(x @ b)) @ x
+
+    start = np.zeros(x.shape[1])
+    start[0] = math.log(y.mean())
+    b = _newton(llf, grad, hess, start)
+    se, pv = _wald(b, np.linalg.inv(-hess(b)))
+    mu = np.exp(x @ b)
+    dispersion = float(np.sum((y - mu) ** 2 / mu) / (len(y) - len(b)))
+    ybar = y.mean()
+    llnull = float(np.sum(y * math.log(ybar) - ybar) - const)
+    return _measures(b, se, pv, llf(b), llnull, len(b), {"dispersion": dispersion})
+
+
+def _nb_llf(y: np.ndarray, mu: np.ndarray, a: float) -> float:
+    r = 1.0 / a
+    log_mu = np.log(a * mu)
+    terms = special.gammaln(y + r) - special.gammaln(r) - special.gammaln(y + 1)
+    return float(np.sum(terms - (r + y) * np.log1p(a * mu) + y * log_mu))
+
+
+def _nb_dalpha(y: np.ndarray, mu: np.ndarray, a: float) -> float:
+    r = 1.0 / a
+    terms = (r * r * (np.log1p(a * mu) - special.digamma(y + r) + special.digamma(r))
+             - r * mu / (1 + a * mu) + y / a - y * mu / (1 + a * mu))  # fmt: skip
+    return float(np.sum(terms))
+
+
+def _nb_beta(y: np.ndarray, x: np.ndarray, a: float, start: np.ndarray) -> np.ndarray:
+    def llf(b: np.ndarray) -> float:
+        return _nb_llf(y, np.exp(x @ b), a)
+
+    def grad(b: np.ndarray) -> np.ndarray:
+        mu = np.exp(x @ b)
+        return x.T @ ((y - mu) / (1 + a * mu))
+
+    def hess(b: np.ndarray) -> np.ndarray:
+        mu = np.exp(x @ b)
+        return -(x.T * (mu * (1 + a * y) / (1 + a * mu) ** 2)) @ x
+
+    return _newton(llf, grad, hess, start)
+
+
+def _nb_profile(y: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, float]:
+    start = poisson(y, x)["coef"]
+    assert isinstance(start, np.ndarray)
+
+    def neg(log_a: float) -> float:
+        a = math.exp(log_a)
+        return -_nb_llf(y, np.exp(x @ _nb_beta(y, x, a, start)), a)
+
+    best = optimize.minimize_scalar(neg, bounds=(-12.0, 5.0), method="bounded",
+                                    options={"xatol": 1e-10})  # fmt: skip
+    a = math.exp(best.x)
+    return _nb_beta(y, x, a, start), a
+
+
+def negbin(y: np.ndarray, x: np.ndarray) -> Fit:
+    """NB2 negative binomial by profile likelihood in alpha; Wald tests from the observed
+    Hessian of (beta, alpha), its alpha row by central differences of the analytic score."""
+    b, a = _nb_profile(y, x)
+    mu = np.exp(x @ b)
+    p = len(b)
+    h = np.zeros((p + 1, p + 1))
+    h[:p, :p] = -(x.T * (mu * (1 + a * y) / (1 + a * mu) ** 2)) @ x
+    h[:p, p] = h[p, :p] = x.T @ (-(y - mu) * mu / (1 + a * mu) ** 2)
+    step = 1e-5 * a
+    h[p, p] = (_nb_dalpha(y, mu, a + step) - _nb_dalpha(y, mu, a - step)) / (2 * step)
+    se, pv = _wald(np.r_[b, a], np.linalg.inv(-h))
+    ones = np.ones((len(y), 1))
+    b0, a0 = _nb_profile(y, ones)
+    llnull = _nb_llf(y, np.exp(ones @ b0), a0)
+    return _measures(b, se[:p], pv[:p], _nb_llf(y, mu, a), llnull, p + 1, {"alpha": a})
+
+
+def penalised(y: np.ndarray, x: np.ndarray, c: float = 1.0) -> Fit:
+    """L2 logistic regression (binary) or multinomial softmax (3+ classes) on standardised
+    predictors: minimise C * sum(-log p_i) + ||W||² / 2 (the intercept unpenalised)."""
+    codes, levels = _codes(y)
+    z = x[:, 1:]
+    z = (z - z.mean(axis=0)) / z.std(axis=0)  # (N, P)
+    n, p = z.shape
+    k = 1 if len(levels) == 2 else len(levels)
+    zc = np.column_stack([np.ones(n), z])  # (N, 1 + P)
+    target = (codes == 1).astype(float)[:, None] if k == 1 else np.eye(k)[codes]
+
+    def unpack(theta: np.ndarray) -> np.ndarray:
+        return theta.reshape(k, p + 1)  # row j: class j's [intercept, coefs]
+
+    def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        w = unpack(theta)
+        eta = zc @ w.T  # (N, K)
+        if k == 1:
+            nll = np.sum(np.logaddexp(0.0, eta) - target * eta)
+            resid = special.expit(eta) - target
+        else:
+            nll = np.sum(special.logsumexp(eta, axis=1) - np.sum(target * eta, axis=1))
+            resid = special.softmax(eta, axis=1) - target
+        pen = w.copy()
+        pen[:, 0] = 0.0
+        value = c * nll + 0.5 * np.sum(pen * pen)
+        return float(value), (c * resid.T @ zc + pen).ravel()
+
+    res = optimize.minimize(loss, np.zeros(k * (p + 1)), jac=True, method="L-BFGS-B",
+                            options={"gtol": 1e-12, "ftol": 1e-15, "maxiter": 100_000})  # fmt: skip
+    w = unpack(res.x)
+    eta = zc @ w.T
+    prob = (np.column_stack([1 - special.expit(eta[:, 0]), special.expit(eta[:, 0])])
+            if k == 1 else special.softmax(eta, axis=1))  # fmt: skip
+    ll = float(np.sum(np.log(prob[np.arange(n), codes])))
+    counts = np.bincount(codes)
+    llnull = float(np.sum(counts * np.log(counts / n)))
+    acc = float(np.mean(np.argmax(prob, axis=1) == codes))
+    return {"coef": w, "levels": [""] if k == 1 else levels, "llf": ll,
+            "pseudo_r2": 1.0 - ll / llnull, "accuracy": acc}  # fmt: skip
+
+
+def ols_likelihood(y: np.ndarray, x: np.ndarray) -> dict[str, float]:
+    """Gaussian log-likelihood at the OLS fit (sigma² = RSS/N) and AIC = -2 llf + 2P."""
+    beta, *_ = np.linalg.lstsq(x, y, rcond=None)
+    rss = float(np.sum((y - x @ beta) ** 2))
+    n = len(y)
+    ll = -0.5 * n * (math.log(2 * math.pi) + math.log(rss / n) + 1)
+    return {"llf": ll, "aic": -2 * ll + 2 * x.shape[1]}
+
+
+def residual_tests(y: np.ndarray, x: np.ndarray) -> dict[str, float]:
+    """Jarque–Bera (scipy) and Koenker's Breusch–Pagan (N R² of e² on the design)."""
+    beta, *_ = np.linalg.lstsq(x, y, rcond=None)
+    e = y - x @ beta
+    jb = sps.jarque_bera(e)
+    e2 = e * e
+    gamma, *_ = np.linalg.lstsq(x, e2, rcond=None)
+    r2 = 1.0 - np.sum((e2 - x @ gamma) ** 2) / np.sum((e2 - e2.mean()) ** 2)
+    lm = len(y) * float(r2)
+    return {"jb": float(jb.statistic), "jb_pvalue": float(jb.pvalue), "bp": lm,
+            "bp_pvalue": float(sps.chi2.sf(lm, x.shape[1] - 1))}  # fmt: skip
+
+
+def vif(x: np.ndarray) -> np.ndarray:
+    """VIF of each predictor column of the design (after the constant): diag(R⁻¹)."""
+    corr = np.corrcoef(x[:, 1:], rowvar=False)  # (P, P)
+    return np.diag(np.linalg.inv(corr))
+
+
+def cond_number(x: np.ndarray) -> float:
+    """The 2-norm condition number of the design: largest / smallest singular value."""
+    s = linalg.svdvals(x)
+    return float(s[0] / s[-1])
+
+
+def _design(df: pd.DataFrame, target: str, predictors: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    for name in (target, *predictors):
+        if name not in df.columns:
+            raise AnalysisError(f"unknown column {name!r}")
+        s = df[name]
+        if not pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s):
+            raise AnalysisError(f"column {name!r} is not numeric (dtype {s.dtype})")
+    data = df[[target, *predictors]].to_numpy(dtype=float, na_value=np.nan)  # (N, 1 + P)
+    data = data[~np.isnan(data).any(axis=1)]
+    x = np.column_stack([np.ones(len(data)), data[:, 1:]])  # (N, 1 + P)
+    return data[:, 0], x
+
+
+_FITTERS: dict[str, Callable[[np.ndarray, np.ndarray], Fit]] = {
+    "logit": logit, "mnlogit": mnlogit, "poisson": poisson, "negbin": negbin,
+    "logit_l2": penalised, "mnlogit_l2": penalised,
+}  # fmt: skip
+
+
+def _coefficient(fit: Fit, finding: NumericFinding, predictors: list[str]) -> float:
+    term = "const" if finding.statistic == "intercept" else finding.columns[1]
+    k = 0 if term == "const" else 1 + predictors.index(term)
+    if finding.model.endswith("_l2"):
+        levels = fit["levels"]
+        assert isinstance(levels, list)
+        if finding.statistic not in ("slope", "intercept") or finding.level not in levels:
+            raise AnalysisError(
+                f"no {finding.statistic} for level {finding.level!r}; levels {levels}"
+            )
+        return float(fit["coef"][levels.index(finding.level), k])  # type: ignore[index]
+    if finding.model == "mnlogit":
+        levels = fit["levels"]
+        assert isinstance(levels, list)
+        if finding.level not in levels:
+            raise AnalysisError(
+                f"level {finding.level!r} is not a non-base class of {finding.columns[0]!r}; "
+                f"classes: {levels}"
+            )
+        k += levels.index(finding.level) * int(fit["per_level"])  # type: ignore[call-overload]
+    key = "coef" if finding.statistic in ("slope", "intercept") else finding.statistic
+    return float(fit[key][k])  # type: ignore[index]
+
+
+_CACHE: dict[tuple[str, str], Fit] = {}
+_CACHE_LOCK = threading.Lock()
+_CACHE_SIZE = 64
+
+
+def _fitted(model: str, y: np.ndarray, x: np.ndarray) -> Fit:
+    """The refit of `model` on (y, x), kept by a digest of the data: an analysis reports
+    dozens of numbers of one fit, and the fact-checker verifies them one by one."""
+    key = (model, hashlib.sha256(y.tobytes() + x.tobytes() + str(x.shape).encode()).hexdigest())
+    with _CACHE_LOCK:
+        found = _CACHE.get(key)
+    if found is None:
+        found = _FITTERS[model](y, x)
+        with _CACHE_LOCK:
+            if len(_CACHE) >= _CACHE_SIZE:
+                _CACHE.pop(next(iter(_CACHE)))  # the oldest
+            _CACHE[key] = found
+    return found
+
+
+def refit_statistic(df: pd.DataFrame, finding: NumericFinding) -> float:
+    """Recompute a fit measure, a diagnostic or a coefficient of a non-OLS model.
+
+    Raises:
+        AnalysisError: the fit's predictors are missing, a column is missing or not numeric,
+            the model cannot be fitted, or the level names no class of the target.
+    """
+    if finding.predictors is None:
+        raise AnalysisError(f"{finding.statistic!r} needs the fit's predictor list (`predictors`)")
+    predictors = list(finding.predictors)
+    y, x = _design(df, finding.columns[0], predictors)
+    stat = finding.statistic
+    if stat == "nobs":
+        return float(len(y))
+    if len(y) <= x.shape[1] or np.linalg.matrix_rank(x) < x.shape[1]:
+        raise AnalysisError(f"{len(y)} complete rows cannot fit {predictors} with a constant")
+    if stat == "vif":
+        return float(vif(x)[predictors.index(finding.columns[1])])
+    if stat == "cond_number":
+        return cond_number(x)
+    if stat in ("jb", "jb_pvalue", "bp", "bp_pvalue"):
+        return residual_tests(y, x)[stat]
+    if finding.model == "ols":
+        return ols_likelihood(y, x)[stat]
+    try:
+        fit = _fitted(finding.model, y, x)
+    except np.linalg.LinAlgError as exc:  # a singular information matrix: separation
+        raise AnalysisError(
+            f"the {finding.model} of {finding.columns[0]!r} cannot be fitted ({exc}); "
+            "perfectly separated classes have no maximum-likelihood estimate"
+        ) from exc
+    if stat in ("slope", "intercept", "se", "pvalue"):
+        return _coefficient(fit, finding, predictors)
+    return float(fit[stat])  # type: ignore[arg-type]
