@@ -28,7 +28,6 @@ from statsmodels.tools.sm_exceptions import HessianInversionWarning, PerfectSepa
 
 from agents.tools import stats
 from agents.tools.families import ModelFamily, TargetKind, choose_family, level_name
-from agents.tools.stats import AnalysisError
 
 __all__ = [
     "MIN_ALPHA",
@@ -85,17 +84,6 @@ class ModelFit:
     poisson_dispersion: float | None = None
 
 
-def _design(df: pd.DataFrame, target: str, chosen: list[str]) -> tuple[pd.Series, pd.DataFrame]:
-    data = df[[target, *chosen]].astype(float).dropna()
-    if len(data) < len(chosen) + 2:
-        raise AnalysisError(
-            f"too few complete rows ({len(data)}) to fit {target!r} on {len(chosen)} "
-            f"predictor(s); need at least {len(chosen) + 2}"
-        )
-    design = sm.add_constant(data[chosen], has_constant="add")  # (N, 1 + P)
-    if np.linalg.matrix_rank(design.to_numpy()) < design.shape[1]:
-        raise AnalysisError(f"predictors {chosen} are collinear (with each other or the constant)")
-    return data[target], design
 
 
 def _coefs(res: object, names: list[str], level: str = "") -> list[Coefficient]:
@@ -265,7 +253,7 @@ def fit_model(
         chosen, dropped = picked.chosen, picked.dropped
     else:
         chosen = stats.check_predictors(df, target, predictors)
-    y, x = _design(df, target, chosen)
+    y, x = stats.design_matrix(df, target, chosen)
     classes = sorted(set(y.tolist()))
     family, notes, reason, dispersion = choice.family, [], choice.reason, None
     if choice.kind == "continuous":

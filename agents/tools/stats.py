@@ -31,6 +31,7 @@ __all__ = [
     "check_predictors",
     "correlations",
     "describe",
+    "design_matrix",
     "missing",
     "numeric_columns",
     "ols",
@@ -237,6 +238,28 @@ def _check_predictors(df: pd.DataFrame, target: str, predictors: Sequence[str]) 
     return chosen
 
 
+def design_matrix(
+    df: pd.DataFrame, target: str, chosen: Sequence[str]
+) -> tuple[pd.Series, pd.DataFrame]:
+    """The target and the design matrix (a constant, then `chosen`) over the rows complete
+    in every used column, for any model of `target` on `chosen`.
+
+    Raises:
+        AnalysisError: fewer complete rows than predictors + 2, or collinear predictors.
+    """
+    chosen = list(chosen)
+    data = df[[target, *chosen]].astype(float).dropna()
+    if len(data) < len(chosen) + 2:
+        raise AnalysisError(
+            f"too few complete rows ({len(data)}) to fit {target!r} on {len(chosen)} "
+            f"predictor(s); need at least {len(chosen) + 2}"
+        )
+    design = sm.add_constant(data[chosen], has_constant="add")  # (N, 1 + P)
+    if np.linalg.matrix_rank(design.to_numpy()) < design.shape[1]:
+        raise AnalysisError(f"predictors {chosen} are collinear (with each other or the constant)")
+    return data[target], design
+
+
 def ols(
     df: pd.DataFrame,
     target: str,
@@ -267,16 +290,8 @@ def ols(
         chosen = select_predictors(df, target, max_predictors).chosen
     else:
         chosen = _check_predictors(df, target, predictors)
-    data = df[[target, *chosen]].astype(float).dropna()
-    if len(data) < len(chosen) + 2:
-        raise AnalysisError(
-            f"too few complete rows ({len(data)}) to fit {target!r} on {len(chosen)} "
-            f"predictor(s); need at least {len(chosen) + 2}"
-        )
-    design = sm.add_constant(data[chosen], has_constant="add")  # (N, 1 + P)
-    if np.linalg.matrix_rank(design.to_numpy()) < design.shape[1]:
-        raise AnalysisError(f"predictors {chosen} are collinear (with each other or the constant)")
-    res = sm.OLS(data[target], design).fit()
+    y, design = design_matrix(df, target, chosen)
+    res = sm.OLS(y, design).fit()
     names = ["const", *chosen]
     return OLSFit(
         target=target,
