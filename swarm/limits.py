@@ -112,7 +112,10 @@ class AdaptiveLimit:
 
     Model latency per completion token climbing past `latency_factor` × its baseline is
     overload too (a server that queues instead of refusing), and cuts by `decrease_factor`.
-    Latency is judged per completion token (long answers are not congestion). The baseline
+    Latency is judged per completion token (long answers are not congestion), and a call
+    faster than `latency_floor_s` counts as taking that long: an in-process or cached model
+    answers in microseconds, and the event loop's own jitter multiplies such latencies many
+    times over without any server slowing down. The baseline
     is the mean of the first `min_samples` calls, then a slow average (α = 0.01) of the
     calls within `latency_factor` of it, updated only while not congested; recent latency
     is a faster average (α = 0.1). Means, not the minimum, because LLM latencies vary a lot
@@ -129,6 +132,7 @@ class AdaptiveLimit:
         min_limit: int = 1,
         decrease_factor: float = 0.5,
         latency_factor: float = 2.5,
+        latency_floor_s: float = 0.01,
         min_samples: int = 20,
         overload_rate: float = 0.15,
         min_overloads: int = 4,
@@ -140,6 +144,8 @@ class AdaptiveLimit:
             raise ConfigError(f"max_concurrency must be at least 1, got {max_limit}")
         if not 0 < decrease_factor < 1:
             raise ConfigError(f"decrease_factor must be in (0, 1), got {decrease_factor}")
+        if not latency_floor_s >= 0:
+            raise ConfigError(f"latency_floor_s must be >= 0, got {latency_floor_s}")
         if not 0 < overload_rate <= 1:
             raise ConfigError(f"overload_rate must be in (0, 1], got {overload_rate}")
         if min_overloads < 1 or min_window < 1 or (window is not None and window < 1):
@@ -152,6 +158,7 @@ class AdaptiveLimit:
         self.limit = max_limit
         self.decrease_factor = decrease_factor
         self.latency_factor = latency_factor
+        self.latency_floor_s = latency_floor_s
         self.min_samples = min_samples
         self.overload_rate = overload_rate
         self.min_overloads = min_overloads
@@ -193,7 +200,8 @@ class AdaptiveLimit:
         """Record a healthy call; returns the new limit if it changed."""
         self._record(False)
         self._rtt = latency_s if self._rtt == 0 else 0.8 * self._rtt + 0.2 * latency_s
-        cost = latency_s / completion_tokens if completion_tokens > 0 else latency_s
+        timed = max(latency_s, self.latency_floor_s)  # below it: timing noise, not load
+        cost = timed / completion_tokens if completion_tokens > 0 else timed
         self._samples += 1
         self._ewma = cost if self._ewma is None else 0.9 * self._ewma + 0.1 * cost
         if self._samples <= self.min_samples:

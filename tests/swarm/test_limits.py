@@ -130,6 +130,21 @@ def test_latency_is_judged_per_token() -> None:
     assert not lim.congested
 
 
+def test_sub_millisecond_timing_noise_is_not_congestion() -> None:
+    # An in-process or cached model answers in microseconds; the event loop's own jitter
+    # (a GC pause, a busy loop) multiplies such latencies many times over. Before, that read
+    # as a server slowing down: the limit was cut every cooldown down to 1, and a 1,000-agent
+    # run behind it took 100 s instead of 1 s.
+    clock = Clock()
+    lim = AdaptiveLimit(200, min_samples=20, clock=clock)
+    rng = random.Random(3)
+    for i in range(2_000):
+        clock.now += 0.001
+        latency = rng.uniform(5e-6, 3e-5) if i < 100 else rng.uniform(5e-6, 4e-3)
+        assert lim.on_success(latency, completion_tokens=rng.choice([0, 1, 7])) is None
+    assert lim.limit == 200 and not lim.congested
+
+
 def test_no_latency_verdict_before_min_samples() -> None:
     lim = AdaptiveLimit(8, min_samples=20, clock=Clock())
     lim.on_success(0.01)
