@@ -6,8 +6,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agents.review import procedures as proc
+from agents.review._claimable import is_prose
 from agents.review.physics import research_physics
 from agents.review.schemas import (
+    READ_PREFIX,
     WRITE_PREFIX,
     PaperNotes,
     ReviewPlan,
@@ -47,6 +49,14 @@ def _check_plan(plan: ReviewPlan, run: AgentRun) -> None:
 def _check_notes(notes: PaperNotes, run: AgentRun) -> None:
     if notes.doc_id != run.inputs.get("doc_id"):
         raise ValueError(f"doc_id must be {run.inputs.get('doc_id')!r}, not {notes.doc_id!r}")
+    if not notes.findings:  # notes with nothing in them leave the paper out of the review
+        sentences = _tool(run, "document_sentences", doc_id=notes.doc_id) or []
+        stated = [s for s in sentences if is_prose(s["text"])]
+        if stated:
+            raise ValueError(
+                f"`findings` is empty, but {notes.doc_id!r} has {len(stated)} sentences that "
+                "state something: quote its contribution and key results word for word"
+            )
     for i, finding in enumerate(notes.findings):
         found = _tool(run, "quote", doc_id=notes.doc_id, text=finding.passage)
         if found is None:
@@ -58,6 +68,17 @@ def _check_notes(notes: PaperNotes, run: AgentRun) -> None:
 
 def _check_section(section: Section, run: AgentRun) -> None:
     allowed = set(run.inputs.get("doc_ids") or [])
+    if not section.claims:  # a section without claims leaves the theme out of the review
+        findings = sum(
+            len(out.get("findings") or [])
+            for key, out in run.upstream.items()
+            if key.startswith(READ_PREFIX) and isinstance(out, dict)
+        )
+        if findings:
+            raise ValueError(
+                f"the section makes no claim, but its papers' notes have {findings} findings: "
+                "make one claim per finding, citing its paper"
+            )
     for claim in section.claims:
         unknown = [d for d in claim.cited if d not in allowed]
         if unknown:

@@ -208,3 +208,40 @@ def test_an_empty_plan_for_a_topic_the_corpus_covers_is_invalid(tmp_path: Path) 
     invalid = [e for e in sink.events if isinstance(e, AgentStep) and e.outcome == "invalid"]
     assert [e.subtask_id for e in invalid] == ["plan", "plan"]  # the answer, then the repair
     assert outcome.relevant == 6 and outcome.files.claims > 0
+
+
+class EmptyAnswersModel(ReviewModel):
+    """Researchers that note no finding and writers that make no claim, in well-formed
+    answers (SmolLM2 gave both: the review ended with 0 claims, and no fallback)."""
+
+    def _researcher(self, subtask, inputs, upstream, messages):  # type: ignore[no-untyped-def]
+        notes = {"doc_id": inputs["doc_id"], "title": inputs["doc_id"], "contribution": "",
+                 "findings": []}  # fmt: skip
+        return json.dumps(notes), None
+
+    def _writer(self, subtask, inputs, upstream, messages):  # type: ignore[no-untyped-def]
+        section = {"theme_id": inputs["theme_id"], "title": inputs["label"],
+                   "summary": "Nothing to say.", "claims": [], "rows": []}  # fmt: skip
+        return json.dumps(section), None
+
+
+def test_empty_notes_and_sections_where_the_papers_say_something_are_invalid(
+    tmp_path: Path,
+) -> None:
+    sink = Events()
+    with OpenAIServer(default=EmptyAnswersModel()) as srv:
+        config = ReviewConfig(
+            corpus=ICLR_JSON, topic="question answering", out=tmp_path, max_papers=4,
+            model=OpenAIChat(srv.base_url, "test-model"), defaults=ICLR_DEFAULTS,
+        )  # fmt: skip
+        outcome = run_review(config, sinks=[sink])
+    readers = {k for k in outcome.fallbacks if k.startswith("read:")}
+    writers = {k for k in outcome.fallbacks if k.startswith("write:")}
+    assert len(readers) == outcome.relevant == 4 and writers
+    assert all("`findings` is empty, but" in outcome.fallbacks[k] for k in readers)
+    assert all("makes no claim, but its papers' notes have" in outcome.fallbacks[k]
+               for k in writers)  # fmt: skip
+    invalid = [e.subtask_id for e in sink.events if isinstance(e, AgentStep)
+               and e.outcome == "invalid"]  # fmt: skip
+    assert sorted(invalid) == sorted([*readers, *readers, *writers, *writers])  # + the repair
+    assert outcome.files.claims > 0  # the procedures they fell back to made the review
