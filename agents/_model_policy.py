@@ -243,7 +243,7 @@ async def run_model_policy(run: AgentRun, executor: Executor | None) -> BaseMode
         if response.tool_calls and offer_tools:
             for call in response.tool_calls:
                 fn = call.function
-                text = await run.call_for_model(fn.name, fn.arguments, executor)
+                text = await run.call_for_model(fn.name, fn.arguments, executor, call.id)
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
             names = [c.function.name for c in response.tool_calls]
             ctx.record_step(step, policy="model", tools=names, outcome="tools")
@@ -251,8 +251,8 @@ async def run_model_policy(run: AgentRun, executor: Executor | None) -> BaseMode
         try:
             answer = run.validate(parse_answer(response.content))
         except (ValidationError, ValueError) as exc:  # JSONDecodeError is a ValueError
-            ctx.record_step(step, policy="model", outcome="invalid")
             problem = validation_problems(exc, limit=8, root="(answer)")
+            ctx.record_step(step, policy="model", outcome="invalid", error=problem)
             if repaired:
                 raise ModelBehaviourError(
                     f"role {role.name!r} (subtask {ctx.id!r}): the answer is still invalid "

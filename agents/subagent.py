@@ -88,19 +88,31 @@ class AgentRun:
         step = self.steps
         t0 = time.perf_counter()
         error: str | None = None
+        result: Any = None
         try:
-            return self.tools.get_tool(tool)(arguments)
+            result = self.tools.get_tool(tool)(arguments)
+            return result
         except Exception as exc:
             error = _error_text(exc)
             raise
         finally:
             latency = time.perf_counter() - t0
-            self._record(self.ctx.record_tool, tool, step=step, latency_s=latency, error=error)
+            self._record(
+                self.ctx.record_tool,
+                tool,
+                step=step,
+                latency_s=latency,
+                error=error,
+                arguments=arguments,
+                result=result,
+            )
             self._record(
                 self.ctx.record_step, step, policy=self.policy, tools=[tool], outcome="tools"
             )
 
-    async def call_for_model(self, name: str, arguments: str, executor: Executor | None) -> str:
+    async def call_for_model(
+        self, name: str, arguments: str, executor: Executor | None, call_id: str | None = None
+    ) -> str:
         """Run one tool call the model made; the result (or the error) as text for the model."""
         t0 = time.perf_counter()
         error: str | None = None
@@ -113,7 +125,15 @@ class AgentRun:
         except Exception as exc:  # noqa: BLE001  (any tool failure goes back to the model)
             error = _error_text(exc)
             text = f"error: {error}"
-        self.ctx.record_tool(name, step=self.steps, latency_s=time.perf_counter() - t0, error=error)
+        self.ctx.record_tool(
+            name,
+            step=self.steps,
+            latency_s=time.perf_counter() - t0,
+            error=error,
+            call_id=call_id,
+            arguments=arguments,
+            result=text,
+        )
         return text
 
     def validate(self, answer: Any) -> BaseModel:

@@ -4,11 +4,13 @@
     python benchmarks/bench_fanout.py --executor ray [--n 100 1000 10000] [--runs 7]
 
 For each N: plain `asyncio.gather` over the same coroutines (the floor), and the swarm with
-the store off and on. Every swarm configuration runs in a fresh subprocess, alternating its
-runs with gather runs (one warm-up round, then the median of `--runs`); its ratio is to the
-gather runs of the same process. Peak RSS of gather alone comes from a process of its own.
-The swarm's sub-agents call the model through the metered client (rate limit, adaptive
-admission, accounting), exactly as real ones do; the gather baseline calls it directly.
+the store off, on with transcripts (the default: each call's messages and answer stored) and
+on with transcripts off (sizes only). Every swarm configuration runs in a fresh subprocess,
+alternating its runs with gather runs (one warm-up round, then the median of `--runs`); its
+ratio is to the gather runs of the same process. Peak RSS of gather alone comes from a
+process of its own. The swarm's sub-agents call the model through the metered client (rate
+limit, adaptive admission, accounting), exactly as real ones do; the gather baseline calls
+it directly.
 `--peers` also runs `../shared/bench/peers/run.sh N asyncio langgraph` and reports our
 time as a ratio to LangGraph's `Send` fan-out on the same workload.
 
@@ -44,6 +46,18 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 PEERS = ROOT.parent / "shared" / "bench" / "peers" / "run.sh"
 LATENCY_S = 0.05
+#: `--prompt-chars`: the size of each sub-agent's prompt (its answer is a quarter of it);
+#: the default is a token-sized exchange. Passed to the child processes in the environment.
+PROMPT_ENV = "KIMMY_BENCH_PROMPT_CHARS"
+
+
+def _prompt_chars() -> int:
+    return int(os.environ.get(PROMPT_ENV, "0") or 0)
+
+
+def _prompt() -> str:
+    chars = _prompt_chars()
+    return ("lorem ipsum " * (chars // 12 + 1))[:chars] if chars else "go"
 
 
 # --- the workload (runs inside the child process) ---------------------------------------
@@ -54,7 +68,9 @@ def _response() -> Any:
     from swarm.schema import Usage
 
     usage = Usage(prompt_tokens=12, completion_tokens=7, total_tokens=19, model_calls=1)
-    return ChatResponse(content="ok", usage=usage, model="sleep")
+    chars = _prompt_chars()
+    content = ("dolor sit " * (chars // 40 + 1))[: chars // 4] if chars else "ok"
+    return ChatResponse(content=content, usage=usage, model="sleep")
 
 
 class SleepChat:
@@ -87,7 +103,7 @@ def _reduce(results: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 async def _gather_once(n: int, model: SleepChat) -> dict[str, Any]:
-    messages = [{"role": "user", "content": "go"}]
+    messages = [{"role": "user", "content": _prompt()}]
 
     async def sub_agent(i: int) -> dict[str, Any]:
         await model.chat(messages)
@@ -96,11 +112,23 @@ async def _gather_once(n: int, model: SleepChat) -> dict[str, Any]:
     return _reduce(list(await asyncio.gather(*(sub_agent(i) for i in range(n)))))
 
 
-def _swarm_runner(n: int, model: SleepChat, runs_dir: str | None, executor: str = "local") -> Any:
+def _swarm_runner(
+    n: int,
+    model: SleepChat,
+    runs_dir: str | None,
+    executor: str = "local",
+    transcripts: str = "full",
+) -> Any:
     from swarm import Plan, Subtask, SubtaskContext, Swarm
 
-    swarm = Swarm(model=model, max_concurrency=n, runs_dir=runs_dir, executor=executor)
-    messages = [{"role": "user", "content": "go"}]
+    swarm = Swarm(
+        model=model,
+        max_concurrency=n,
+        runs_dir=runs_dir,
+        executor=executor,
+        transcripts=transcripts,
+    )
+    messages = [{"role": "user", "content": _prompt()}]
 
     @swarm.role("worker")
     async def worker(ctx: SubtaskContext) -> dict[str, Any]:
@@ -153,7 +181,9 @@ def child(mode: str, n: int, runs: int) -> dict[str, Any]:
         ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
         swarm_once = _swarm_runner(n, model, None, executor="ray")
     elif mode != "gather":
-        swarm_once = _swarm_runner(n, model, tmp.name if mode == "store" else None)
+        stored = mode in ("store", "store-sizes")
+        transcripts = "off" if mode == "store-sizes" else "full"
+        swarm_once = _swarm_runner(n, model, tmp.name if stored else None, transcripts=transcripts)
     walls, gathers = [], []
     for k in range(runs + 1):  # the first round is the warm-up
         g = _timed(gather_once, n, "gather")
@@ -233,11 +263,15 @@ def _peers(n: int) -> dict[str, Any]:
     return {r["framework"]: r for r in rows}
 
 
-def _row(n: int, gather: dict[str, Any], mine: dict[str, Any], store: bool) -> dict[str, Any]:
+def _row(
+    n: int, gather: dict[str, Any], mine: dict[str, Any], store: bool, transcripts: str = "full"
+) -> dict[str, Any]:
     wall, base = mine["wall_s"], mine["gather_wall_s"]
     return {
         "n": n,
         "store": store,
+        #: What the store kept of each call's conversation (`RunConfig.transcripts`).
+        "transcripts": transcripts if store else None,
         "wall_s": wall,
         "gather_wall_s": base,
         "ratio": round(wall / base, 3),
@@ -248,6 +282,10 @@ def _row(n: int, gather: dict[str, Any], mine: dict[str, Any], store: bool) -> d
     }
 
 
+def _store_label(row: dict[str, Any]) -> str:
+    return f"on, transcripts {row['transcripts']}" if row["store"] else "off"
+
+
 def _table(
     rows: list[dict[str, Any]], peers: dict[int, dict[str, Any]], runs: int, busy: int = 0
 ) -> str:
@@ -255,11 +293,20 @@ def _table(
         "# Fan-out overhead (`python benchmarks/bench_fanout.py"
         + (" --peers" if peers else "")
         + (f" --busy {busy}" if busy else "")
+        + (f" --prompt-chars {_prompt_chars()}" if _prompt_chars() else "")
         + "`)",
         "",
         f"N sub-agents, each one model call of {LATENCY_S * 1000:.0f} ms (asyncio.sleep), then"
-        f" a reduce. Median of {runs} runs after a warm-up; each swarm configuration runs in its"
+        " a reduce"
+        + (
+            f" (a prompt of {_prompt_chars():,} characters, an answer of {_prompt_chars() // 4:,})"
+            if _prompt_chars()
+            else ""
+        )
+        + f". Median of {runs} runs after a warm-up; each swarm configuration runs in its"
         " own process, alternating with gather runs in that process (the baseline of its ratio)."
+        " With the store on, transcripts `full` keeps each call's messages, request shape and"
+        " answer in its `model_called` event (the default); `off` keeps sizes only."
         f" Python {platform.python_version()}, {os.cpu_count()} CPUs, "
         + time.strftime("%Y-%m-%d")
         + "."
@@ -275,7 +322,7 @@ def _table(
     ]
     for r in rows:
         lines.append(
-            f"| {r['n']:,} | {'on' if r['store'] else 'off'} | {r['wall_s']:.4f} | "
+            f"| {r['n']:,} | {_store_label(r)} | {r['wall_s']:.4f} | "
             f"{r['gather_wall_s']:.4f} | {r['ratio']:.2f}× | {r['overhead_us_per_agent']:,.1f} | "
             f"{r['gather_overhead_us_per_agent']:,.1f} | {r['peak_rss_mb']:,.0f} |"
         )
@@ -295,7 +342,7 @@ def _table(
             floor = p.get("asyncio", {}).get("median_wall_s")
             lg = p.get("langgraph", {}).get("median_wall_s")
             off = next(r["wall_s"] for r in rows if r["n"] == n and not r["store"])
-            on = next(r["wall_s"] for r in rows if r["n"] == n and r["store"])
+            on = next(r["wall_s"] for r in rows if r["n"] == n and r["transcripts"] == "full")
             rel = [f"{x / lg:.3f}" if lg else "n/a" for x in (off, on)]
             lines.append(
                 f"| {n:,} | {floor or 'n/a'} | {lg or p.get('error', 'n/a')} | {off:.4f} | "
@@ -386,12 +433,22 @@ def main() -> int:
         "--busy", type=int, default=0, metavar="K", help="measure beside K CPU-spinning processes"
     )
     parser.add_argument(
-        "--child", choices=["gather", "off", "store", "ray"], help=argparse.SUPPRESS
+        "--prompt-chars",
+        type=int,
+        default=0,
+        metavar="C",
+        help="each sub-agent's prompt in characters (its answer C/4); default: a word each",
+    )
+    parser.add_argument(
+        "--child", choices=["gather", "off", "store", "store-sizes", "ray"], help=argparse.SUPPRESS
     )
     args = parser.parse_args()
+    if args.prompt_chars < 0:
+        parser.error(f"--prompt-chars must be >= 0, got {args.prompt_chars}")
     if args.child:
         print(json.dumps(child(args.child, args.n[0], args.runs)))
         return 0
+    os.environ[PROMPT_ENV] = str(args.prompt_chars)  # the children read it
     if args.executor == "ray":
         return ray_main(args)
     rows, peers = [], {}
@@ -400,12 +457,14 @@ def main() -> int:
             gather = _measure("gather", n, args.runs)
             rows.append(_row(n, gather, _measure("off", n, args.runs), store=False))
             rows.append(_row(n, gather, _measure("store", n, args.runs), store=True))
+            sizes = _measure("store-sizes", n, args.runs)
+            rows.append(_row(n, gather, sizes, store=True, transcripts="off"))
         if args.peers:
             peers[n] = _peers(n)
         if not args.json:
-            for r in rows[-2:]:
+            for r in rows[-3:]:
                 print(
-                    f"n={n:>6} store={'on ' if r['store'] else 'off'} ratio={r['ratio']:.2f}×"
+                    f"n={n:>6} store={_store_label(r):<22} ratio={r['ratio']:.2f}×"
                     f" overhead={r['overhead_us_per_agent']:.1f}µs rss={r['peak_rss_mb']:.0f}MB"
                 )
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -46,6 +46,7 @@ COMMANDS: dict[str, str] = {
     "rewards": "kimmy.commands.rewards",
     "rollouts": "kimmy.commands.rewards",
     "serve": "kimmy.commands.serve",
+    "dashboard": "kimmy.commands.dashboard",
     "train": "kimmy.commands.train",
 }
 

@@ -1,5 +1,6 @@
 """Running a long command's work the one way every command does: under the progress view,
-stopped cleanly by Ctrl-C or SIGTERM (`kimmy.interrupts`), the model closed afterwards."""
+with spans exported where OpenTelemetry is configured (`telemetry_sinks`), stopped cleanly by
+Ctrl-C or SIGTERM (`kimmy.interrupts`), the model closed afterwards."""
 
 from __future__ import annotations
 
@@ -12,9 +13,25 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-def run_work(work: Callable[[Sequence[EventSink]], T], model: Any, json_lines: bool) -> T:
-    """`work(sinks)` with the progress view (JSON lines with `json_lines`); `model` (None
-    for offline) is closed whatever happens.
+def telemetry_sinks(workflow: str) -> list[EventSink]:
+    """An OTLP span exporter when the standard `OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT`
+    variable is set (`swarm.telemetry`), else none; its run spans are named after the
+    command, `workflow` (`kimmy review`, `kimmy run`, …).
+
+    Raises:
+        ConfigError: export is asked for but the `otel` extra is missing, or the protocol
+            variable names one other than `http/protobuf` (one line, exit 2).
+    """
+    from swarm.telemetry import sinks_from_env
+
+    return list(sinks_from_env(workflow_name=workflow))
+
+
+def run_work(
+    work: Callable[[Sequence[EventSink]], T], model: Any, json_lines: bool, *, workflow: str
+) -> T:
+    """`work(sinks)` with the progress view (JSON lines with `json_lines`) and the spans of
+    `telemetry_sinks(workflow)`; `model` (None for offline) is closed whatever happens.
 
     Raises:
         Interrupted: SIGINT or SIGTERM stopped it (finished work is stored).
@@ -26,11 +43,12 @@ def run_work(work: Callable[[Sequence[EventSink]], T], model: Any, json_lines: b
 
     with stop_on_signals():  # Ctrl-C exits 130, SIGTERM 143; finished work is stored
         try:
+            telemetry = telemetry_sinks(workflow)
             with make_progress(json=json_lines) as sink:
-                return work([sink])
+                return work([sink, *telemetry])
         finally:
             if model is not None:
                 asyncio.run(model.aclose())
 
 
-__all__ = ["run_work"]
+__all__ = ["run_work", "telemetry_sinks"]

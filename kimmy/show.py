@@ -8,8 +8,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from swarm.schema import RunResult, RunStatus, SubtaskResult, SubtaskStatus, Usage
 from swarm.store import DB_NAME, RunStore
@@ -96,6 +98,13 @@ def print_run_summary(result: RunResult, runs_dir: Path | None) -> None:
 
 
 def show_runs(runs_dir: Path, *, limit: int, json_lines: bool) -> None:
+    """`kimmy runs`: the stored runs, newest first, as a table or as JSON lines.
+
+    Run ids are what users copy into `kimmy show` / `kimmy resume`, so they are never
+    wrapped or cut, whatever the terminal's width: the goal column gives way (one line,
+    cut with "…"), and where fewer than `min_goal` characters of it would fit, the created
+    column goes too.
+    """
     if not (runs_dir / DB_NAME).is_file():
         if not json_lines:
             print(f"no runs in {runs_dir}")
@@ -110,18 +119,38 @@ def show_runs(runs_dir: Path, *, limit: int, json_lines: bool) -> None:
     if not runs:
         print(f"no runs in {runs_dir}")
         return
-    table = Table("run", "created", "status", "done", "goal")
-    for r in runs:
-        style = _STYLE.get(r.status, "white")
-        state = "interrupted" if r.interrupted else r.status.value
-        table.add_row(
+    min_goal, max_goal = 10, 60
+    rows = [
+        (
             r.run_id,
             _when(r.created_at),
-            f"[{style}]{state}[/]",
+            "interrupted" if r.interrupted else r.status.value,
             f"{r.n_done}/{r.n_subtasks}",
-            (r.goal[:60] + "…") if len(r.goal) > 60 else r.goal,
+            " ".join(r.goal.split()),
+            _STYLE.get(r.status, "white"),
         )
-    Console().print(table)
+        for r in runs
+    ]
+    heads = ["run", "created", "status", "done"]
+    # Each column: its widest cell plus one space of padding either side, then a border.
+    widths = [max(len(h), *(cell_len(row[i]) for row in rows)) + 3 for i, h in enumerate(heads)]
+    console = Console()
+    room = console.width - sum(widths) - 4  # the goal's padding and borders
+    with_created = room >= min_goal
+    if not with_created:
+        heads.remove("created")
+        room += widths[1]
+    table = Table(*heads)
+    for column in table.columns:
+        column.no_wrap = True
+    # Narrower still than the run column: the line is cut at the right, never the id.
+    table.columns[0].min_width = widths[0] - 3
+    if room > 0:
+        table.add_column("goal", no_wrap=True, overflow="ellipsis", max_width=min(room, max_goal))
+    for run_id, created, state, done, goal, style in rows:
+        cells = [run_id, *([created] if with_created else []), f"[{style}]{state}[/]", done]
+        table.add_row(*cells, *([Text(goal, overflow="ellipsis", no_wrap=True)] * (room > 0)))
+    console.print(table)
 
 
 def _stored_result(store: RunStore, run_id: str) -> RunResult:

@@ -33,6 +33,8 @@ from swarm.schema import (
     Usage,
 )
 from swarm.steps import FailurePolicy
+from swarm.transcript_capture import TranscriptCapture
+from swarm.transcripts import Transcript, read_transcript
 
 __version__ = "0.1.0"
 
@@ -63,6 +65,8 @@ __all__ = [
     "Swarm",
     "SwarmError",
     "Timings",
+    "Transcript",
+    "TranscriptCapture",
     "Usage",
     "UserError",
     "Worker",
@@ -73,6 +77,7 @@ __all__ = [
     "new_run_id",
     "parse_event",
     "parse_plan",
+    "read_transcript",
     "topological_generations",
     "validate_plan",
 ]

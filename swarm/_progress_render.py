@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
@@ -18,6 +19,8 @@ from swarm.schema import RunStatus, SubtaskStatus
 
 #: The goal is shown on one line, cut to this many characters.
 GOAL_CHARS = 80
+#: A subtask id in the longest-running list is cut to this many characters.
+SUBTASK_ID_CHARS = 40
 _STATUS_STYLE = {
     SubtaskStatus.PENDING: "dim",
     SubtaskStatus.RUNNING: "cyan",
@@ -48,15 +51,33 @@ class FailureNote:
 
 
 @dataclass(frozen=True, slots=True)
+class InFlightNote:
+    """One sub-agent in flight, as the views show it: how long since it first started."""
+
+    subtask_id: str
+    role: str
+    #: Seconds since its first attempt started (back-off waits between retries included).
+    age_s: float
+
+
+@dataclass(frozen=True, slots=True)
 class RoleCounts:
-    """Subtasks of one role: seen so far, in flight, finished (and of those, done / failed)."""
+    """Subtasks of one role: its total, in flight, and each way of ending, kept apart.
+
+    `total` is the planned subtasks of the role (from RunStarted) plus those spawned, or the
+    ones seen so far where the plan's roles are unknown; `done` and `failed` ran to an end,
+    `cancelled` were stopped while running and `skipped` never ran (a failed dependency or
+    a spent budget). What is left, `total - running - done - failed - cancelled - skipped`,
+    is pending.
+    """
 
     role: str
     total: int
     running: int
-    finished: int
     done: int
     failed: int
+    cancelled: int
+    skipped: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +93,14 @@ class StatsSnapshot:
     elapsed_s: float
     eta_s: float | None
     total: int
+    #: Subtasks that ran to an end: done or failed (not cancelled, not skipped).
     finished: int
+    #: Subtasks stopped while running (the run was cancelled or aborted).
+    cancelled: int
+    #: Subtasks that never ran: skipped after a failed dependency or for a spent budget.
+    skipped: int
+    #: Subtasks in a final status, all kinds together: what the bar and the ETA count.
+    settled: int
     #: Subtasks per `SubtaskStatus` value, every status present (zero when none).
     counts: dict[str, int]
     in_flight: int
@@ -90,6 +118,8 @@ class StatsSnapshot:
     roles: tuple[RoleCounts, ...]
     n_roles: int
     failures: tuple[FailureNote, ...]
+    #: The sub-agents in flight the longest, oldest first.
+    longest_running: tuple[InFlightNote, ...] = ()
 
 
 def truncate(text: str, limit: int) -> str:
@@ -118,13 +148,19 @@ def _limit_text(s: StatsSnapshot) -> str:
     return f" (limit {s.concurrency_limit:,})" if s.concurrency_limit is not None else ""
 
 
+def _stopped_text(s: StatsSnapshot) -> str:
+    """` · 3 cancelled · 2 skipped`, each part only when it is not zero."""
+    parts = [(s.cancelled, "cancelled"), (s.skipped, "skipped")]
+    return "".join(f" · {n:,} {name}" for n, name in parts if n)
+
+
 def format_line(s: StatsSnapshot) -> str:
     """One plain progress line for logs, e.g. `[12.3s] 450/1,000 finished · 12 failed · …`."""
     final = s.status is not None and s.status is not RunStatus.RUNNING
     prefix = f"{s.status.value}: " if final and s.status is not None else ""
     return (
         f"[{fmt_duration(s.elapsed_s)}] {prefix}{s.finished:,}/{s.total:,} finished"
-        f" · {s.counts[SubtaskStatus.FAILED.value]:,} failed"
+        f" · {s.counts[SubtaskStatus.FAILED.value]:,} failed{_stopped_text(s)}"
         f" · {s.in_flight:,} in flight{_limit_text(s)}"
         f" · {s.model_calls:,} calls"
     )
@@ -146,16 +182,18 @@ def _header(s: StatsSnapshot, *, live: bool) -> Text:
 
 
 def _progress(s: StatsSnapshot) -> Table:
+    """The bar fills with every settled subtask; the text keeps the ways of ending apart."""
     grid = Table.grid(padding=(0, 1))
-    pct = 100.0 * s.finished / s.total if s.total else 0.0
+    pct = 100.0 * s.settled / s.total if s.total else 0.0
     bar = ProgressBar(
         total=max(s.total, 1),
-        completed=s.finished,
-        width=50,
+        completed=s.settled,
+        width=30,
         complete_style="green",
         finished_style="bold green",
     )
-    grid.add_row(bar, Text(f"{s.finished:,}/{s.total:,} finished ({pct:.1f}%)"))
+    text = f"{s.finished:,}/{s.total:,} finished{_stopped_text(s)} ({pct:.1f}%)"
+    grid.add_row(bar, Text(text))
     return grid
 
 
@@ -171,12 +209,35 @@ def _status_table(s: StatsSnapshot) -> Table:
 def _role_table(s: StatsSnapshot) -> Table:
     more = f" (top {len(s.roles)} of {s.n_roles})" if s.n_roles > len(s.roles) else ""
     table = Table(title=f"by role{more}", title_justify="left", show_edge=False, pad_edge=False)
-    for name in ("role", "total", "running", "done", "failed"):
+    for name in ("role", "total", "running", "done", "failed", "cancelled", "skipped"):
         table.add_column(name, justify="left" if name == "role" else "right")
     for r in s.roles:
         failed = Text(f"{r.failed:,}", "red" if r.failed else "")
-        table.add_row(r.role, f"{r.total:,}", f"{r.running:,}", f"{r.done:,}", failed)
+        cancelled = Text(f"{r.cancelled:,}", "magenta" if r.cancelled else "")
+        row = (f"{r.total:,}", f"{r.running:,}", f"{r.done:,}", failed, cancelled)
+        table.add_row(r.role, *row, f"{r.skipped:,}")
     return table
+
+
+class _SideBySide:
+    """Renderables in one row where the width allows, else one under the other.
+
+    The role table got wider with its cancelled and skipped columns; on an 80-column
+    terminal it goes under the status table instead of squeezing both into wrapped cells.
+    """
+
+    def __init__(self, *parts: RenderableType, gap: int = 4) -> None:
+        self.parts = parts
+        self.gap = gap
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        widths = [Measurement.get(console, options, p).maximum for p in self.parts]
+        if sum(widths) + self.gap * (len(widths) - 1) <= options.max_width:
+            grid = Table.grid(padding=(0, self.gap))
+            grid.add_row(*self.parts)
+            yield grid
+        else:
+            yield from self.parts
 
 
 def _activity(s: StatsSnapshot) -> Text:
@@ -196,6 +257,14 @@ def _activity(s: StatsSnapshot) -> Text:
     return text
 
 
+def _longest_running(s: StatsSnapshot) -> Text:
+    text = Text(f"running longest ({len(s.longest_running)} of {s.in_flight:,} in flight)", "bold")
+    for note in s.longest_running:
+        sid = truncate(note.subtask_id, SUBTASK_ID_CHARS)
+        text.append(f"\n  {fmt_duration(note.age_s):>7}  {sid} ({note.role})", "cyan")
+    return text
+
+
 def _failures(s: StatsSnapshot) -> Text:
     text = Text(f"recent failures ({len(s.failures)} shown)", "bold red")
     for f in s.failures:
@@ -204,16 +273,17 @@ def _failures(s: StatsSnapshot) -> Text:
 
 
 def _body(s: StatsSnapshot, *, live: bool) -> list[RenderableType]:
-    tables = Table.grid(padding=(0, 4))
-    tables.add_row(_status_table(s), _role_table(s))
+    tables = _SideBySide(_status_table(s), _role_table(s))
     parts: list[RenderableType] = [_header(s, live=live), _progress(s), tables, _activity(s)]
+    if s.longest_running:
+        parts.append(_longest_running(s))
     if s.failures:
         parts.append(_failures(s))
     return parts
 
 
 def render_live(s: StatsSnapshot) -> RenderableType:
-    """The live frame: header with ETA, bar, tables, throughput, recent failures."""
+    """The live frame: header with ETA, bar, tables, throughput, oldest in flight, failures."""
     return Group(*_body(s, live=True))
 
 
@@ -224,6 +294,7 @@ def render_summary(s: StatsSnapshot) -> RenderableType:
 
 __all__ = [
     "FailureNote",
+    "InFlightNote",
     "RoleCounts",
     "StatsSnapshot",
     "fmt_duration",

@@ -11,9 +11,16 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any, Final
 
-from swarm._progress_render import FailureNote, RoleCounts, StatsSnapshot, truncate
+from swarm._progress_render import (
+    FailureNote,
+    InFlightNote,
+    RoleCounts,
+    StatsSnapshot,
+    truncate,
+)
 from swarm.events import (
     BudgetExhausted,
     ConcurrencyChanged,
@@ -39,17 +46,42 @@ FAILURE_TEXT_CHARS: Final = 120
 RATE_WINDOW: Final = 256
 #: Fewer finishes than this give no meaningful rate, so no ETA.
 MIN_FINISHES_FOR_ETA: Final = 3
+#: In-flight sub-agents listed by age, oldest first.
+LONGEST_RUNNING: Final = 5
 
 _FINISHED_STATUSES: Final = tuple(s for s in SubtaskStatus if s.finished)
+_SKIPPED_STATUSES: Final = (SubtaskStatus.SKIPPED, SubtaskStatus.SKIPPED_BUDGET)
 
 
 @dataclass(slots=True)
 class _RoleTally:
-    total: int = 0
+    #: Subtasks of the role in the plan (RunStarted.roles).
+    planned: int = 0
+    #: Spawned during the run (SubtasksSpawned).
+    spawned: int = 0
+    #: Seen first in a start or finish, not spawned: planned ones, as far as the view knows.
+    seen: int = 0
     running: int = 0
-    finished: int = 0
     done: int = 0
     failed: int = 0
+    cancelled: int = 0
+    skipped: int = 0
+
+    @property
+    def total(self) -> int:
+        # `seen` only exceeds `planned` where the plan's roles are unknown (an old event
+        # stream, a view attached mid-run); then the subtasks seen are all there is to count.
+        return self.spawned + max(self.planned, self.seen)
+
+    def count_end(self, status: SubtaskStatus) -> None:
+        if status is SubtaskStatus.DONE:
+            self.done += 1
+        elif status is SubtaskStatus.FAILED:
+            self.failed += 1
+        elif status is SubtaskStatus.CANCELLED:
+            self.cancelled += 1
+        else:
+            self.skipped += 1
 
 
 def _failure_text(error_type: str, message: str) -> str:
@@ -64,9 +96,11 @@ class RunStats:
     """Counters of one run, updated from its events in O(1) each; no I/O.
 
     Times come from the injected `clock` (not the events' `ts`) so tests can script them
-    and a view's elapsed time keeps moving between events. Role totals are the subtasks
-    seen so far (RunStarted only says how many there are, not their roles). Unknown event
-    types are ignored: a progress view must never be the reason a run fails.
+    and a view's elapsed time keeps moving between events. Role totals are the plan's
+    (RunStarted.roles) plus the spawned subtasks; without the plan's roles, the subtasks
+    seen so far. Finished means done or failed: cancelled and skipped subtasks are counted
+    apart. Unknown event types are ignored: a progress view must never be the reason a run
+    fails.
     """
 
     def __init__(self, *, clock: Clock = time.monotonic) -> None:
@@ -89,7 +123,9 @@ class RunStats:
         self.finished_at: float | None = None
         self._role_of: dict[str, str] = {}
         self._roles: dict[str, _RoleTally] = {}
-        self._running: set[str] = set()
+        #: In flight: subtask id -> (clock at its first start, role). Insertion order is
+        #: start order, so the first entries are the oldest (`longest_running` is O(k)).
+        self._running: dict[str, tuple[float, str]] = {}
         self._backing_off: set[str] = set()
         self._finished: set[str] = set()
         self._by_status: dict[SubtaskStatus, int] = dict.fromkeys(_FINISHED_STATUSES, 0)
@@ -119,20 +155,29 @@ class RunStats:
         if handler is not None:
             handler(event)
 
-    def _tally(self, subtask_id: str, role: str) -> _RoleTally:
-        """The role's tally, counting the subtask towards its total the first time it shows."""
+    def _role(self, role: str) -> _RoleTally:
+        tally = self._roles.get(role)
+        if tally is None:
+            tally = self._roles[role] = _RoleTally()
+        return tally
+
+    def _tally(self, subtask_id: str, role: str, *, spawned: bool = False) -> _RoleTally:
+        """The role's tally, counting the subtask towards it the first time it shows."""
         known = self._role_of.get(subtask_id)
         if known is None:
             self._role_of[subtask_id] = role
-            tally = self._roles.get(role)
-            if tally is None:
-                tally = self._roles[role] = _RoleTally()
-            tally.total += 1
+            tally = self._role(role)
+            if spawned:
+                tally.spawned += 1
+            else:
+                tally.seen += 1
             return tally
         return self._roles[known]
 
     def _on_run_started(self, ev: RunStarted) -> None:
         self.run_id, self.goal, self.planned = ev.run_id, ev.goal, ev.n_subtasks
+        for role, n in ev.roles.items():
+            self._role(role).planned = n
         self.status = RunStatus.RUNNING
         limit = ev.settings.get("max_concurrency")
         if isinstance(limit, int) and not isinstance(limit, bool):
@@ -144,7 +189,7 @@ class RunStats:
             self._backing_off.discard(sid)
         elif sid not in self._finished:
             self._tally(sid, ev.role).running += 1
-            self._running.add(sid)
+            self._running[sid] = (self._clock(), ev.role)
 
     def _on_retrying(self, ev: SubtaskRetrying) -> None:
         self.retries += 1
@@ -157,17 +202,13 @@ class RunStats:
         if result.id in self._finished or not result.status.finished:
             return
         tally = self._tally(result.id, result.role)
-        if result.id in self._running:
-            self._running.remove(result.id)
+        if self._running.pop(result.id, None) is not None:
             self._backing_off.discard(result.id)
             tally.running -= 1
         self._finished.add(result.id)
         self._by_status[result.status] += 1
-        tally.finished += 1
-        if result.status is SubtaskStatus.DONE:
-            tally.done += 1
-        elif result.status is SubtaskStatus.FAILED:
-            tally.failed += 1
+        tally.count_end(result.status)
+        if result.status is SubtaskStatus.FAILED:
             err = result.error
             text = _failure_text(err.type, err.message) if err else "failed (no error recorded)"
             self.recent_failures.append(FailureNote(result.id, result.role, text))
@@ -183,7 +224,7 @@ class RunStats:
         for sub in ev.subtasks:
             if sub.id not in self._role_of:
                 self.spawned += 1
-                self._tally(sub.id, sub.role)
+                self._tally(sub.id, sub.role, spawned=True)
 
     def _on_spawn_refused(self, ev: SpawnRefused) -> None:
         self.spawn_refused += 1
@@ -229,11 +270,43 @@ class RunStats:
         counts[SubtaskStatus.PENDING.value] = max(0, self.total - len(self._finished) - running)
         return {s.value: counts[s.value] for s in SubtaskStatus}
 
+    def _count(self, *statuses: SubtaskStatus) -> int:
+        if self._final_counts is not None:
+            return sum(self._final_counts[s.value] for s in statuses)
+        return sum(self._by_status[s] for s in statuses)
+
     @property
     def finished(self) -> int:
+        """Subtasks that ran to an end: done or failed (cancelled and skipped are apart)."""
+        return self._count(SubtaskStatus.DONE, SubtaskStatus.FAILED)
+
+    @property
+    def cancelled(self) -> int:
+        """Subtasks stopped while running."""
+        return self._count(SubtaskStatus.CANCELLED)
+
+    @property
+    def skipped(self) -> int:
+        """Subtasks that never ran: after a failed dependency, or for a spent budget."""
+        return self._count(*_SKIPPED_STATUSES)
+
+    @property
+    def settled(self) -> int:
+        """Subtasks in any final status: finished, cancelled or skipped."""
         if self._final_counts is not None:
-            return sum(self._final_counts[s.value] for s in _FINISHED_STATUSES)
+            return self._count(*_FINISHED_STATUSES)
         return len(self._finished)
+
+    def longest_running(self, top: int = LONGEST_RUNNING) -> list[InFlightNote]:
+        """The `top` sub-agents in flight the longest, oldest first, with their ages.
+
+        O(top): the in-flight map is kept in start order.
+        """
+        now = self.finished_at if self.finished_at is not None else self._clock()
+        return [
+            InFlightNote(sid, role, max(0.0, now - since))
+            for sid, (since, role) in islice(self._running.items(), top)
+        ]
 
     def elapsed_s(self) -> float:
         if self.started_at is None:
@@ -249,7 +322,7 @@ class RunStats:
         """
         if self.finished_at is not None or self.status is None:
             return None
-        remaining = self.total - self.finished
+        remaining = self.total - self.settled
         if remaining <= 0:
             return 0.0
         window = self._finish_times
@@ -263,7 +336,7 @@ class RunStats:
     def roles(self, top: int | None = None) -> list[RoleCounts]:
         """Per-role counts, largest total first (then by name); the first `top` if given."""
         items = [
-            RoleCounts(r, t.total, t.running, t.finished, t.done, t.failed)
+            RoleCounts(r, t.total, t.running, t.done, t.failed, t.cancelled, t.skipped)
             for r, t in self._roles.items()
         ]
         if top is not None:
@@ -283,6 +356,9 @@ class RunStats:
             eta_s=self.eta_s(),
             total=self.total,
             finished=self.finished,
+            cancelled=self.cancelled,
+            skipped=self.skipped,
+            settled=self.settled,
             counts=self.counts_by_status(),
             in_flight=self.in_flight,
             backing_off=self.backing_off,
@@ -298,6 +374,7 @@ class RunStats:
             roles=tuple(self.roles(top_roles)),
             n_roles=len(self._roles),
             failures=tuple(self.recent_failures),
+            longest_running=tuple(self.longest_running()),
         )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from asyncio_throttle import Throttler
 
@@ -56,6 +56,8 @@ class CallMeter:
         self.gate: CallGate | None = CallGate(self.call_limit) if self.limiter is not None else None
         rl = config.rate_limit
         self.throttler = Throttler(rl.calls, rl.period_s) if rl is not None else None
+        #: What each call records of its conversation (nothing when nobody listens).
+        self.capture = config.transcripts if journal.listened else None
 
     def close(self) -> None:
         """Break the reference cycles (the gate and the callbacks point back here)."""
@@ -108,6 +110,7 @@ class CallMeter:
         latency_s: float,
         response: ChatResponse | None,
         error: ModelError | None,
+        transcript: dict[str, Any] | None = None,
     ) -> None:
         previous = self.limit()
         changed: int | None = None
@@ -129,6 +132,7 @@ class CallMeter:
                 usage=usage,
                 error=ErrorInfo.from_exception(error) if error is not None else None,
                 logprobs=logprobs,
+                **(transcript or {}),
             )
         if changed is not None and self.limit() != previous:
             self._limit_changed(previous)

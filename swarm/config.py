@@ -22,6 +22,7 @@ from swarm.dag import DEFAULT_MAX_SUBTASKS
 from swarm.errors import ConfigError
 from swarm.limits import Backoff, Budget, RateLimit
 from swarm.steps import FailurePolicy
+from swarm.transcript_capture import TranscriptCapture
 
 
 def _int_at_least(name: str, value: object, low: int, *, optional: bool = False) -> None:
@@ -54,6 +55,9 @@ class RunConfig:
         ray_address: the Ray cluster to join (`auto`, `HOST:PORT`, `ray://…`); None: the
             running one or a new local one.
         ray_hosts: Ray host actors (default: one per node with CPUs).
+        transcripts: what the store keeps of sub-agents' conversations (messages, answers,
+            tool arguments and results, each cut at a stated size; `content=False` keeps
+            sizes only). Default: from `KIMMY_TRANSCRIPTS` (`full` or `off`), full.
     """
 
     max_concurrency: int = 64
@@ -72,6 +76,7 @@ class RunConfig:
     executor: str = "local"
     ray_address: str | None = None
     ray_hosts: int | None = None
+    transcripts: TranscriptCapture = field(default_factory=TranscriptCapture.from_env)
 
     def __post_init__(self) -> None:
         from swarm.executors import check_executor
@@ -107,6 +112,13 @@ class RunConfig:
             )
         if not isinstance(self.backoff, Backoff):
             raise ConfigError(f"backoff must be a Backoff, got {self.backoff!r}")
+        if isinstance(self.transcripts, str):
+            object.__setattr__(self, "transcripts", TranscriptCapture.parse(self.transcripts))
+        elif not isinstance(self.transcripts, TranscriptCapture):
+            raise ConfigError(
+                f"transcripts must be a TranscriptCapture or 'full' / 'off', "
+                f"got {self.transcripts!r}"
+            )
 
     @property
     def budget(self) -> Budget:
@@ -136,7 +148,7 @@ class RunConfig:
         out: dict[str, Any] = {}
         for name in self.fields():
             value = getattr(self, name)
-            if isinstance(value, RateLimit | Backoff):
+            if isinstance(value, RateLimit | Backoff | TranscriptCapture):
                 value = dataclasses.asdict(value)
             elif isinstance(value, FailurePolicy):
                 value = value.value
@@ -161,6 +173,8 @@ class RunConfig:
                 values["rate_limit"] = RateLimit(**values["rate_limit"])
             if isinstance(values.get("backoff"), Mapping):
                 values["backoff"] = Backoff(**values["backoff"])
+            if isinstance(values.get("transcripts"), Mapping):
+                values["transcripts"] = TranscriptCapture(**values["transcripts"])
         except TypeError as exc:
             raise ConfigError(f"stored run settings are not valid: {exc}") from None
         return cls(**values)

@@ -23,11 +23,13 @@ from swarm.errors import (
 from swarm.events import AgentStep, ToolCalled
 from swarm.llm.types import ChatResponse, MessageLike
 from swarm.schema import NO_USAGE, Subtask, SubtaskResult, Usage
+from swarm.transcript_capture import new_messages
 
 if TYPE_CHECKING:
     from swarm.agent_turns import TurnLog
     from swarm.events import AgentTurn
     from swarm.llm.protocol import ChatModel
+    from swarm.transcript_capture import TranscriptCapture
 
 
 class CallObserver(Protocol):
@@ -38,6 +40,9 @@ class CallObserver(Protocol):
     included), so admission slots taken in `before_call` are always given back.
     """
 
+    #: What to record of each call's conversation (None: nothing, nobody listens).
+    capture: TranscriptCapture | None
+
     async def before_call(self) -> None: ...
 
     def after_call(
@@ -46,7 +51,10 @@ class CallObserver(Protocol):
         latency_s: float,
         response: ChatResponse | None,
         error: ModelError | None,
-    ) -> None: ...
+        transcript: dict[str, Any] | None = None,
+    ) -> None:
+        """`transcript`: the call's `ModelCalled` transcript fields, when captured."""
+        ...
 
     def call_aborted(self) -> None: ...
 
@@ -58,7 +66,7 @@ class CallObserver(Protocol):
 class MeteredModel:
     """A `ChatModel` that reports each call of one subtask to the scheduler."""
 
-    __slots__ = ("_inner", "_observer", "_subtask", "name", "usage")
+    __slots__ = ("_inner", "_observer", "_sent", "_subtask", "name", "usage")
 
     def __init__(self, inner: ChatModel, observer: CallObserver, subtask: Subtask) -> None:
         self._inner = inner
@@ -67,22 +75,53 @@ class MeteredModel:
         self.name = inner.name
         #: Usage of this subtask's calls so far (this attempt).
         self.usage = NO_USAGE
+        #: The messages of the previous call (the transcript records only what follows).
+        self._sent: list[Any] | None = None
 
     async def chat(self, messages: Sequence[MessageLike], **options: Any) -> ChatResponse:
-        if not self._observer.admit_now():
-            await self._observer.before_call()
+        observer = self._observer
+        if not observer.admit_now():
+            await observer.before_call()
         t0 = time.perf_counter()
         try:
             response = await self._inner.chat(messages, **options)
         except ModelError as exc:
-            self._observer.after_call(self._subtask, time.perf_counter() - t0, None, exc)
+            latency = time.perf_counter() - t0
+            observer.after_call(
+                self._subtask, latency, None, exc, self._transcript(messages, options, None)
+            )
             raise
         except BaseException:  # cancelled (timeout, deadline) or a bug in the client
-            self._observer.call_aborted()
+            observer.call_aborted()
             raise
         self.usage = self.usage + response.usage
-        self._observer.after_call(self._subtask, time.perf_counter() - t0, response, None)
+        observer.after_call(
+            self._subtask,
+            time.perf_counter() - t0,
+            response,
+            None,
+            self._transcript(messages, options, response),
+        )
         return response
+
+    def _transcript(
+        self,
+        messages: Sequence[MessageLike],
+        options: Mapping[str, Any],
+        response: ChatResponse | None,
+    ) -> dict[str, Any] | None:
+        """The call's transcript fields (`ModelCalled`): new messages, request, answer."""
+        capture = self._observer.capture
+        if capture is None:
+            return None
+        first, new = new_messages(self._sent, messages)
+        self._sent = list(messages)
+        return {
+            "first_message": first,
+            "messages": [capture.message(m) for m in new],
+            "request": capture.request(options),
+            "response": capture.response(response) if response is not None else None,
+        }
 
     async def record_remote_call(
         self, latency_s: float, response: ChatResponse | None, error: ModelError | None
@@ -131,6 +170,7 @@ class SubtaskContext:
     """
 
     __slots__ = (
+        "_capture",
         "_emit",
         "_model",
         "_spawn",
@@ -154,6 +194,7 @@ class SubtaskContext:
         emit: EmitFn | None = None,
         wait: WaitFn | None = None,
         turns: TurnLog | None = None,
+        capture: TranscriptCapture | None = None,
     ) -> None:
         self.subtask = subtask
         self.run_id = run_id
@@ -164,6 +205,8 @@ class SubtaskContext:
         self._emit = emit
         self._wait = wait
         self._turns = turns
+        #: What tool calls record of their arguments and results (None: nothing).
+        self._capture = capture
 
     @property
     def id(self) -> str:
@@ -317,19 +360,36 @@ class SubtaskContext:
             )
 
     def record_tool(
-        self, tool: str, *, step: int, latency_s: float, error: str | None = None
+        self,
+        tool: str,
+        *,
+        step: int,
+        latency_s: float,
+        error: str | None = None,
+        call_id: str | None = None,
+        arguments: Any = None,
+        result: Any = None,
     ) -> None:
-        """Record one tool call of the sub-agent (`ToolCalled`)."""
-        if self._emit is not None:
-            self._emit(
-                ToolCalled,
-                subtask_id=self.subtask.id,
-                tool=tool,
-                step=step,
-                latency_s=latency_s,
-                ok=error is None,
-                error=error,
-            )
+        """Record one tool call of the sub-agent (`ToolCalled`).
+
+        `arguments` and `result` (any values; text is kept as it is) go into the transcript
+        as the run's `transcripts` setting says: cut at its size, or left out.
+        """
+        if self._emit is None:
+            return
+        capture = self._capture
+        self._emit(
+            ToolCalled,
+            subtask_id=self.subtask.id,
+            tool=tool,
+            step=step,
+            latency_s=latency_s,
+            ok=error is None,
+            error=error,
+            call_id=call_id,
+            arguments=capture.value(arguments) if capture and arguments is not None else None,
+            result=capture.value(result) if capture and result is not None else None,
+        )
 
 
 #: A worker runs one subtask and returns its output (JSON-compatible, or a pydantic model).

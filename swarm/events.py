@@ -31,6 +31,8 @@ class RunStarted(_Event):
     n_subtasks: int
     resumed: bool = False
     settings: dict[str, JsonValue] = Field(default_factory=dict)
+    #: Planned subtasks per role (the progress view's per-role totals before any starts).
+    roles: dict[str, int] = Field(default_factory=dict)
 
 
 class SubtaskStarted(_Event):
@@ -50,6 +52,17 @@ class ModelCalled(_Event):
     error: ErrorInfo | None = None
     #: Token ids and logprobs of the completion, when the server offers them.
     logprobs: list[JsonValue] | None = None
+    # --- the transcript (`RunConfig.transcripts`; None when nothing was captured) ---
+    #: Position in the conversation of `messages[0]`: the messages before it are those of
+    #: the attempt's earlier calls (0: the whole conversation is here).
+    first_message: int = 0
+    #: The messages this call sent that the attempt's previous call had not (OpenAI shape;
+    #: each text cut at the capture's `max_chars`, saying so).
+    messages: list[JsonValue] | None = None
+    #: The request's shape: tools offered, structured output, max_tokens.
+    request: dict[str, JsonValue] | None = None
+    #: The answer: content, tool calls (id, name, arguments), finish reason.
+    response: dict[str, JsonValue] | None = None
 
 
 class AgentStep(_Event):
@@ -69,7 +82,8 @@ class AgentStep(_Event):
     #: or `fallback` (the model failed the subtask; the role's offline procedure takes it
     #: over, its steps follow with policy `offline`).
     outcome: Literal["tools", "answer", "invalid", "fallback"]
-    #: Why the model failed (`Type: message`), on a `fallback` step.
+    #: Why the answer was invalid (the validation problems the repair turn shows the
+    #: model), on an `invalid` step; why the model failed (`Type: message`), on `fallback`.
     error: str | None = None
 
 
@@ -84,6 +98,12 @@ class ToolCalled(_Event):
     ok: bool
     #: The error the tool raised, as `Type: message` (None when it succeeded).
     error: str | None = None
+    #: The model's id for the call (model policy), matching its `tool` result message.
+    call_id: str | None = None
+    #: The arguments and the result as text, cut at the capture's `max_chars` (None when
+    #: content capture is off, or the recorder gave none).
+    arguments: str | None = None
+    result: str | None = None
 
 
 class AgentTurn(_Event):

@@ -24,6 +24,7 @@ from rich.live import Live
 
 from swarm._progress_render import (
     FailureNote,
+    InFlightNote,
     RoleCounts,
     StatsSnapshot,
     format_line,
@@ -324,6 +325,7 @@ def make_progress(
 __all__ = [
     "EventStream",
     "FailureNote",
+    "InFlightNote",
     "JsonLinesSink",
     "LineSink",
     "LiveView",

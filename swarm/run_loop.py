@@ -149,6 +149,7 @@ class RunLoop:
             n_subtasks=len(self.state.subtasks),
             resumed=resumed,
             settings=settings,
+            roles=dict(Counter(st.role for st in self.state.subtasks.values())),
         )
         loop = asyncio.get_running_loop()
         deadline = self.cfg.deadline_s

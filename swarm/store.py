@@ -381,6 +381,49 @@ class RunStore:
                 if not types or event.type in types:
                     yield event
 
+    def subtask(self, run_id: str, subtask_id: str) -> tuple[Subtask | None, dict[str, Any]]:
+        """One subtask of a run (planned or spawned; None when it has none of that id) and
+        the run's settings, without reading its events."""
+        run_id = self.resolve(run_id)
+        with self._snapshot() as db:
+            plan, settings = db.execute(
+                "SELECT plan, settings FROM runs WHERE run_id = ?", (run_id,)
+            ).fetchone()
+            spawned = db.execute(
+                "SELECT body FROM subtasks WHERE run_id = ? AND id = ?", (run_id, subtask_id)
+            ).fetchone()
+        if spawned is not None:
+            return Subtask.model_validate_json(spawned[0]), json.loads(settings)
+        if json.dumps(subtask_id) in plan:
+            for st in Plan.model_validate_json(plan).subtasks:
+                if st.id == subtask_id:
+                    return st, json.loads(settings)
+        return None, json.loads(settings)
+
+    def subtask_ids(self, run_id: str, limit: int = 8) -> list[str]:
+        """The first `limit` subtask ids of a run, planned then spawned (for messages)."""
+        run_id = self.resolve(run_id)
+        with self._snapshot() as db:
+            (plan,) = db.execute("SELECT plan FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            spawned = db.execute(
+                "SELECT id FROM subtasks WHERE run_id = ? ORDER BY pos LIMIT ?", (run_id, limit)
+            ).fetchall()
+        ids = [st.id for st in Plan.model_validate_json(plan).subtasks[:limit]]
+        return (ids + [r[0] for r in spawned])[:limit]
+
+    def events_mentioning(self, run_id: str, text: str) -> Iterator[ev.Event]:
+        """The run's events, in order, of the batches whose JSON contains `text` (a quick
+        filter: the caller still checks each event; e.g. one subtask's, by its quoted id)."""
+        run_id = self.resolve(run_id)
+        with self._snapshot() as db:
+            rows = db.execute(
+                "SELECT body FROM events WHERE run_id = ? AND instr(body, ?) > 0"
+                " ORDER BY first_seq",
+                (run_id, text),
+            ).fetchall()
+        for (body,) in rows:
+            yield from ev.parse_events(body)
+
     def attempt_counts(self, run_id: str) -> dict[str, int]:
         """How many attempts each subtask has started, over all sessions."""
         run_id = self.resolve(run_id)
@@ -400,6 +443,50 @@ class RunStore:
                 "SELECT id FROM results WHERE run_id = ? AND status = 'done'", (run_id,)
             ).fetchall()
         return {r[0] for r in rows}
+
+    # --- reading raw rows (for live views that poll the store: `swarm.dashboard`) ---------
+
+    def event_batches_after(
+        self, run_id: str, seq: int = -1
+    ) -> list[tuple[int, int, str]]:
+        """The run's committed batches whose events come after `seq`, oldest first, each as
+        `(first_seq, last_seq, JSON array)` unparsed: a poller reads only what is new and
+        parses it as cheaply as it likes (-1: every batch)."""
+        with self._snapshot() as db:
+            return db.execute(
+                "SELECT first_seq, last_seq, body FROM events WHERE run_id = ? AND last_seq > ?"
+                " ORDER BY first_seq",
+                (run_id, seq),
+            ).fetchall()
+
+    def run_record(self, run_id: str) -> dict[str, Any]:
+        """The run's own row, unparsed where it is big: goal, status, stop_reason,
+        created_at, updated_at, settings (a dict), plan (the planned subtasks as the JSON
+        of a `Plan`), interrupted (stored as running, its process gone).
+
+        Raises:
+            RunNotFoundError: no run has exactly this id.
+        """
+        with self._snapshot() as db:
+            row = db.execute(
+                "SELECT goal, status, stop_reason, created_at, updated_at, settings, plan, pid,"
+                " host FROM runs WHERE run_id = ?",
+                (run_id,),
+            ).fetchone()
+        if row is None:
+            raise RunNotFoundError(run_id)
+        status = RunStatus(row[1])
+        return {
+            "run_id": run_id,
+            "goal": row[0],
+            "status": status.value,
+            "stop_reason": row[2],
+            "created_at": row[3],
+            "updated_at": row[4],
+            "settings": json.loads(row[5]),
+            "plan": row[6],
+            "interrupted": status is RunStatus.RUNNING and not _alive(row[7], row[8]),
+        }
 
 
 __all__ = ["DB_NAME", "RunStore", "RunSummary", "StoredRun"]

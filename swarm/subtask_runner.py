@@ -224,6 +224,7 @@ class SubtaskRunner:
             emit=journal.emit if journal.listened else None,
             wait=self.wait,
             turns=self.turns,
+            capture=self.meter.capture,
         )
 
     def _timed_out(

@@ -38,6 +38,8 @@ SWARM_API = {
     "Swarm",
     "SwarmError",
     "Timings",
+    "Transcript",
+    "TranscriptCapture",
     "Usage",
     "UserError",
     "Worker",
@@ -48,6 +50,7 @@ SWARM_API = {
     "new_run_id",
     "parse_event",
     "parse_plan",
+    "read_transcript",
     "topological_generations",
     "validate_plan",
 }

@@ -129,12 +129,13 @@ def _run_pipeline(
     json_lines: bool,
     *,
     stored: bool,
+    workflow: str,
 ) -> None:
-    """Run `work(sinks)` (`kimmy.command_work.run_work`), print the summary; exit 1 when
-    anything is missing from the result."""
+    """Run `work(sinks)` (`kimmy.command_work.run_work`; `workflow` names its spans), print
+    the summary; exit 1 when anything is missing from the result."""
     from kimmy.command_work import run_work
 
-    outcome = run_work(work, client, json_lines)
+    outcome = run_work(work, client, json_lines, workflow=workflow)
     show(outcome, json_lines, stored=stored)
     if outcome.status != "completed" or outcome.problems:
         raise typer.Exit(1)
@@ -195,7 +196,7 @@ def review(
     endpoint = _endpoint(client, local, context_tokens, max_tokens)
     _run_pipeline(
         lambda sinks: run_review(config, sinks=sinks, endpoint=endpoint),
-        client, print_review, json_lines, stored=store,
+        client, print_review, json_lines, stored=store, workflow="kimmy review",
     )  # fmt: skip
 
 
@@ -236,7 +237,7 @@ def analyze(
     endpoint = _endpoint(client, local, context_tokens, max_tokens)
     _run_pipeline(
         lambda sinks: run_analysis(config, sinks=sinks, endpoint=endpoint),
-        client, print_analysis, json_lines, stored=store,
+        client, print_analysis, json_lines, stored=store, workflow="kimmy analyze",
     )  # fmt: skip
 
 
@@ -302,7 +303,7 @@ def resume_pipeline(
             lambda sinks: resume_review(
                 run_id, runs_dir=runs_dir, model=client, sinks=sinks, **changes
             ),
-            client, print_review, json_lines, stored=True,
+            client, print_review, json_lines, stored=True, workflow="kimmy resume",
         )  # fmt: skip
         return
     from agents.analysis import resume_analysis
@@ -312,7 +313,7 @@ def resume_pipeline(
         lambda sinks: resume_analysis(
             run_id, runs_dir=runs_dir, model=client, sinks=sinks, **changes
         ),
-        client, print_analysis, json_lines, stored=True,
+        client, print_analysis, json_lines, stored=True, workflow="kimmy resume",
     )  # fmt: skip
 
 

@@ -102,19 +102,22 @@ def _attach(
         swarm.settings["context_tokens"] = context_tokens
 
 
-def _execute(swarm: Swarm, work: Work, json_lines: bool) -> RunResult:
-    """Run `work(sinks)` with the progress view; Ctrl-C / SIGTERM cancel it cleanly."""
+def _execute(swarm: Swarm, work: Work, json_lines: bool, workflow: str) -> RunResult:
+    """Run `work(sinks)` with the progress view and the spans of `telemetry_sinks`; Ctrl-C /
+    SIGTERM cancel it cleanly."""
     import asyncio
 
+    from kimmy.command_work import telemetry_sinks
     from kimmy.interrupts import stop_on_signals
     from swarm.progress import make_progress
 
     box: list[RunResult] = []
+    telemetry = telemetry_sinks(workflow)
 
     async def main() -> None:
         with make_progress(json=json_lines) as sink:
             try:
-                box.append(await work([sink]))
+                box.append(await work([sink, *telemetry]))
             finally:
                 if swarm.model is not None:
                     await swarm.model.aclose()
@@ -199,9 +202,19 @@ def run(
             "--ray-hosts", callback=at_least(1), help="Ray host actors (default: one per node)."
         ),
     ] = None,
+    transcripts: Annotated[
+        str | None,
+        typer.Option(
+            "--transcripts",
+            help="What the store keeps of each sub-agent's conversation: full (messages, "
+            "answers, tool arguments and results) or off (sizes only, for sensitive runs). "
+            "Default: $KIMMY_TRANSCRIPTS, else full.",
+        ),
+    ] = None,
 ) -> None:
     """Run a plan: one sub-agent per subtask, dependencies first."""
     from swarm import FailurePolicy, RateLimit, RunConfig
+    from swarm.transcript_capture import TranscriptCapture
 
     config = RunConfig(
         max_concurrency=max_concurrency,
@@ -218,12 +231,19 @@ def run(
         executor=executor,
         ray_address=ray_address,
         ray_hosts=ray_hosts,
+        transcripts=(
+            TranscriptCapture.parse(transcripts)
+            if transcripts is not None
+            else TranscriptCapture.from_env()
+        ),
     )
     where = runs_dir if store else None
     swarm = _swarm(config, where)
     parsed = _checked_plan(plan, swarm)  # a bad plan fails before the server is even asked
     _attach(swarm, base_url, model, api_key, context_tokens, local)
-    result = _execute(swarm, lambda sinks: swarm.execute(parsed, sinks=sinks), json_lines)
+    result = _execute(
+        swarm, lambda sinks: swarm.execute(parsed, sinks=sinks), json_lines, "kimmy run"
+    )
     _finish(result, json_lines, where)
 
 
@@ -274,7 +294,9 @@ def resume(
         context_tokens or settings.get("context_tokens"),
         local,
     )
-    result = _execute(swarm, lambda sinks: swarm.resume(stored.run_id, sinks=sinks), json_lines)
+    result = _execute(
+        swarm, lambda sinks: swarm.resume(stored.run_id, sinks=sinks), json_lines, "kimmy resume"
+    )
     _finish(result, json_lines, runs_dir)
 
 
@@ -300,9 +322,22 @@ def show(
     output: Annotated[
         str | None, typer.Option("--output", help="Print one subtask's output.")
     ] = None,
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            "--agent",
+            help="Print one sub-agent's conversation (every attempt: messages, answers, tool "
+            "calls and results, invalid answers and repair turns).",
+        ),
+    ] = None,
     json_lines: Json = False,
 ) -> None:
     """Show a stored run: status, counts by status and role, usage, failures."""
+    if agent is not None:
+        from kimmy.show_transcript import show_transcript
+
+        show_transcript(runs_dir, run_id, agent, json_lines=json_lines)
+        return
     from kimmy.show import show_run
 
     show_run(runs_dir, run_id, events=events, output=output, json_lines=json_lines)

@@ -102,11 +102,14 @@ def print_solve(outcome: SolveOutcome, json_lines: bool, *, stored: bool) -> Non
     _say(f"  run {outcome.run_id}{where}", json_lines)
 
 
-def run_with_progress(work: Any, model: Any, json_lines: bool, stored: bool) -> None:
-    """Run `work(sinks)` (`kimmy.command_work.run_work`), print, set the exit."""
+def run_with_progress(
+    work: Any, model: Any, json_lines: bool, stored: bool, *, workflow: str
+) -> None:
+    """Run `work(sinks)` (`kimmy.command_work.run_work`; `workflow` names its spans), print,
+    set the exit."""
     from kimmy.command_work import run_work
 
-    outcome = run_work(work, model, json_lines)
+    outcome = run_work(work, model, json_lines, workflow=workflow)
     print_solve(outcome, json_lines, stored=stored)
     if outcome.status != "completed":
         raise typer.Exit(1)
@@ -176,6 +179,7 @@ def swarm_cmd(
         client,
         json_lines,
         store,
+        workflow="kimmy swarm",
     )
 
 
@@ -191,4 +195,5 @@ def resume_swarm(run_id: str, runs_dir: Path, settings: dict[str, Any], json_lin
         client,
         json_lines,
         True,
+        workflow="kimmy resume",
     )

@@ -334,3 +334,33 @@ def test_resume_continues_with_the_run_config_it_was_made_with(
     first, resumed, changed = _session_configs(runs, stored.run_id)
     assert first == resumed == expected  # every field, rate limit, seed and backoff included
     assert changed == expected.replace(max_concurrency=5)
+
+
+@pytest.mark.parametrize("columns", [80, 60, 200])
+def test_runs_keeps_run_ids_whole_at_any_width(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    columns: int,
+) -> None:
+    from swarm import Swarm
+
+    runs = tmp_path / "runs"
+    swarm = Swarm(runs_dir=runs, roles={"echo": lambda ctx: "ok"})
+    goal = "review every paper on reinforcement learning from human feedback " * 3
+    ids = [
+        swarm.run_sync(
+            {"goal": goal, "subtasks": [{"id": "a", "role": "echo"}]},
+            run_id=f"20261205-075100-a-long-run-name-{i}",
+        ).run_id
+        for i in range(2)
+    ]
+    monkeypatch.setenv("COLUMNS", str(columns))
+    code, out, _ = run_cli(capsys, "runs", "--runs-dir", str(runs))
+    assert code == 0
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= columns
+    for run_id in ids:  # on one line, whole: what `kimmy show` needs
+        assert any(run_id in line for line in lines), out
+    assert ("goal" in out) == (columns >= 80)
+    assert "…" in out  # the long goal is cut, saying so; the id never is

@@ -40,8 +40,17 @@ class FakeClock:
 # --- event builders ---------------------------------------------------------------------
 
 
-def run_started(n: int = 5, **settings: int | bool) -> RunStarted:
-    return RunStarted(run_id=RUN, ts=1.0, goal="write a report", n_subtasks=n, settings=settings)
+def run_started(
+    n: int = 5, *, roles: dict[str, int] | None = None, **settings: int | bool
+) -> RunStarted:
+    return RunStarted(
+        run_id=RUN,
+        ts=1.0,
+        goal="write a report",
+        n_subtasks=n,
+        settings=settings,
+        roles=roles or {},
+    )
 
 
 def started(sid: str, role: str, attempt: int = 1) -> SubtaskStarted:

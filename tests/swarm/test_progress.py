@@ -159,7 +159,8 @@ def test_run_finished_counts_are_authoritative() -> None:
         )
     )
     assert stats.counts_by_status()["skipped_budget"] == 4
-    assert stats.counts_by_status()["pending"] == 0 and stats.finished == 5
+    assert stats.counts_by_status()["pending"] == 0 and stats.settled == 5
+    assert (stats.finished, stats.skipped) == (1, 4)  # skipped ones did not finish
     assert stats.status is RunStatus.BUDGET_EXHAUSTED
     assert (stats.budget_reason, stats.stop_reason) == ("max_tokens=1000 spent", "budget")
 

@@ -12,6 +12,7 @@ from swarm.errors import ConfigError
 from swarm.limits import Backoff, RateLimit
 from swarm.steps import FailurePolicy
 from swarm.store import RunStore
+from swarm.transcript_capture import TranscriptCapture
 
 #: A value other than the default for every field (the local executor: Ray's is tested apart).
 NON_DEFAULT = {
@@ -31,6 +32,7 @@ NON_DEFAULT = {
     "executor": "local",
     "ray_address": "auto",
     "ray_hosts": 3,
+    "transcripts": TranscriptCapture(content=False, max_chars=500),
 }
 
 
@@ -50,7 +52,8 @@ def test_the_table_covers_every_field() -> None:
      ({"rate_limit": "many"}, "bad rate limit"), ({"max_subagents": 0}, "max_subagents"),
      ({"deadline_s": -1.0}, "deadline_s"), ({"max_subtasks": 0}, "max_subtasks"),
      ({"ray_hosts": 0}, "ray_hosts"), ({"seed": "x"}, "seed"), ({"executor": "k8s"}, "k8s"),
-     ({"adaptive": "yes"}, "adaptive")],
+     ({"adaptive": "yes"}, "adaptive"), ({"transcripts": "some"}, "'some'.*full or off"),
+     ({"transcripts": 3}, "transcripts must be")],
 )  # fmt: skip
 def test_bad_values_are_named(kw: dict[str, object], match: str) -> None:
     with pytest.raises(ConfigError, match=match):

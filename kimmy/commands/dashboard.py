@@ -1,0 +1,59 @@
+"""`kimmy dashboard`: a live web view of the run store, in the browser.
+
+    kimmy dashboard                          # http://127.0.0.1:8765, runs in .kimmy/runs
+    kimmy dashboard --port 9000 --runs-dir runs
+
+The page lists the stored runs; a run shows its DAG (orchestrator turns between the
+orchestrator and what they spawned, stages, status colours, the critical path), its counters
+updating live while it runs, a sub-agent's conversation on click, and, once it finished, its
+PARL rewards (scored as `kimmy rewards RUN` scores them). It binds to loopback unless
+`--host` says otherwise. The server is the `dashboard` extra (FastAPI, uvicorn).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from kimmy.options import DEFAULT_RUNS_DIR, RunsDir, command_group
+
+app = command_group()
+
+INSTALL_HINT = "pip install 'kimmy-swarm[dashboard]'"
+
+
+def run_rewards(runs_dir: Path) -> Any:
+    """The scorer the dashboard shows for a finished run: `kimmy rewards RUN` at its
+    default settings (step 0, linear schedule over 1,000 steps, width 64)."""
+    from kimmy.commands.rewards import ScheduleKind, _load, _parts, _score
+
+    def score(run_id: str) -> dict[str, Any]:
+        traj, _ = _load(run_id, runs_dir)
+        b = _score(traj, step=0, schedule=ScheduleKind.linear, total_steps=1000, width=64)
+        return {**b.to_dict(), "grader_parts": _parts(traj, b.grader)}
+
+    return score
+
+
+@app.command("dashboard")
+def dashboard_cmd(
+    port: Annotated[int, typer.Option(help="Port.", min=1, max=65535)] = 8765,
+    host: Annotated[
+        str, typer.Option(help="Address to bind (loopback unless you mean to share it).")
+    ] = "127.0.0.1",
+    runs_dir: RunsDir = DEFAULT_RUNS_DIR,
+) -> None:
+    """Serve a live web dashboard of the stored runs (DAG, counters, transcripts, rewards)."""
+    # a folder that holds no run store is one error line (exit 2): create_app's ConfigError
+    if importlib.util.find_spec("fastapi") is None or importlib.util.find_spec("uvicorn") is None:
+        print(f"kimmy dashboard needs the dashboard extra: {INSTALL_HINT}")
+        raise typer.Exit(2)
+    from swarm.dashboard import create_app, serve
+
+    server = create_app(runs_dir, rewards=run_rewards(runs_dir))
+    shown = f"[{host}]" if ":" in host else host
+    typer.echo(f"kimmy: dashboard of {runs_dir} at http://{shown}:{port}/ (Ctrl-C stops it)")
+    serve(server, host=host, port=port)

@@ -1,0 +1,23 @@
+"""`kimmy dashboard`: a live web view of the run store.
+
+The server (FastAPI, the `dashboard` extra) reads the store the swarm writes, folds its
+event batches into a per-run view (`state`), lays the graph out with networkx (`layout`),
+streams what changes as server-sent events (`live`, `app`), and serves a page that draws
+SVG where it is told (`static/`). `import swarm` never imports this package.
+"""
+
+from swarm.dashboard.app import create_app
+from swarm.dashboard.layout import MAX_NODES, layout_run
+from swarm.dashboard.live import LiveRuns
+from swarm.dashboard.server import BackgroundServer, serve
+from swarm.dashboard.state import RunView
+
+__all__ = [
+    "MAX_NODES",
+    "BackgroundServer",
+    "LiveRuns",
+    "RunView",
+    "create_app",
+    "layout_run",
+    "serve",
+]

@@ -1,0 +1,222 @@
+"""One sub-agent's conversation, read back from the store: `read_transcript`.
+
+    t = read_transcript(store, "latest", "researcher-3")
+    for attempt in t.attempts:
+        for entry in attempt.entries:
+            print(entry.kind, entry.ts)
+
+A transcript is the sub-agent's events, in order, grouped by attempt: each model call
+(the messages it sent that the previous call had not, the request's shape, the answer,
+usage, latency, error), each tool call (arguments, result, error), each step (an invalid
+answer with its validation problems, a fallback with its reason), retries, and how the
+attempt ended. What was captured follows the run's `transcripts` setting
+(`swarm.transcript_capture`); runs stored before transcripts existed show sizes only.
+`kimmy show RUN --agent ID` prints it; the dashboard serves it as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+from swarm.errors import UserError
+from swarm.schema import ErrorInfo, SubtaskStatus, Usage
+from swarm.transcript_capture import cut
+
+if TYPE_CHECKING:
+    from swarm import events as ev
+    from swarm.store import RunStore
+
+
+class _Entry(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    #: Seconds since the epoch (when the call ended, for calls).
+    ts: float
+
+
+class ModelCallEntry(_Entry):
+    kind: Literal["model_call"] = "model_call"
+    latency_s: float
+    #: Position in the conversation of `messages[0]` (0: a new conversation starts here).
+    first_message: int = 0
+    #: The messages this call added to the conversation (None: not captured).
+    messages: list[JsonValue] | None = None
+    request: dict[str, JsonValue] | None = None
+    response: dict[str, JsonValue] | None = None
+    usage: Usage = Field(default_factory=Usage)
+    error: ErrorInfo | None = None
+
+
+class ToolCallEntry(_Entry):
+    kind: Literal["tool_call"] = "tool_call"
+    step: int
+    tool: str
+    latency_s: float
+    ok: bool
+    call_id: str | None = None
+    arguments: str | None = None
+    result: str | None = None
+    error: str | None = None
+
+
+class StepEntry(_Entry):
+    kind: Literal["step"] = "step"
+    step: int
+    policy: str
+    outcome: str
+    tools: list[str] = Field(default_factory=list)
+    #: The validation problems of an invalid answer; the model's failure on a fallback.
+    error: str | None = None
+
+
+class RetryEntry(_Entry):
+    kind: Literal["retry"] = "retry"
+    error: ErrorInfo
+    delay_s: float
+
+
+class FinishedEntry(_Entry):
+    kind: Literal["finished"] = "finished"
+    status: SubtaskStatus
+    error: ErrorInfo | None = None
+    #: The output, as JSON text cut at the capture size (None: no output or not captured).
+    output: str | None = None
+
+
+Entry = Annotated[
+    ModelCallEntry | ToolCallEntry | StepEntry | RetryEntry | FinishedEntry,
+    Field(discriminator="kind"),
+]
+
+
+class AttemptTranscript(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    #: 1 for the first attempt of a session (counted again after a resume); 0 for a
+    #: subtask that finished without starting (skipped).
+    attempt: int
+    started_at: float
+    entries: list[Entry] = Field(default_factory=list)
+
+    @property
+    def model_calls(self) -> list[ModelCallEntry]:
+        return [e for e in self.entries if isinstance(e, ModelCallEntry)]
+
+
+class Transcript(BaseModel):
+    """A sub-agent's attempts, each the ordered record of what it did and was told."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    subtask_id: str
+    role: str
+    instructions: str = ""
+    parent: str | None = None
+    status: SubtaskStatus = SubtaskStatus.PENDING
+    #: Whether content was captured (False: sizes only; None: the run predates the setting).
+    capture: bool | None = None
+    max_chars: int | None = None
+    attempts: list[AttemptTranscript] = Field(default_factory=list)
+
+
+def read_transcript(store: RunStore, run_id: str, subtask_id: str) -> Transcript:
+    """The transcript of one sub-agent of a stored run (`run_id` may be a prefix or `latest`).
+
+    Raises:
+        RunNotFoundError: no such run.
+        UserError: the run has no subtask `subtask_id` (the message names a few it has).
+    """
+    run_id = store.resolve(run_id)
+    st, run_settings = store.subtask(run_id, subtask_id)
+    if st is None:
+        known = store.subtask_ids(run_id)
+        raise UserError(
+            f"run {run_id} has no subtask {subtask_id!r}; its subtasks include: "
+            + (", ".join(known) + " …" if known else "none")
+        )
+    settings = run_settings.get("transcripts")
+    capture = settings.get("content") if isinstance(settings, dict) else None
+    max_chars = settings.get("max_chars") if isinstance(settings, dict) else None
+    shown = max_chars if capture else None
+    attempts: list[tuple[int, float, list[Entry]]] = []
+    needle = json.dumps(subtask_id)  # the quoted id, as the events' JSON holds it
+    status = SubtaskStatus.PENDING
+    for event in store.events_mentioning(run_id, needle):
+        if event.type == "subtask_started" and event.subtask_id == subtask_id:
+            attempts.append((event.attempt, event.ts, []))
+            continue
+        entry = _entry(event, subtask_id, shown)
+        if entry is None:
+            continue
+        if isinstance(entry, FinishedEntry):
+            status = entry.status
+        if not attempts:  # finished without starting (skipped): attempt 0
+            attempts.append((0, event.ts, []))
+        attempts[-1][2].append(entry)
+    if status is SubtaskStatus.PENDING and attempts:
+        status = SubtaskStatus.RUNNING
+    return Transcript(
+        run_id=run_id,
+        subtask_id=subtask_id,
+        role=st.role,
+        instructions=st.instructions,
+        parent=st.parent,
+        status=status,
+        capture=capture,
+        max_chars=max_chars,
+        attempts=[
+            AttemptTranscript(attempt=n, started_at=t0, entries=entries)
+            for n, t0, entries in attempts
+        ],
+    )
+
+
+#: The entry each kind of event of a sub-agent becomes; its fields are the event's own.
+_ENTRY_OF: dict[str, type[_Entry]] = {
+    "model_called": ModelCallEntry,
+    "tool_called": ToolCallEntry,
+    "agent_step": StepEntry,
+    "subtask_retrying": RetryEntry,
+}
+
+
+def _entry(event: ev.Event, subtask_id: str, max_chars: int | None) -> Entry | None:
+    """The transcript entry of one event, when it is one of `subtask_id`'s."""
+    kind = event.type
+    entry = _ENTRY_OF.get(kind)
+    if entry is not None and getattr(event, "subtask_id", None) == subtask_id:
+        names = [name for name in entry.model_fields if name != "kind"]
+        return entry(**{name: getattr(event, name) for name in names})  # type: ignore[return-value]
+    if kind == "subtask_finished" and event.result.id == subtask_id:
+        r = event.result
+        return FinishedEntry(
+            ts=event.ts, status=r.status, error=r.error, output=_output_text(r.output, max_chars)
+        )
+    return None
+
+
+def _output_text(output: object, max_chars: int | None) -> str | None:
+    if output is None or max_chars is None:  # no output, or a run that captured no content
+        return None
+    if hasattr(output, "model_dump_json"):
+        text = output.model_dump_json()  # type: ignore[attr-defined]
+    else:
+        text = output if isinstance(output, str) else json.dumps(output, default=str)
+    return cut(text, max_chars)
+
+
+__all__ = [
+    "AttemptTranscript",
+    "Entry",
+    "FinishedEntry",
+    "ModelCallEntry",
+    "RetryEntry",
+    "StepEntry",
+    "ToolCallEntry",
+    "Transcript",
+    "read_transcript",
+]
