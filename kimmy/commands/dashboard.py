@@ -40,7 +40,7 @@ def run_rewards(runs_dir: Path) -> Any:
 
 @app.command("dashboard")
 def dashboard_cmd(
-    port: Annotated[int, typer.Option(help="Port.", min=1, max=65535)] = 8765,
+    port: Annotated[int, typer.Option(help="Port (0: a free one).", min=0, max=65535)] = 8765,
     host: Annotated[
         str, typer.Option(help="Address to bind (loopback unless you mean to share it).")
     ] = "127.0.0.1",
@@ -51,9 +51,11 @@ def dashboard_cmd(
     if importlib.util.find_spec("fastapi") is None or importlib.util.find_spec("uvicorn") is None:
         print(f"kimmy dashboard needs the dashboard extra: {INSTALL_HINT}")
         raise typer.Exit(2)
-    from swarm.dashboard import create_app, serve
+    from swarm.dashboard import bind, create_app, serve
 
     server = create_app(runs_dir, rewards=run_rewards(runs_dir))
+    sock = bind(host, port)  # a port in use is one error line (exit 2), before any output
     shown = f"[{host}]" if ":" in host else host
-    typer.echo(f"kimmy: dashboard of {runs_dir} at http://{shown}:{port}/ (Ctrl-C stops it)")
-    serve(server, host=host, port=port)
+    bound = sock.getsockname()[1]  # the free one, for --port 0
+    typer.echo(f"kimmy: dashboard of {runs_dir} at http://{shown}:{bound}/ (Ctrl-C stops it)")
+    serve(server, sock)

@@ -9,7 +9,7 @@ SVG where it is told (`static/`). `import swarm` never imports this package.
 from swarm.dashboard.app import create_app
 from swarm.dashboard.layout import MAX_NODES, layout_run
 from swarm.dashboard.live import LiveRuns
-from swarm.dashboard.server import BackgroundServer, serve
+from swarm.dashboard.server import BackgroundServer, bind, serve
 from swarm.dashboard.state import RunView
 
 __all__ = [
@@ -17,6 +17,7 @@ __all__ = [
     "BackgroundServer",
     "LiveRuns",
     "RunView",
+    "bind",
     "create_app",
     "layout_run",
     "serve",

@@ -3,6 +3,8 @@ in a thread (tests, notebooks), both uvicorn on loopback unless told otherwise."
 
 from __future__ import annotations
 
+import errno
+import socket
 import threading
 import time
 from types import TracebackType
@@ -10,14 +12,41 @@ from typing import Any, Self
 
 import uvicorn
 
+from swarm.errors import ConfigError
+
 #: Seconds open streams get to end when the server stops.
 _GRACE_S = 1
 
 
-def serve(app: Any, *, host: str = "127.0.0.1", port: int = 8765) -> None:
-    """Serve `app` until interrupted (Ctrl-C)."""
-    uvicorn.run(app, host=host, port=port, log_level="warning",
-                timeout_graceful_shutdown=_GRACE_S)  # fmt: skip
+def bind(host: str = "127.0.0.1", port: int = 8765) -> socket.socket:
+    """A listening socket on `host:port` (port 0: a free one), bound before the server starts
+    so that a port in use is one clear error, not a server log line after start-up.
+
+    Raises:
+        ConfigError: the address cannot be bound (in use, not an address of this machine).
+    """
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise ConfigError(f"--host {host!r} is not an address or host name: {exc}") from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        reason = "is in use" if exc.errno == errno.EADDRINUSE else f"cannot be bound ({exc})"
+        raise ConfigError(f"port {port} on {host} {reason}: choose another with --port") from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve(app: Any, sock: socket.socket) -> None:
+    """Serve `app` on the bound `sock` (`bind`) until interrupted (Ctrl-C)."""
+    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=_GRACE_S)
+    uvicorn.Server(config).run(sockets=[sock])
 
 
 class BackgroundServer:
@@ -59,4 +88,4 @@ class BackgroundServer:
         self._thread.join(timeout=10)
 
 
-__all__ = ["BackgroundServer", "serve"]
+__all__ = ["BackgroundServer", "bind", "serve"]

@@ -345,8 +345,11 @@ def test_runs_keeps_run_ids_whole_at_any_width(
 ) -> None:
     from swarm import Swarm
 
+    async def echo(ctx: object) -> str:
+        return "ok"
+
     runs = tmp_path / "runs"
-    swarm = Swarm(runs_dir=runs, roles={"echo": lambda ctx: "ok"})
+    swarm = Swarm(runs_dir=runs, roles={"echo": echo})
     goal = "review every paper on reinforcement learning from human feedback " * 3
     ids = [
         swarm.run_sync(
