@@ -18,14 +18,25 @@ from agents.review.schemas import (
     SectionCheck,
 )
 from agents.roles import RoleRegistry, builtin_roles
+from swarm.errors import UserError
 
 if TYPE_CHECKING:
     from agents.subagent import AgentRun
 
 
 def _tool(run: AgentRun, name: str, **kwargs: Any) -> Any:
-    """Call a tool for a check (not recorded as a step of the agent)."""
-    return run.tools[name](kwargs) if name in run.tools else None
+    """Call a tool for a check (not recorded as a step of the agent).
+
+    Raises:
+        ValueError: the tool refused the answer's arguments (an unknown document id, say):
+            the answer is invalid, so the model gets the repair turn, then the fallback.
+    """
+    if name not in run.tools:
+        return None
+    try:
+        return run.tools[name](kwargs)
+    except UserError as exc:
+        raise ValueError(str(exc)) from exc
 
 
 def _check_plan(plan: ReviewPlan, run: AgentRun) -> None:

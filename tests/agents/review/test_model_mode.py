@@ -245,3 +245,30 @@ def test_empty_notes_and_sections_where_the_papers_say_something_are_invalid(
                and e.outcome == "invalid"]  # fmt: skip
     assert sorted(invalid) == sorted([*readers, *readers, *writers, *writers])  # + the repair
     assert outcome.files.claims > 0  # the procedures they fell back to made the review
+
+
+class UnknownIdPlanModel(ReviewModel):
+    """A planner that lists a theme's name as a document id (SmolLM2 listed 'themes')."""
+
+    def _orchestrator(self, subtask, inputs, upstream, messages):  # type: ignore[no-untyped-def]
+        plan = {"topic": inputs["topic"], "relevant": ["themes"],
+                "themes": [{"id": "t1", "label": "themes", "doc_ids": ["themes"]}]}  # fmt: skip
+        return json.dumps(plan), None
+
+
+def test_a_plan_naming_an_unknown_document_is_an_invalid_answer(tmp_path: Path) -> None:
+    """The check's read_document raised the corpus's UnknownDocumentError, which is not a
+    ValueError: the plan subtask failed outright (no repair turn, no fallback) and the
+    review ended with 0 claims (CI, test_review_of_10_papers_on_smollm2)."""
+    sink = Events()
+    with OpenAIServer(default=UnknownIdPlanModel()) as srv:
+        config = ReviewConfig(
+            corpus=ICLR_JSON, topic="question answering", out=tmp_path, max_papers=4,
+            model=OpenAIChat(srv.base_url, "test-model"), defaults=ICLR_DEFAULTS,
+        )  # fmt: skip
+        outcome = run_review(config, sinks=[sink])
+    assert set(outcome.fallbacks) == {"plan"}
+    assert "no document with id 'themes'" in outcome.fallbacks["plan"]
+    invalid = [e for e in sink.events if isinstance(e, AgentStep) and e.outcome == "invalid"]
+    assert [e.subtask_id for e in invalid] == ["plan", "plan"]  # the answer, then the repair
+    assert outcome.relevant == 4 and outcome.files.claims > 0
