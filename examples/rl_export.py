@@ -7,14 +7,18 @@ many `summer` sub-agents share the work of summing the squares of 1..4,000, and 
 few spurious ones that return nothing. Each rollout is a real, stored swarm run (no model,
 no GPU). Each is scored from its stored events, r = λ1·r_inst + λ2·r_comp + r_result
 (r_result: is the reduced answer right?), the group gets GRPO advantages, and the records
-go to a versioned JSONL file (`kimmy.rollout/v1`). At `--step 0` (λ = 1) a decomposition
+go to a versioned JSONL file (`kimmy.rollout/v2`). At `--step 0` (λ = 1) a decomposition
 padded with spurious sub-agents can still outscore a correct narrow one; at `--step 1000`
 (λ annealed to 0) only the result counts.
 
 The file then becomes rows in TRL's conversational prompt/completion format, with the reward
-and advantage as extra columns — plain Python dicts, so no `trl` install is needed:
+and advantage as extra columns — plain Python dicts, so no `trl` install is needed. These
+scripted orchestrators spawn without a model turn, so their turns are described as JSON and
+every row says `reconstructed: True`; an orchestrator agent's rollouts (`run_solve` with a
+model) hold its own messages instead, and a trainer keeps only those rows:
 
     rows = to_trl(load_rollouts("rollouts.jsonl"))
+    own = [r for r in rows if not r["reconstructed"]]   # the orchestrator's own text only
     # with `datasets` installed: Dataset.from_list(rows) is a TRL-ready dataset; a GRPO
     # reward function can read the precomputed column: lambda completions, reward, **kw: reward
 """
@@ -137,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  completion: {[m['role'] for m in first['completion']]}")
     print(f"  assistant:  {first['completion'][0]['content'][:100]}…")
     print(f"  reward:     {first['reward']:.4f}   advantage: {first['advantage']:+.4f}")
+    print(f"  reconstructed: {first['reconstructed']} (described spawns: a trainer drops the row)")
     return 0
 
 

@@ -29,6 +29,9 @@ class Acc:
     model_calls: list[ModelCall] = field(default_factory=list)
     tool_calls: list[ToolUse] = field(default_factory=list)
     result: SubtaskResult | None = None
+    #: The messages before the first assistant message of the first call whose transcript
+    #: holds the whole conversation (None: no such call was recorded).
+    opening: list[dict[str, Any]] | None = None
 
 
 @dataclass
@@ -67,6 +70,8 @@ class Fold:
             a = self._get(e.subtask_id)
             a.calls_last += 1
             a.model_calls.append(model_call(e, max(1, a.attempts)))
+            if a.opening is None and e.messages is not None and e.first_message == 0:
+                a.opening = opening(e.messages)
         elif isinstance(e, ev.AgentStep):
             a = self._get(e.subtask_id)
             a.agent_steps += 1
@@ -118,12 +123,15 @@ class Fold:
             self.turns.remove(t)
         first = e.messages[0] if e.messages and isinstance(e.messages[0], dict) else None
         own = [t for t in self.turns if t.subtask_id == e.subtask_id and t.message is not None]
+        messages = [m for m in e.messages if isinstance(m, dict)]
         if (first is None or first.get("role") != "assistant") and own:
             turn = own[-1]
+            turn.results += messages
         else:
             turn = OrchestratorTurn(
                 subtask_id=e.subtask_id, index=0, ts=e.ts, message=first,
                 logprobs=[x for x in e.logprobs if isinstance(x, dict)] if e.logprobs else None,
+                results=messages[1:] if first is not None else messages,
             )  # fmt: skip
             self.turns.append(turn)
         turn.spawned += [k for t in made for k in t.spawned]
@@ -135,6 +143,16 @@ class Fold:
         self.n_turns[e.subtask_id] = len(indexed)
 
 
+def opening(messages: list[Any]) -> list[dict[str, Any]]:
+    """The messages of a transcript before its first assistant message."""
+    out = []
+    for m in messages:
+        if not isinstance(m, dict) or m.get("role") == "assistant":
+            break
+        out.append(m)
+    return out
+
+
 def model_call(e: ev.ModelCalled, attempt: int) -> ModelCall:
     error = f"{e.error.type}: {e.error.message}" if e.error is not None else None
     logprobs = [x for x in e.logprobs if isinstance(x, dict)] if e.logprobs else None
@@ -143,4 +161,4 @@ def model_call(e: ev.ModelCalled, attempt: int) -> ModelCall:
     )
 
 
-__all__ = ["Acc", "Fold", "Spec", "model_call"]
+__all__ = ["Acc", "Fold", "Spec", "model_call", "opening"]

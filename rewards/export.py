@@ -2,15 +2,19 @@
 
 K rollouts of one task form a group; each is scored (`rewards.parl.score`), its advantage
 is its reward relative to the group (GRPO), and `rollout_record` turns it into a
-`RolloutRecord`: the task, the orchestrator's turns as chat messages, per-spawn attribution,
-token logprobs where the server gave them, the reward breakdown and the advantage.
+`RolloutRecord`: the task, the orchestrator's own conversation (`rewards.conversation`: its
+messages and tool calls as the model gave them, the tool results as recorded), per-spawn
+attribution, per assistant message its token ids, logprobs and text pieces where the server
+gave them, the reward breakdown and the advantage. Spawns made without a recorded model turn
+are described instead, and the record says so (`reconstructed`).
 
     records = build_group(trajs, breakdowns, task=task, group="g1")
     write_rollouts("rollouts.jsonl", records)
     rows = to_trl(load_rollouts("rollouts.jsonl"))   # prompt / completion / reward rows
 
-The JSONL layout is `ROLLOUT_SCHEMA` (`kimmy.rollout/v1`); every line names it in its
-`schema` key and `load_rollouts` refuses any other version with a clear error.
+The JSONL layout is `ROLLOUT_SCHEMA` (`kimmy.rollout/v2`); every line names it in its
+`schema` key and `load_rollouts` refuses any other version with a clear error (for v1: what
+changed, and how to export again).
 """
 
 from __future__ import annotations
@@ -23,15 +27,25 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from rewards.conversation import SpawnRecord, TurnTokens, conversation
 from swarm.errors import UserError, validation_problems
 
 if TYPE_CHECKING:
     from rewards.parl import RewardBreakdown
-    from rewards.trajectory import Episode, Trajectory
+    from rewards.trajectory import Trajectory
     from swarm.schema import Plan
 
 #: The record layout written by this version; bump the suffix when a field changes meaning.
-ROLLOUT_SCHEMA = "kimmy.rollout/v1"
+ROLLOUT_SCHEMA = "kimmy.rollout/v2"
+#: Layouts this version no longer reads, and what changed since.
+_RETIRED = {
+    "kimmy.rollout/v1": (
+        'v1 records described the orchestrator\'s turns as reconstructed {"spawn": […]} '
+        "JSON, each followed by a user feedback message; v2 records hold its own "
+        "conversation (its messages and tool calls as the model gave them, the tool results, "
+        "token ids and logprobs per turn)"
+    ),
+}
 
 
 class RolloutSchemaError(UserError):
@@ -59,23 +73,6 @@ def group_advantages(rewards: Sequence[float], eps: float = 1e-6) -> list[float]
     return [(r - mean) / (std + eps) for r in values]
 
 
-class SpawnRecord(BaseModel):
-    """What became of one sub-agent an orchestrator spawned (per-spawn attribution)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    #: Position of the spawning turn among the record's turns (its assistant messages), from 0.
-    turn: int
-    subtask_id: str
-    role: str
-    status: str
-    steps: int
-    #: Finished done with a non-empty output.
-    completed: bool
-    #: A dependent finished done, or it is a sink whose output is part of the result.
-    used: bool
-
-
 class RolloutRecord(BaseModel):
     """One rollout of a task, as one JSONL line (`ROLLOUT_SCHEMA`).
 
@@ -93,101 +90,22 @@ class RolloutRecord(BaseModel):
     #: Position in the group, from 0.
     index: int
     run_id: str
-    #: System (the goal); user (the first orchestrator's subtask: instructions, inputs) when
-    #: the plan was given; then per orchestrator turn: assistant (its spawns as JSON) and
-    #: user (the spawned sub-agents' outcomes, refused spawns, as JSON).
+    #: The subtask whose conversation `messages` is (None: the run made no spawn turn).
+    orchestrator: str | None = None
+    #: The orchestrator's conversation (`rewards.conversation`): its opening messages, then
+    #: per turn its assistant message as the model gave it and the tool results that
+    #: followed, as recorded. A message that is not its own text says `"reconstructed": true`.
     messages: list[dict[str, Any]]
+    #: Some message is reconstructed (spawns made without a recorded turn, described as
+    #: `{"spawn": […]}` JSON, or an opening the transcript did not keep whole): train only on
+    #: records where this is false.
+    reconstructed: bool
     spawns: list[SpawnRecord]
-    #: Per model call of the orchestrators: usage, and logprobs/token ids when available.
-    tokens: list[dict[str, Any]]
+    #: Per assistant message, in order: its token ids, logprobs and text pieces.
+    tokens: list[TurnTokens]
     #: `RewardBreakdown.to_dict()`.
     reward: dict[str, Any]
     advantage: float
-
-
-def _spawn_action(ids: list[str], traj: Trajectory, specs: dict[str, Any]) -> dict[str, Any]:
-    """The JSON of one spawn decision: the subtasks as the orchestrator gave them."""
-    out = []
-    for k in ids:
-        spec = specs.get(k)
-        if spec is not None:
-            item = {"id": k, "role": spec.role, "instructions": spec.instructions}
-            item |= {"inputs": spec.inputs, "depends_on": list(spec.depends_on)}
-        else:
-            e = traj.episodes.get(k)
-            item = {"id": k, "role": e.role if e else "", "depends_on": e.depends_on if e else []}
-        out.append(item)
-    return {"spawn": out}
-
-
-def _outcome(e: Episode | None, k: str) -> dict[str, Any]:
-    if e is None:
-        return {"id": k, "status": "unknown"}
-    return {
-        "id": k,
-        "role": e.role,
-        "status": e.status,
-        "steps": e.steps,
-        "completed": e.output_valid,
-        "used": e.output_used,
-    }
-
-
-def _messages_and_spawns(
-    traj: Trajectory, plan: Plan | None
-) -> tuple[list[dict[str, Any]], list[SpawnRecord]]:
-    specs: dict[str, Any] = plan.by_id() if plan is not None else {}
-    messages: list[dict[str, Any]] = [{"role": "system", "content": traj.goal}]
-    spawns: list[SpawnRecord] = []
-    turns = sorted(traj.turns, key=lambda t: (t.ts, t.subtask_id, t.index))
-    first = specs.get(turns[0].subtask_id) if turns else None
-    if first is not None:  # the orchestrator's own subtask: what its policy was asked
-        charge = {"subtask": first.id, "instructions": first.instructions, "inputs": first.inputs}
-        messages.append({"role": "user", "content": json.dumps(charge, sort_keys=True)})
-    for n, turn in enumerate(turns):
-        action = _spawn_action(turn.spawned, traj, specs)
-        if turn.edges:
-            action["feeds"] = [list(edge) for edge in turn.edges]
-        messages.append({"role": "assistant", "content": json.dumps(action, sort_keys=True)})
-        feedback: dict[str, Any] = {
-            "outcomes": [_outcome(traj.episodes.get(k), k) for k in turn.spawned]
-        }
-        if turn.refused:
-            feedback["refused"] = list(turn.refused)
-        messages.append({"role": "user", "content": json.dumps(feedback, sort_keys=True)})
-        for k in turn.spawned:
-            e = traj.episodes.get(k)
-            spawns.append(
-                SpawnRecord(
-                    turn=n,
-                    subtask_id=k,
-                    role=e.role if e else "",
-                    status=e.status if e else "unknown",
-                    steps=e.steps if e else 0,
-                    completed=bool(e and e.output_valid),
-                    used=bool(e and e.output_used),
-                )
-            )
-    return messages, spawns
-
-
-def _tokens(traj: Trajectory) -> list[dict[str, Any]]:
-    out = []
-    for k, e in traj.episodes.items():
-        if not e.is_orchestrator:
-            continue
-        for i, call in enumerate(e.model_calls):
-            out.append(
-                {
-                    "subtask_id": k,
-                    "call": i,
-                    "attempt": call.attempt,
-                    "usage": call.usage.model_dump(),
-                    "error": call.error,
-                    "logprobs": call.logprobs,
-                }
-            )
-    return out
 
 
 def rollout_record(
@@ -208,18 +126,21 @@ def rollout_record(
         task: the task the group ran (kept verbatim in the record).
         group: the group id; index: its position in the group.
         advantage: its group-relative advantage (`group_advantages`).
-        plan: the stored plan (`RunStore.load_run(...).plan`); with it the assistant turns
-            hold each spawn's instructions and inputs, without it only id, role, depends_on.
+        plan: the stored plan (`RunStore.load_run(...).plan`); with it, spawns described for
+            want of a recorded turn hold their instructions and inputs (without it only id,
+            role, depends_on), and a described opening holds the orchestrator's subtask.
     """
-    messages, spawns = _messages_and_spawns(traj, plan)
+    talk = conversation(traj, plan)
     return RolloutRecord(
         task=dict(task),
         group=group,
         index=index,
         run_id=traj.run_id,
-        messages=messages,
-        spawns=spawns,
-        tokens=_tokens(traj),
+        orchestrator=talk.orchestrator,
+        messages=talk.messages,
+        reconstructed=talk.reconstructed,
+        spawns=talk.spawns,
+        tokens=talk.tokens,
         reward=breakdown.to_dict(),
         advantage=float(advantage),
     )
@@ -270,6 +191,13 @@ def _parse_line(path: Path, n: int, line: str) -> RolloutRecord:
     if not isinstance(data, dict):
         raise RolloutSchemaError(f"{path}:{n}: not a JSON object (got {type(data).__name__})")
     found = data.get("schema")
+    if isinstance(found, str) and found in _RETIRED:
+        raise RolloutSchemaError(
+            f"{path}:{n}: rollout schema {found!r} is retired ({_RETIRED[found]}). "
+            f"Export the runs again for {ROLLOUT_SCHEMA!r}: run `kimmy rollouts` again (or "
+            "rebuild the records of the stored runs with rewards.export.build_group and "
+            "write_rollouts)"
+        )
     if found != ROLLOUT_SCHEMA:
         raise RolloutSchemaError(
             f"{path}:{n}: rollout schema {found!r} is not supported; "
@@ -302,21 +230,25 @@ def load_rollouts(path: str | Path) -> list[RolloutRecord]:
 
 
 def to_trl(records: Iterable[RolloutRecord]) -> list[dict[str, Any]]:
-    """TRL-style conversational rows: prompt (messages before the first assistant turn),
-    completion (the orchestrator's turns and their feedback), reward (total), advantage.
+    """TRL-style conversational rows, one per record.
+
+    `prompt`: the messages before the first assistant message; `completion`: from it to the
+    last assistant message — the orchestrator's turns and the tool results between them,
+    never a trailing tool or user message (empty when there is no assistant message);
+    `reward` (the total) and `advantage`; `reconstructed` (the record's flag: drop such rows
+    to train only on the orchestrator's own text).
     """
     rows = []
     for r in records:
-        first = next(
-            (i for i, m in enumerate(r.messages) if m.get("role") == "assistant"),
-            len(r.messages),
-        )
+        turns = [i for i, m in enumerate(r.messages) if m.get("role") == "assistant"]
+        first, last = (turns[0], turns[-1] + 1) if turns else (len(r.messages),) * 2
         rows.append(
             {
                 "prompt": [dict(m) for m in r.messages[:first]],
-                "completion": [dict(m) for m in r.messages[first:]],
+                "completion": [dict(m) for m in r.messages[first:last]],
                 "reward": float(r.reward["total"]),
                 "advantage": r.advantage,
+                "reconstructed": r.reconstructed,
             }
         )
     return rows
@@ -327,6 +259,7 @@ __all__ = [
     "RolloutRecord",
     "RolloutSchemaError",
     "SpawnRecord",
+    "TurnTokens",
     "build_group",
     "group_advantages",
     "load_rollouts",

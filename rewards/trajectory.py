@@ -110,6 +110,12 @@ def build_trajectory(events: Iterable[ev.Event], *, plan: Plan | None = None) ->
         used = any(d in done for d in after) if after else k in done
         episodes[k] = _episode(k, spec, fold.acc.get(k), used=used, spawner=k in spawners)
     outputs = {k: fold.acc[k].result.output for k in episodes if k in done}  # type: ignore[union-attr]
+    recording = {t.subtask_id for t in fold.turns if t.message is not None}
+    openings = {
+        k: list(opening)
+        for k in sorted(recording)
+        if k in fold.acc and (opening := fold.acc[k].opening) is not None
+    }
     return Trajectory(
         run_id=fold.run_id,
         goal=fold.goal or (plan.goal if plan is not None else ""),
@@ -117,6 +123,7 @@ def build_trajectory(events: Iterable[ev.Event], *, plan: Plan | None = None) ->
         settings=fold.settings,
         episodes=episodes,
         turns=fold.turns,
+        openings=openings,
         edges=edges,
         outputs=outputs,
         started_at=fold.started_at,

@@ -97,8 +97,12 @@ class OrchestratorTurn(BaseModel):
     refused: list[str] = Field(default_factory=list)
     #: The model's own message of the turn (content and tool calls), when it was recorded.
     message: dict[str, Any] | None = None
-    #: Token logprobs of that message, when the server gave them.
+    #: Token logprobs of that message, when the server gave them (each entry's `token_id`
+    #: too, when the server sent ids).
     logprobs: list[dict[str, Any]] | None = None
+    #: The messages the agent recorded after `message`, as it recorded them: its tool calls'
+    #: results (role `tool`, with `tool_call_id`), or what it was told when it called none.
+    results: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class Trajectory(BaseModel):
@@ -112,6 +116,12 @@ class Trajectory(BaseModel):
     settings: dict[str, Any] = Field(default_factory=dict)
     episodes: dict[str, Episode]
     turns: list[OrchestratorTurn] = Field(default_factory=list)
+    #: Per agent that recorded its turns: the messages its conversation opened with (system,
+    #: user, …: those before its first assistant message), as its first model call sent them.
+    #: Taken from the run's transcript (`RunConfig.transcripts`), so texts longer than the
+    #: capture's `max_chars` are cut (saying so) and, with content capture off, only roles and
+    #: sizes are there; absent when the agent made no model call the transcript kept.
+    openings: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
     #: Dependency edges (dependency, dependent), spawn `feeds` included.
     edges: list[tuple[str, str]] = Field(default_factory=list)
     #: Outputs of the subtasks that finished done, by id.

@@ -158,6 +158,13 @@ def _print_group(records: list[RolloutRecord], out: Path, *, offline: bool) -> N
             f"{r.advantage:+.4f}",
         )
     Console(width=max(100, Console().width)).print(table)
+    described = sum(r.reconstructed for r in records)
+    if described:
+        print(
+            f"{described} of {len(records)} records hold reconstructed messages (spawns made "
+            "without a recorded model turn, described as JSON, or an opening the transcript "
+            "did not keep whole; `reconstructed: true`): train on the others"
+        )
     totals = [r.reward["total"] for r in records]
     if all(math.isclose(t, totals[0], abs_tol=1e-12) for t in totals):
         why = (

@@ -289,6 +289,7 @@ class TextOutput:
             offset += len(lp.token)
         return CompletionLogprobs(
             tokens=[lp.token for lp in lps],
+            token_ids=[lp.token_id for lp in lps],
             token_logprobs=[lp.logprob for lp in lps],
             top_logprobs=[{t.token: t.logprob for t in lp.top_logprobs} for lp in lps],
             text_offset=offsets,

@@ -270,11 +270,14 @@ def _token_text(tokenizer: Tokenizer | None, token_id: int) -> str:
 
 
 def _top(t: TopToken) -> TopLogprobOut:
-    return TopLogprobOut(token=t.token, logprob=t.logprob, bytes=list(t.token.encode()))
+    return TopLogprobOut(
+        token=t.token, logprob=t.logprob, bytes=list(t.token.encode()), token_id=t.token_id
+    )
 
 
 def token_logprob(tokenizer: Tokenizer | None, event: TokenEvent) -> TokenLogprobOut | None:
-    """OpenAI's logprob entry of one generated token (None when none was computed)."""
+    """OpenAI's logprob entry of one generated token (None when none was computed), with the
+    `token_id` extension on it and on each alternative."""
     if event.token_id is None or event.logprob is None:
         return None
     token = _token_text(tokenizer, event.token_id)
@@ -282,5 +285,6 @@ def token_logprob(tokenizer: Tokenizer | None, event: TokenEvent) -> TokenLogpro
         token=token,
         logprob=event.logprob,
         bytes=list(token.encode()),
+        token_id=event.token_id,
         top_logprobs=[_top(t) for t in event.top_logprobs],
     )

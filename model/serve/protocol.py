@@ -289,6 +289,10 @@ class TopLogprobOut(_Out):
     token: str
     logprob: float
     bytes: list[int] | None = None
+    #: Extension (as vLLM's token-id options): the token's id in the model's vocabulary, so a
+    #: trainer gets the exact sampled ids instead of re-encoding `token`. OpenAI has no such
+    #: field; clients that do not know it ignore it.
+    token_id: int
 
 
 class TokenLogprobOut(TopLogprobOut):
@@ -354,6 +358,8 @@ class ChatCompletionChunk(_Response):
 
 class CompletionLogprobs(_Out):
     tokens: list[str]
+    #: Extension: the ids of `tokens` (see `TopLogprobOut.token_id`).
+    token_ids: list[int]
     token_logprobs: list[float]
     top_logprobs: list[dict[str, float]] | None = None
     text_offset: list[int]

@@ -204,6 +204,9 @@ def parse_usage(raw: Any) -> Usage:
 
 
 def parse_logprobs(raw: Any) -> list[TokenLogprob] | None:
+    """`choices[0].logprobs.content` as typed entries. Each entry's (and alternative's)
+    `token_id` is read when the server sends one (`kimmy serve`'s extension); OpenAI's own
+    entries have none and leave it None."""
     if not isinstance(raw, dict) or raw.get("content") is None:
         return None
     return [TokenLogprob.model_validate(item) for item in raw["content"]]

@@ -46,6 +46,9 @@ class Message(_Model):
 class TopLogprob(_Model):
     token: str
     logprob: float
+    #: The token's id in the model's vocabulary, when the server sends it (`kimmy serve` does,
+    #: as an extension of OpenAI's format); None from servers that do not.
+    token_id: int | None = None
 
 
 class TokenLogprob(_Model):
@@ -55,6 +58,8 @@ class TokenLogprob(_Model):
     logprob: float
     bytes: list[int] | None = None
     top_logprobs: list[TopLogprob] = Field(default_factory=list)
+    #: The sampled token's id, when the server sends it (see `TopLogprob.token_id`).
+    token_id: int | None = None
 
 
 class ChatResponse(_Model):

@@ -27,7 +27,7 @@ from rewards.parl import score
 from rewards.trajectory import build_trajectory
 from swarm.errors import UserError
 from swarm.store import RunStore
-from tests.rewards._fixtures import GOAL, LOGPROBS, ROOT, USAGE, run_small
+from tests.rewards._fixtures import GOAL, ROOT, run_small
 
 
 def test_advantages_by_hand() -> None:
@@ -67,16 +67,19 @@ def stored(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped
     return traj, run.plan
 
 
-def test_record_of_a_stored_run(stored) -> None:  # type: ignore[no-untyped-def]
+def test_record_of_spawns_without_recorded_turns_is_marked_reconstructed(stored) -> None:  # type: ignore[no-untyped-def]
     traj, plan = stored
     breakdown = score(traj, step=0, width=8)
     rec = rollout_record(
         traj, breakdown, task={"t": 1}, group="g", index=3, advantage=0.5, plan=plan
     )
     assert (rec.schema_, rec.group, rec.index, rec.run_id) == (ROLLOUT_SCHEMA, "g", 3, traj.run_id)
+    assert ROLLOUT_SCHEMA == "kimmy.rollout/v2" and rec.orchestrator == "plan"
     roles = [m["role"] for m in rec.messages]
-    # system (goal), user (the orchestrator's subtask), then the granted and the refused turn
+    # `lead` spawns with ctx.spawn, recording no turn: system (goal), user (its subtask), then
+    # the granted and the refused spawn described, each with its outcomes — all said so
     assert roles == ["system", "user", "assistant", "user", "assistant", "user"]
+    assert rec.reconstructed and all(m["reconstructed"] is True for m in rec.messages)
     assert rec.messages[0]["content"] == GOAL
     assert json.loads(rec.messages[1]["content"])["instructions"] == "decompose"
     action = json.loads(rec.messages[2]["content"])["spawn"]
@@ -93,17 +96,17 @@ def test_record_of_a_stored_run(stored) -> None:  # type: ignore[no-untyped-def]
     refused = json.loads(rec.messages[5]["content"])["refused"]
     assert len(refused) == 1 and "nobody" in refused[0]
     # per-spawn attribution: the idle worker is the one that did not complete
-    assert [(s.subtask_id, s.turn, s.completed, s.used) for s in rec.spawns] == [
-        ("w:0", 0, True, True),
-        ("w:1", 0, False, True),  # not valid, though its dependent ran
-        ("w:2", 0, True, True),
-        ("join", 0, True, True),
+    assert [(s.subtask_id, s.parent, s.turn, s.completed, s.used) for s in rec.spawns] == [
+        ("w:0", "plan", 0, True, True),
+        ("w:1", "plan", 0, False, True),  # not valid, though its dependent ran
+        ("w:2", "plan", 0, True, True),
+        ("join", "plan", 0, True, True),
     ]
-    # the orchestrator's one model call, with the logprobs the model gave
-    (call,) = rec.tokens
-    assert call["subtask_id"] == "plan" and call["usage"] == USAGE.model_dump()
-    assert [(t["token"], t["logprob"]) for t in call["logprobs"]] == [
-        (t.token, t.logprob) for t in LOGPROBS
+    # one entry per assistant message; a described turn has no tokens of its own (the
+    # model call `lead` made is no message of the record)
+    assert [(t.turn, t.message, t.token_ids, t.logprobs, t.text) for t in rec.tokens] == [
+        (0, 2, None, None, None),
+        (1, 4, None, None, None),
     ]
     assert rec.reward == breakdown.to_dict()
     assert rec.reward["r_inst"] == 0.5 and rec.reward["r_comp"] == 0.75
@@ -129,10 +132,10 @@ def test_jsonl_round_trip_and_schema_check(stored, tmp_path: Path) -> None:  # t
     assert len(lines) == 2 and json.loads(lines[0])["schema"] == ROLLOUT_SCHEMA
     assert load_rollouts(path) == records
 
-    other = json.loads(lines[1]) | {"schema": "kimmy.rollout/v2"}
-    (tmp_path / "v2.jsonl").write_text(lines[0] + "\n" + json.dumps(other) + "\n")
-    with pytest.raises(RolloutSchemaError, match=r"v2.jsonl:2: rollout schema 'kimmy.rollout/v2'"):
-        load_rollouts(tmp_path / "v2.jsonl")
+    other = json.loads(lines[1]) | {"schema": "kimmy.rollout/v3"}
+    (tmp_path / "v3.jsonl").write_text(lines[0] + "\n" + json.dumps(other) + "\n")
+    with pytest.raises(RolloutSchemaError, match=r"v3.jsonl:2: rollout schema 'kimmy.rollout/v3'"):
+        load_rollouts(tmp_path / "v3.jsonl")
     (tmp_path / "bad.jsonl").write_text("{not json\n")
     with pytest.raises(RolloutSchemaError, match=r"bad.jsonl:1: not a JSON object"):
         load_rollouts(tmp_path / "bad.jsonl")
@@ -156,11 +159,13 @@ def test_trl_rows(stored) -> None:  # type: ignore[no-untyped-def]
     b = score(traj, step=0, width=8)
     rec = rollout_record(traj, b, task={}, group="g", index=0, advantage=-0.25, plan=plan)
     (row,) = to_trl([rec])
-    assert set(row) == {"prompt", "completion", "reward", "advantage"}
+    assert set(row) == {"prompt", "completion", "reward", "advantage", "reconstructed"}
     assert [m["role"] for m in row["prompt"]] == ["system", "user"]
-    assert row["completion"][0]["role"] == "assistant"
-    assert row["prompt"] + row["completion"] == rec.messages
+    # from the first assistant message to the last: the trailing outcomes message is left out
+    assert [m["role"] for m in row["completion"]] == ["assistant", "user", "assistant"]
+    assert row["prompt"] + row["completion"] == rec.messages[:-1]
     assert row["reward"] == b.total and row["advantage"] == -0.25
+    assert row["reconstructed"] is True
     # a record without any turn: everything is prompt, the completion is empty
     bare = RolloutRecord.model_validate(rec.model_dump() | {"messages": rec.messages[:1]})
     assert to_trl([bare])[0]["completion"] == []
@@ -179,6 +184,9 @@ def test_example_turns_rollouts_into_trl_rows(tmp_path: Path, capsys) -> None:  
     assert [r["reward"] for r in rows] == [rec.reward["total"] for rec in records]
     assert math.fsum(r["advantage"] for r in rows) == pytest.approx(0.0, abs=1e-9)
     for row, rec in zip(rows, records, strict=True):
-        assert row["prompt"][0] == {"role": "system", "content": example.TASK["goal"]}
+        # scripted orchestrators spawn without a model turn: described, and said so
+        assert row["reconstructed"] is True and rec.reconstructed
+        goal = {"role": "system", "content": example.TASK["goal"], "reconstructed": True}
+        assert row["prompt"][0] == goal
         spawned = json.loads(row["completion"][0]["content"])["spawn"]
         assert [s["id"] for s in spawned] == [s.subtask_id for s in rec.spawns]

@@ -229,8 +229,8 @@ async def test_model_calls_carry_usage_and_logprobs(tmp_path: Path) -> None:
     assert ep.steps == 3  # no agent_step events: one step per model call
     assert [m.error is not None for m in ep.model_calls] == [False, True, False]
     assert "ModelTimeoutError" in (ep.model_calls[1].error or "")
-    assert ep.model_calls[0].logprobs == [
-        {"token": "hi", "logprob": -0.25, "bytes": [104, 105], "top_logprobs": []}
+    assert ep.model_calls[0].logprobs == [  # no token id: the server gave none
+        {"token": "hi", "logprob": -0.25, "bytes": [104, 105], "top_logprobs": [], "token_id": None}
     ]
     assert ep.model_calls[2].logprobs is None
     assert ep.usage.prompt_tokens == 7 + 0 + 0 and ep.usage.model_calls == 2

@@ -140,6 +140,22 @@ async def test_logprobs_requested_and_parsed() -> None:
         ("yes", -0.1),
         ("no", -2.5),
     ]
+    # OpenAI's own entries carry no token ids
+    assert [t.token_id for t in answer.logprobs] == [None, None]
+    assert [t.token_id for t in answer.logprobs[0].top_logprobs] == [None, None]
+
+
+async def test_token_ids_are_read_when_the_server_sends_them() -> None:
+    first = {
+        "token": "yes",
+        "logprob": -0.1,
+        "token_id": 17,
+        "top_logprobs": [{"token": "yes", "logprob": -0.1, "token_id": 17}],
+    }
+    with OpenAIServer([reply("yes", logprobs=[first])]) as srv:
+        answer = await call(srv, logprobs=True, top_logprobs=1)
+    assert answer.logprobs is not None
+    assert answer.logprobs[0].token_id == 17 and answer.logprobs[0].top_logprobs[0].token_id == 17
 
 
 async def test_api_key_sent_as_bearer_token() -> None:
