@@ -1,0 +1,54 @@
+"""PARL environments: an orchestrator's completion carried out by a real swarm with frozen
+sub-agents, and scored with the PARL reward — what `kimmy train parl`, the TRL reward
+function and the verl export run on.
+
+- `tasks`: `SpawnTask` (a wide task over N documents), `make_spawn_tasks`, the prompt
+  (`spawn_messages`) and the two tools the orchestrator may call (`spawn_tools`).
+- `action`: `parse_calls`, a completion's text as tool calls.
+- `env`: `SpawnEnv`, a completion → a run → `SpawnRollout` (trajectory, reward breakdown).
+- `scoring`: `ParlScorer`, a trainer's group of completions → rewards and advantages.
+"""
+
+from agents.parl.action import Call, parse_calls
+from agents.parl.env import (
+    DecisionTurns,
+    SpawnEnv,
+    SpawnRollout,
+    calls_json,
+    expand_split,
+    frozen_extractor,
+    load_spawn_env,
+)
+from agents.parl.scoring import GroupScore, ParlScorer
+from agents.parl.tasks import (
+    ACTION_SETS,
+    EXTRACTOR,
+    SPAWN_ENV,
+    SpawnTask,
+    SpawnTaskError,
+    make_spawn_tasks,
+    spawn_messages,
+    spawn_tools,
+)
+
+__all__ = [
+    "ACTION_SETS",
+    "EXTRACTOR",
+    "SPAWN_ENV",
+    "Call",
+    "DecisionTurns",
+    "GroupScore",
+    "ParlScorer",
+    "SpawnEnv",
+    "SpawnRollout",
+    "SpawnTask",
+    "SpawnTaskError",
+    "calls_json",
+    "expand_split",
+    "frozen_extractor",
+    "load_spawn_env",
+    "make_spawn_tasks",
+    "parse_calls",
+    "spawn_messages",
+    "spawn_tools",
+]
