@@ -6,9 +6,22 @@
 `grader_for(traj)` here knows no pipeline (it gives `CompletionGrader`);
 `agents.graders.grader_for(traj)` picks the run's own pipeline grader.
 
+Trainers' reward functions (`rewards.trl.parl_reward`, `rewards.verl.compute_score`) score a
+completion from its task alone: the task's `env` names a completion environment registered
+in `rewards.envs` (`import agents.parl` registers `kimmy/wide_spawn`).
+
 `import rewards` stays light (pydantic and `swarm` only; no torch, no pandas).
 """
 
+from rewards.envs import (
+    CompletionEnv,
+    EnvTaskError,
+    UnknownEnvError,
+    env_for,
+    register_env,
+    registered_envs,
+    score_completion,
+)
 from rewards.export import RolloutRecord, group_advantages, load_rollouts, to_trl, write_rollouts
 from rewards.graders import (
     CompletionGrader,
@@ -44,8 +57,10 @@ from rewards.trajectory import (
 
 __all__ = [
     "SCHEMA_VERSION",
+    "CompletionEnv",
     "CompletionGrader",
     "CriticalSteps",
+    "EnvTaskError",
     "Episode",
     "Grader",
     "GraderError",
@@ -60,17 +75,22 @@ __all__ = [
     "Schedule",
     "ToolUse",
     "Trajectory",
+    "UnknownEnvError",
     "build_trajectory",
     "combine",
     "completion_reward",
     "critical_steps",
+    "env_for",
     "grader_for",
     "group_advantages",
     "instantiation_reward",
     "load_rollouts",
     "load_trajectory",
     "outputs_as",
+    "register_env",
+    "registered_envs",
     "score",
+    "score_completion",
     "to_trl",
     "write_rollouts",
 ]

@@ -147,6 +147,13 @@ def test_model_exports_exactly_its_public_api() -> None:
 
 REWARDS_API = {
     "SCHEMA_VERSION",
+    "CompletionEnv",
+    "EnvTaskError",
+    "UnknownEnvError",
+    "env_for",
+    "register_env",
+    "registered_envs",
+    "score_completion",
     "CompletionGrader",
     "CriticalSteps",
     "Episode",

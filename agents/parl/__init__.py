@@ -7,6 +7,10 @@ function and the verl export run on.
 - `action`: `parse_calls`, a completion's text as tool calls.
 - `env`: `SpawnEnv`, a completion → a run → `SpawnRollout` (trajectory, reward breakdown).
 - `scoring`: `ParlScorer`, a trainer's group of completions → rewards and advantages.
+- `trainer_env`: prompts for outside trainers (`chat_messages`, `prompt_pairs`: the tools
+  described in the system message) and `SpawnCompletionEnv`, registered on import for
+  `kimmy/wide_spawn` in `rewards.envs`, which `rewards.trl.parl_reward` and
+  `rewards.verl.compute_score` reach (`agents/parl/verl_reward.py` is the file verl loads).
 """
 
 from agents.parl.action import Call, parse_calls
@@ -30,25 +34,37 @@ from agents.parl.tasks import (
     spawn_messages,
     spawn_tools,
 )
+from agents.parl.trainer_env import (
+    SPAWN_COMPLETION_ENV,
+    SpawnCompletionEnv,
+    chat_messages,
+    prompt_pairs,
+    tools_prompt,
+)
 
 __all__ = [
     "ACTION_SETS",
     "EXTRACTOR",
+    "SPAWN_COMPLETION_ENV",
     "SPAWN_ENV",
     "Call",
     "DecisionTurns",
     "GroupScore",
     "ParlScorer",
+    "SpawnCompletionEnv",
     "SpawnEnv",
     "SpawnRollout",
     "SpawnTask",
     "SpawnTaskError",
     "calls_json",
+    "chat_messages",
     "expand_split",
     "frozen_extractor",
     "load_spawn_env",
     "make_spawn_tasks",
     "parse_calls",
+    "prompt_pairs",
     "spawn_messages",
     "spawn_tools",
+    "tools_prompt",
 ]

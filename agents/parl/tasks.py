@@ -28,6 +28,7 @@ import random
 import re
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -72,6 +73,8 @@ class SpawnTask(BaseModel):
         wide: the condition and columns.
         doc_ids: the documents to check, in order.
         truth: the rows of the documents that meet the condition (the ground truth).
+        corpus: where the corpus is (a file or folder), so that a reward function that
+            gets only the task (TRL, verl) can carry it out; None when not known.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -82,6 +85,7 @@ class SpawnTask(BaseModel):
     wide: WideTask
     doc_ids: tuple[str, ...] = Field(min_length=1)
     truth: tuple[dict[str, Any], ...] = ()
+    corpus: str | None = None
 
     @property
     def width(self) -> int:
@@ -99,7 +103,7 @@ class SpawnTask(BaseModel):
     def split(self, extractors: int) -> list[list[str]]:
         """The documents dealt round-robin to `extractors` extractors (empty lists for the
         ones past the number of documents)."""
-        return [list(self.doc_ids[i :: extractors]) for i in range(extractors)]
+        return [list(self.doc_ids[i::extractors]) for i in range(extractors)]
 
 
 def spawn_messages(task: SpawnTask) -> list[dict[str, str]]:
@@ -190,11 +194,13 @@ def make_spawn_tasks(
     seed: int = 0,
     prefix: str = "task",
     actions: Literal["split", "lists"] = "split",
+    source: str | Path | None = None,
 ) -> list[SpawnTask]:
     """`count` tasks of `width` documents each, drawn from `corpus` with `seed`.
 
     Each task's phrase is a word that some but not all of its documents mention (one of
-    the most evenly split), so its answer needs every document checked.
+    the most evenly split), so its answer needs every document checked. `source` is the
+    corpus's path, recorded in each task (`SpawnTask.corpus`).
 
     Raises:
         SpawnTaskError: `count` below 1, `width` below 2, an unknown action set, or a corpus
@@ -234,6 +240,7 @@ def make_spawn_tasks(
                 wide=wide,
                 doc_ids=tuple(p.id for p in papers),
                 truth=tuple(wide.ground_truth(papers)),
+                corpus=str(source) if source is not None else None,
             )
         )
     return tasks

@@ -1,4 +1,5 @@
-"""`kimmy train lm`: train a small Kimi Linear LM on local text, on CPU or a GPU if present.
+"""`kimmy train lm`: train a small Kimi Linear LM on local text, on CPU or a GPU if present;
+`kimmy train parl`: GRPO of an orchestrator with PARL rewards (`kimmy.parl_training`).
 
     kimmy train lm --out runs/tiny                        # the Python docs, tiny preset
     kimmy train lm notes/ papers.json --out runs/p --steps 500 --optimizer adamw
@@ -23,7 +24,7 @@ from kimmy.options import command_group, fail, int_option
 if TYPE_CHECKING:
     from model.train.loop import TrainResult
 
-__all__ = ["EVAL_FRACTION", "app", "lm_cmd"]
+__all__ = ["EVAL_FRACTION", "app", "lm_cmd", "parl_cmd"]
 
 #: Share of the token stream held out for the eval loss.
 EVAL_FRACTION = 0.1
@@ -160,8 +161,86 @@ def lm_cmd(
     )
 
 
+class RewardArm(StrEnum):
+    """`--reward`: `kimmy.parl_training.REWARD_ARMS` (a test pins that they agree)."""
+
+    parl = "parl"
+    result = "result"
+    no_comp = "no-comp"
+
+
+def parl_cmd(
+    out: Out,
+    corpus: Annotated[
+        Path | None,
+        typer.Option(help="Documents of the tasks (default: the installed Python's docstrings)."),
+    ] = None,
+    model: Annotated[
+        str, typer.Option(help="Starting orchestrator: smollm2, a .gguf file or a checkpoint.")
+    ] = "smollm2",
+    reward: Annotated[
+        RewardArm,
+        typer.Option(
+            help="parl: λ1·r_inst + λ2·r_comp + r_result, λ annealed; result: r_result only; "
+            "no-comp: without r_comp."
+        ),
+    ] = RewardArm.parl,
+    steps: Annotated[int, int_option("Optimizer steps (in all, a resume included).")] = 40,
+    tasks: Annotated[int, int_option("Spawn tasks drawn from the corpus.")] = 32,
+    width: Annotated[int, int_option("Documents per task.", low=2)] = 6,
+    tasks_per_step: Annotated[int, int_option("Tasks per step.")] = 2,
+    group_size: Annotated[int, typer.Option("-k", min=2, help="Rollouts per task (group).")] = 4,
+    lr: Annotated[float, typer.Option(help="AdamW learning rate.")] = 1e-5,
+    anneal_steps: Annotated[
+        int | None, int_option("Steps until λ reaches 0 (default: --steps).")
+    ] = None,
+    train_layers: Annotated[
+        int | None, int_option("Train only the last N decoder layers (default: all weights).")
+    ] = None,
+    max_new_tokens: Annotated[int, int_option("Most tokens of one completion.")] = 48,
+    temperature: Annotated[float, typer.Option(help="Sampling temperature.")] = 1.0,
+    step_latency: Annotated[
+        float, typer.Option(help="Seconds of simulated work per document an extractor reads.")
+    ] = 0.05,
+    checkpoint_every: Annotated[int, int_option("Steps between checkpoints.")] = 10,
+    resume: Annotated[
+        bool, typer.Option(help="Continue from the last checkpoint (the run's own settings).")
+    ] = False,
+    seed: Annotated[int, int_option("Seed of the tasks and samples.", low=0)] = 0,
+) -> None:
+    """Train an orchestrator to spawn sub-agents with GRPO and PARL rewards (frozen sub-agents)."""
+    from kimmy.parl_training import ParlSettings, run_parl_training, step_line
+    from model.errors import KimiModelError
+    from model.train.grpo import GRPOConfig
+    from swarm.errors import UserError
+
+    try:
+        settings = ParlSettings(
+            model=model, corpus=str(corpus) if corpus is not None else None, tasks=tasks,
+            width=width, reward=reward.value, anneal_steps=anneal_steps,
+            step_latency_s=step_latency, seed=seed,
+        )  # fmt: skip
+        cfg = GRPOConfig(
+            steps=steps, tasks_per_step=tasks_per_step, group_size=group_size, lr=lr,
+            temperature=temperature, max_new_tokens=max_new_tokens, train_layers=train_layers,
+            checkpoint_every=checkpoint_every, seed=seed,
+        )  # fmt: skip
+        result = run_parl_training(
+            settings, cfg, out, resume=resume,
+            on_step=lambda row: typer.echo(step_line(row, steps)),
+        )  # fmt: skip
+    except (KimiModelError, UserError) as e:
+        raise fail(str(e)) from e
+    last = result.rows[-1] if result.rows else {}
+    typer.echo(
+        f"kimmy: trained {result.steps} step{'' if result.steps == 1 else 's'}: "
+        f"reward {last.get('reward', 0):.3f}, "
+        f"sub-agents {last.get('spawned', 0):.2f} per rollout; checkpoint: {result.checkpoint}"
+    )
+
+
 app = command_group()
-#: `kimmy train …`: one command today, `lm`.
+#: `kimmy train …`: `lm` and `parl`.
 train_app = typer.Typer(
     help="Train models on local data.",
     no_args_is_help=True,
@@ -169,4 +248,5 @@ train_app = typer.Typer(
     rich_markup_mode=None,
 )
 train_app.command("lm")(lm_cmd)
+train_app.command("parl")(parl_cmd)
 app.add_typer(train_app, name="train")

@@ -1,6 +1,7 @@
 """Training a Kimi Linear LM on local text: corpora and token windows (`data`), the loop with
 eval loss, metrics JSONL, HF-format checkpoints and exact resume (`loop`). The command,
-`kimmy train lm`, is `kimmy.commands.train`; its model sizes are `model.presets`.
+`kimmy train lm`, is `kimmy.commands.train`; its model sizes are `model.presets`. GRPO of a
+policy on our serving engine (`grpo`): `kimmy train parl`.
 
     from model.train import TrainConfig, python_docs_texts, tokenize_corpus, train
     data = tokenize_corpus(python_docs_texts(), tokenizer)
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
         read_text_corpus,
         tokenize_corpus,
     )
+    from model.train.grpo import GRPOConfig, GRPOResult, Prompt, Sample, Scored, train_grpo
     from model.train.loop import (
         METRICS_FILE,
         TRAINER_STATE,
@@ -37,6 +39,12 @@ if TYPE_CHECKING:
     )
 
 _HOME = {
+    "GRPOConfig": "grpo",
+    "GRPOResult": "grpo",
+    "Prompt": "grpo",
+    "Sample": "grpo",
+    "Scored": "grpo",
+    "train_grpo": "grpo",
     "TrainingCorpusError": "data",
     "TokenData": "data",
     "python_docs_texts": "data",
@@ -56,6 +64,11 @@ _HOME = {
 __all__ = [
     "METRICS_FILE",
     "TRAINER_STATE",
+    "GRPOConfig",
+    "GRPOResult",
+    "Prompt",
+    "Sample",
+    "Scored",
     "TokenData",
     "TrainConfig",
     "TrainResult",
@@ -68,6 +81,7 @@ __all__ = [
     "read_text_corpus",
     "tokenize_corpus",
     "train",
+    "train_grpo",
 ]
 
 
