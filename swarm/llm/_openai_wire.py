@@ -57,7 +57,14 @@ def require_positive(name: str, value: float) -> None:
 
 
 def wire_message(message: MessageLike) -> dict[str, Any]:
-    return message.to_openai() if isinstance(message, Message) else dict(message)
+    """A message as sent: `Message.to_openai()`, or a dict with the same normalisation —
+    `content` present and a string (`""` for a null or missing one beside tool calls)."""
+    if isinstance(message, Message):
+        return message.to_openai()
+    wire = dict(message)
+    if wire.get("content") is None:
+        wire["content"] = ""
+    return wire
 
 
 def snippet(value: Any) -> str:

@@ -40,7 +40,12 @@ class Message(_Model):
     name: str | None = None
 
     def to_openai(self) -> dict[str, Any]:
-        return self.model_dump(exclude_none=True)
+        """The message in the shape the widest range of servers accept: `content` always
+        present (`""` beside tool calls, never null or missing: chat templates such as
+        llama.cpp's read `message.content` on every message)."""
+        wire = self.model_dump(exclude_none=True)
+        wire.setdefault("content", "")
+        return wire
 
 
 class TopLogprob(_Model):

@@ -121,6 +121,31 @@ async def test_tool_call_parsed_with_arguments() -> None:
     assert answer.message.tool_calls == [tc]
 
 
+async def test_a_tool_call_turn_is_sent_back_with_content_a_string_never_null() -> None:
+    """llama.cpp's chat templates read `message.content` on every message: an assistant turn
+    with tool calls and no content answered HTTP 500 "'dict object' has no attribute
+    'content'". Every message goes with `content` a string, `""` beside tool calls."""
+    with OpenAIServer([tool_call("search", {"query": "x"}), reply("done")]) as srv:
+        async with OpenAIChat(srv.base_url, "test-model") as client:
+            first = await client.chat(
+                USER, tools=[{"type": "function", "function": {"name": "search"}}]
+            )
+            call_id = first.tool_calls[0].id
+            await client.chat([
+                *USER,
+                first.message,                                   # a Message with content None
+                {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": "c2", "type": "function",
+                     "function": {"name": "search", "arguments": "{}"}}]},  # a dict, null
+                {"role": "tool", "tool_call_id": call_id, "content": "result"},
+                {"role": "tool", "tool_call_id": "c2", "content": None},
+            ])  # fmt: skip
+    sent = srv.chat_requests[1].body["messages"]
+    assert [m["content"] for m in sent] == ["hello there", "", "", "result", ""]
+    assert sent[1]["tool_calls"][0]["function"] == {"name": "search", "arguments": '{"query": "x"}'}
+    assert (sent[3]["role"], sent[3]["tool_call_id"]) == ("tool", call_id)
+
+
 async def test_logprobs_requested_and_parsed() -> None:
     first = {
         "token": "yes",
