@@ -6,10 +6,13 @@ role's procedure does it instead, and the output says so.
 A model that fails *by its answers* — still invalid after the repair turn
 (`OutputError`), no valid answer within the role's `max_steps` (`AgentStepLimitError`), a
 task too long for its context (`ContextOverflowError`) — hands the subtask to the role's
-procedure. A model *server* that fails (`ModelError`: down, timing out, rejecting the
-request) does not: the scheduler retries those, and then the subtask fails loudly, so a
-dead server never turns a model run into a silent offline run of 1,000 sub-agents. Budgets,
-timeouts and cancellation are not fallbacks either.
+procedure. A model *server* that answers but fails this subtask's request (`ModelError`:
+an HTTP error such as a chat template's 500, a malformed completion, no answer in time)
+hands it over too, once no retry is left (`falls_back_on_server_error`: a retryable error
+on the subtask's last attempt, a non-retryable one at once). A server that cannot be
+reached (`ModelConnectionError`) never does: the subtask fails loudly, so a dead server
+never turns a model run into a silent offline run of 1,000 sub-agents. Budgets, the
+subtask's own deadline and cancellation are not fallbacks either.
 
 The fallback is recorded twice: an `AgentStep` with `outcome="fallback"` and the model's
 error (the run's events, `kimmy show --events`, the trajectory), and on the output, when
@@ -28,7 +31,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from agents._model_policy import AgentStepLimitError
 from agents.synthesis import ContextOverflowError
-from swarm.errors import OutputError
+from swarm.errors import ModelConnectionError, ModelError, OutputError
 
 #: Who made an output: the model policy, the offline policy, or the offline procedure
 #: after the model failed the subtask.
@@ -48,6 +51,15 @@ def falls_back(exc: BaseException) -> bool:
     """Whether the model policy's `exc` is the model failing its subtask (not its server,
     a budget or a cancellation), so that the offline procedure may take over."""
     return isinstance(exc, FALLBACK_ERRORS)
+
+
+def falls_back_on_server_error(exc: BaseException, retries_left: int) -> bool:
+    """Whether a model server's error `exc` hands the subtask to the offline procedure:
+    the server answered (or took too long) but failed this request, and no retry is left
+    for it (`retries_left`: `SubtaskContext.retries_left`); never an unreachable server."""
+    if not isinstance(exc, ModelError) or isinstance(exc, ModelConnectionError):
+        return False
+    return not exc.retryable or retries_left <= 0
 
 
 class Provenance(BaseModel):
@@ -89,4 +101,5 @@ __all__ = [
     "fallback_markdown",
     "fallbacks",
     "falls_back",
+    "falls_back_on_server_error",
 ]

@@ -8,9 +8,10 @@
 - **offline policy** (no model, or `policy="offline"`): the role's deterministic procedure,
   run in a worker thread, calling the same tools through `AgentRun.call`.
 - **fallback** (`fallback=True`): when the model fails the subtask by its answers (invalid
-  after the repair turn, the step limit, a task too long for its context), the role's
-  procedure does it instead; a model *server* that fails still fails the subtask
-  (`agents.fallback` says which errors fall back and how the output is marked).
+  after the repair turn, the step limit, a task too long for its context), or its server
+  fails the subtask's request on the last attempt, the role's procedure does it instead; an
+  unreachable server still fails the subtask (`agents.fallback` says which errors fall
+  back and how the output is marked).
 
 Both record the same `AgentStep` / `ToolCalled` events and return the same schema. An
 output whose schema is `agents.fallback.Provenance` says which made it (`made_by`).
@@ -27,10 +28,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from agents.fallback import FALLBACK_ERRORS, MadeBy, Provenance
+from agents.fallback import FALLBACK_ERRORS, MadeBy, Provenance, falls_back_on_server_error
 from agents.roles import Role, RoleRegistry
 from agents.toolbox import ToolBox
-from swarm.errors import ConfigError, OutputValidationError
+from swarm.errors import ConfigError, ModelError, OutputValidationError
 
 if TYPE_CHECKING:
     from swarm import Swarm
@@ -182,8 +183,9 @@ class SubAgent:
         tools: the pipeline's toolbox; the role gets the tools it names.
         policy: `auto` (model when the swarm has one, else offline), `model` or `offline`.
         executor: where offline procedures and tools run (default: the loop's executor).
-        fallback: when the model fails the subtask by its answers (`agents.fallback`),
-            run the role's offline procedure instead (recorded as a `fallback` step and on
+        fallback: when the model fails the subtask by its answers, or its server fails
+            the subtask's request with no retry left (`agents.fallback`), run the role's
+            offline procedure instead (recorded as a `fallback` step and on
             the output); False: the subtask fails with the model's error (strict model
             mode). A role without a procedure always fails.
 
@@ -231,6 +233,12 @@ class SubAgent:
             answer = await run_model_policy(run, self.executor)
         except FALLBACK_ERRORS as exc:
             if not self.fallback or self.role.procedure is None:
+                raise
+            return await self._fall_back(run, exc)
+        except ModelError as exc:
+            if not (self.fallback and self.role.procedure is not None):
+                raise
+            if not falls_back_on_server_error(exc, ctx.retries_left):
                 raise
             return await self._fall_back(run, exc)
         return _made_by(answer, "model")

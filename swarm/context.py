@@ -28,6 +28,7 @@ from swarm.transcript_capture import new_messages
 if TYPE_CHECKING:
     from swarm.agent_turns import TurnLog
     from swarm.events import AgentTurn
+    from swarm.llm.capabilities import Capabilities
     from swarm.llm.protocol import ChatModel
     from swarm.transcript_capture import TranscriptCapture
 
@@ -146,6 +147,11 @@ class MeteredModel:
         """The inner model's context length, when it knows it."""
         return getattr(self._inner, "context_length", None)
 
+    @property
+    def capabilities(self) -> Capabilities | None:
+        """What the inner model's server honours, when it says (`swarm.llm.capabilities`)."""
+        return getattr(self._inner, "capabilities", None)
+
 
 SpawnFn = Callable[[Subtask, Sequence[Subtask], Sequence[str]], list[Subtask]]
 #: Waits for subtasks a subtask spawned: `(waiter, ids, mode, timeout_s) -> results`.
@@ -164,6 +170,9 @@ class SubtaskContext:
         subtask: the subtask to run.
         run_id: the run it belongs to.
         attempt: 1 for the first try, 2 for the first retry, …
+        retries_left: retries of a retryable error that remain after this attempt (0: the
+            last attempt; a worker may then handle an error it would otherwise leave to a
+            retry, e.g. a sub-agent falling back to its offline procedure).
         upstream: the outputs of the subtasks it depends on, by id (None for a failed
             dependency under the `continue` policy; see `upstream_results`).
         upstream_results: the full results of those dependencies.
@@ -177,6 +186,7 @@ class SubtaskContext:
         "_turns",
         "_wait",
         "attempt",
+        "retries_left",
         "run_id",
         "subtask",
         "upstream_results",
@@ -195,10 +205,12 @@ class SubtaskContext:
         wait: WaitFn | None = None,
         turns: TurnLog | None = None,
         capture: TranscriptCapture | None = None,
+        retries_left: int = 0,
     ) -> None:
         self.subtask = subtask
         self.run_id = run_id
         self.attempt = attempt
+        self.retries_left = retries_left
         self.upstream_results = upstream_results
         self._model = model
         self._spawn = spawn
@@ -275,9 +287,7 @@ class SubtaskContext:
                 parsed.append(Subtask.model_validate(item))
             except ValidationError as exc:
                 problem = validation_problems(exc, limit=1, root="(subtask)")
-                raise SpawnError(
-                    f"spawn from {self.subtask.id!r}: bad subtask {problem}"
-                ) from None
+                raise SpawnError(f"spawn from {self.subtask.id!r}: bad subtask {problem}") from None
         return self._spawn(self.subtask, parsed, feeds)
 
     async def wait(
@@ -326,7 +336,6 @@ class SubtaskContext:
             state=state,
             logprobs=logprobs,
         )
-
 
     # --- the agent's trace (call from the event loop's thread) ---------------------------
 

@@ -208,7 +208,7 @@ class SubtaskRunner:
         return delay
 
     def _new_context(
-        self, st: Subtask, attempt: int, upstream: Mapping[str, SubtaskResult]
+        self, st: Subtask, attempt: int, upstream: Mapping[str, SubtaskResult], retries: int
     ) -> SubtaskContext:
         journal = self.journal
         if journal.listened:
@@ -225,6 +225,7 @@ class SubtaskRunner:
             wait=self.wait,
             turns=self.turns,
             capture=self.meter.capture,
+            retries_left=max(0, retries + 1 - attempt),
         )
 
     def _timed_out(
@@ -264,7 +265,7 @@ class SubtaskRunner:
             try:
                 while True:
                     attempt += 1
-                    ctx = self._new_context(st, attempt, upstream)
+                    ctx = self._new_context(st, attempt, upstream, retries)
                     deadlines.arm(task, timeout)
                     expired = False
                     try:

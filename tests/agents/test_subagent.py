@@ -24,12 +24,14 @@ from kimmy.app import main
 from rewards.graders import outputs_as
 from rewards.parl import completion_reward
 from rewards.trajectory import build_trajectory
-from swarm import Swarm
+from swarm import Backoff, Swarm
 from swarm.errors import (
     ConfigError,
     ModelBehaviourError,
     ModelConnectionError,
     ModelRequestError,
+    ModelServerError,
+    ModelTimeoutError,
 )
 from swarm.events import AgentStep, Event, ToolCalled
 from swarm.llm import ScriptedChat
@@ -349,8 +351,48 @@ def test_a_task_too_long_for_the_models_context_falls_back() -> None:
     strict, _ = _run_marked(ScriptedChat.always(too_long), fallback=False)
     assert strict.results["s1"].error.type == "ContextOverflowError"
     other = ModelRequestError("model server answered HTTP 400: unknown parameter 'foo'")
-    failed, _ = _run_marked(ScriptedChat.always(other), fallback=True)
-    assert failed.results["s1"].error.type == "ModelRequestError"  # not a context problem
+    rejected, _ = _run_marked(ScriptedChat.always(other), fallback=True)
+    res = rejected.results["s1"]  # not a context problem: the server's own rejection
+    assert res.output["fallback_error"].startswith("ModelRequestError: model server answered")
+
+
+QUICK = Backoff(0.001, 0.002)
+
+
+def test_a_server_that_fails_the_request_falls_back_once_no_retry_is_left() -> None:
+    """llama.cpp answered HTTP 500 for a chat template it could not render, and the run
+    ended with the planner failed and 0 claims. A server error the scheduler retries falls
+    back on the subtask's last attempt (not before: a retry may succeed), marked as such."""
+    broken = ModelServerError(
+        "model server at http://127.0.0.1:9/v1 answered HTTP 500: 'dict object' has no "
+        "attribute 'content'"
+    )
+    sink = Sink()
+    swarm = Swarm(model=ScriptedChat.always(broken), sinks=[sink], max_retries=2, backoff=QUICK)
+    install(swarm, [MARKED], _toolbox(), fallback=True)
+    result = swarm.run_sync(
+        {"subtasks": [{"id": "s1", "role": "marked", "inputs": {"key": "primes"}}]}
+    )
+    res = result.results["s1"]
+    assert res.status is SubtaskStatus.DONE and res.attempts == 3
+    assert res.output["made_by"] == "offline_fallback" and res.output["total"] == 17
+    assert res.output["fallback_error"].startswith("ModelServerError: model server at")
+    outcomes = [e.outcome for e in _steps(sink)]
+    assert outcomes[0] == "fallback" and outcomes[-1] == "answer"  # then the procedure's steps
+    assert fallbacks(result.outputs) == {"s1": res.output["fallback_error"]}
+    retried = ScriptedChat([broken, json.dumps({"numbers": [2, 3], "total": 5})])
+    sink = Sink()
+    swarm = Swarm(model=retried, sinks=[sink], max_retries=2, backoff=QUICK)
+    install(swarm, [MARKED], _toolbox(), fallback=True)
+    result = swarm.run_sync(
+        {"subtasks": [{"id": "s1", "role": "marked", "inputs": {"key": "primes"}}]}
+    )
+    assert result.results["s1"].output["made_by"] == "model"  # the retry answered
+    strict, _ = _run_marked(ScriptedChat.always(broken), fallback=False)
+    assert strict.results["s1"].error.type == "ModelServerError"
+    timeout = ModelTimeoutError("no answer from model server at http://127.0.0.1:9 within 5s")
+    slow, _ = _run_marked(ScriptedChat.always(timeout), fallback=True)
+    assert slow.results["s1"].output["made_by"] == "offline_fallback"
 
 
 def test_no_fallback_without_a_procedure() -> None:
