@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from agents.tools.search import Relevance
 from swarm.errors import ConfigError
 from swarm.llm import redact_url
+from swarm.llm.capabilities import Capabilities
 
 if TYPE_CHECKING:
     from swarm import EventSink, RunResult, Swarm
@@ -49,6 +50,9 @@ class ModelEndpoint(_Frozen):
         local: the `--local` source (smollm2, a .gguf file, a checkpoint folder).
         context_tokens: `--context-tokens`, when given.
         max_tokens: `--max-answer-tokens` (the most tokens one model call may generate), when given.
+        capabilities: what the server honours, as probed or given by flags
+            (`swarm.llm.capabilities`); a resumed run adapts the same way without probing
+            again. None: not known (everything taken as honoured).
     """
 
     kind: EndpointKind = "offline"
@@ -57,6 +61,7 @@ class ModelEndpoint(_Frozen):
     local: str | None = None
     context_tokens: int | None = None
     max_tokens: int | None = Field(default=None, ge=1)
+    capabilities: Capabilities | None = None
 
     @field_validator("base_url")
     @classmethod
@@ -78,7 +83,12 @@ class ModelEndpoint(_Frozen):
         from swarm.llm import OpenAIChat
 
         if isinstance(model, OpenAIChat):
-            return cls(kind="http", base_url=model.base_url, model=model.model)
+            return cls(
+                kind="http",
+                base_url=model.base_url,
+                model=model.model,
+                capabilities=model.capabilities,
+            )
         return cls(kind="other")
 
 

@@ -16,23 +16,31 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, overload
 import typer
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from swarm.llm import LocalModel, OpenAIChat
 
 __all__ = [
     "DEFAULT_RUNS_DIR",
     "ApiKey",
     "BaseUrl",
+    "CallTimeout",
     "ContextTokens",
     "Json",
     "Local",
     "ModelName",
+    "NativeTools",
+    "Probe",
     "RunsDir",
+    "StructuredOutput",
+    "adopt_capabilities",
     "at_least",
     "command_group",
     "fail",
     "int_option",
     "local_model",
     "model_client",
+    "positive_seconds",
     "stored_base_url",
 ]
 
@@ -87,6 +95,96 @@ ContextTokens = Annotated[
 ]
 
 
+def positive_seconds(value: float | None) -> float | None:
+    """A flag check for a number of seconds: positive and finite."""
+    if value is not None and not (0 < value < float("inf")):
+        raise typer.BadParameter(f"must be a positive number of seconds, got {value}")
+    return value
+
+
+CallTimeout = Annotated[
+    float | None,
+    typer.Option(
+        "--call-timeout",
+        callback=positive_seconds,
+        help=(
+            "A fixed limit in seconds for each call to the model server [default: adaptive: "
+            "from the request's size and the speed the server has shown, 15 s to 30 min, "
+            "at least 120 s until a call has finished]."
+        ),
+    ),
+]
+
+
+StructuredOutput = Annotated[
+    bool | None,
+    typer.Option(
+        "--structured-output/--no-structured-output",
+        help=(
+            "Whether the server enforces a response_format JSON schema [default: probed]. "
+            "--no-structured-output: none is sent; the answer is asked for in the prompt and "
+            "read from the first JSON object of the reply (llama.cpp's server)."
+        ),
+    ),
+]
+NativeTools = Annotated[
+    bool | None,
+    typer.Option(
+        "--tools/--no-tools",
+        help=(
+            "Whether the server supports native tool calls [default: probed]. --no-tools: "
+            "the tools are described in the prompt and called in plain text."
+        ),
+    ),
+]
+Probe = Annotated[
+    bool,
+    typer.Option(
+        "--probe/--no-probe",
+        help=(
+            "Ask the server, with a few tiny requests (once per server and model), what it "
+            "honours of what the two flags above do not say. --no-probe: take it to honour "
+            "everything they do not say."
+        ),
+    ),
+]
+
+
+def adopt_capabilities(
+    client: OpenAIChat | LocalModel | None,
+    flags: Mapping[str, bool | None],
+    *,
+    probe: bool,
+    json_lines: bool,
+) -> None:
+    """Set what the model's server honours (`swarm.llm.capabilities`): `flags` given (not
+    None) as they say, the rest probed (an HTTP server, with `probe`) or taken as honoured.
+    Says what it found in one line, unless nothing was probed or given.
+
+    Raises:
+        ModelError: the server could not be reached while probing.
+    """
+    from kimmy.summaries import say
+    from swarm.llm import OpenAIChat
+    from swarm.llm.capabilities import CAPABILITY_NAMES, Capabilities, probe_endpoint
+
+    if client is None:
+        return
+    given = {name: value for name, value in flags.items() if value is not None}
+    if probe and isinstance(client, OpenAIChat):
+        found, rest = asyncio.run(probe_endpoint(client, given=given)), "probed"
+    elif given:  # a local engine (as `kimmy serve`, it honours everything) or --no-probe
+        found, rest = Capabilities(**given), "assumed"
+    else:
+        return
+    client.capabilities = found
+    how = dict.fromkeys(CAPABILITY_NAMES, rest)
+    how.update({n: f"--{'' if v else 'no-'}{n.replace('_', '-')}" for n, v in given.items()})
+    if given.get("tools") is False and "parallel_tool_calls" not in given:
+        how["parallel_tool_calls"] = "--no-tools"
+    say(f"model capabilities: {found.describe(how)}", json_lines)
+
+
 def at_least(low: int) -> Callable[[int | None], int | None]:
     """A flag check whose message names the bad value and what is allowed."""
 
@@ -120,13 +218,15 @@ def command_group() -> typer.Typer:
     )
 
 
-def local_model(source: str, *, pool: int = 64) -> LocalModel:
+def local_model(source: str, *, pool: int = 64, call_timeout: float | None = None) -> LocalModel:
     """The model `source` names (smollm2, a .gguf file, a checkpoint folder), started in
-    this process; one clear error line (exit 2) when it cannot be loaded."""
+    this process; one clear error line (exit 2) when it cannot be loaded. `call_timeout`
+    replaces its client's fixed limit per call (`LocalModel`'s 600 s)."""
     from model.errors import KimiModelError
     from swarm.llm import LocalModel
 
-    local = LocalModel.load(source, max_connections=pool)
+    limit = {} if call_timeout is None else {"timeout_s": call_timeout}
+    local = LocalModel.load(source, max_connections=pool, **limit)
     try:
         asyncio.run(local.start())
     except KimiModelError as e:
@@ -164,6 +264,7 @@ def model_client(
     pool: int = ...,
     context_tokens: int | None = ...,
     local: str | None = ...,
+    call_timeout: float | None = ...,
 ) -> OpenAIChat | LocalModel: ...
 
 
@@ -177,6 +278,7 @@ def model_client(
     pool: int = ...,
     context_tokens: int | None = ...,
     local: str | None = ...,
+    call_timeout: float | None = ...,
 ) -> OpenAIChat | LocalModel | None: ...
 
 
@@ -189,6 +291,7 @@ def model_client(
     pool: int = 64,
     context_tokens: int | None = None,
     local: str | None = None,
+    call_timeout: float | None = None,
 ) -> OpenAIChat | LocalModel | None:
     """The model server the flags (or `KIMMY_BASE_URL`, `KIMMY_MODEL`, `KIMMY_API_KEY`) name,
     after a preflight call: one clear error line when it is unreachable.
@@ -203,6 +306,9 @@ def model_client(
             say it (`--context-tokens`); None: the server's, else the sub-agents' default.
         local: `--local SOURCE`: serve that model in this process instead (`local_model`);
             not with `--base-url` / `--model`.
+        call_timeout: `--call-timeout`: a fixed limit per call to the server; None: limits
+            that scale with each request and the server's speed (`OpenAIChat`'s default;
+            a `local` model's client keeps its fixed 600 s).
 
     Raises:
         ConfigError: no server configured (when required) or a bad base URL.
@@ -211,13 +317,17 @@ def model_client(
     if local is not None:
         if base_url or model:
             raise fail(f"give one model: --base-url/--model or --local {local}, not both")
-        return local_model(local, pool=pool)
+        return local_model(local, pool=pool, call_timeout=call_timeout)
     if not required and not (base_url or model or os.environ.get("KIMMY_BASE_URL")):
         return None
     from swarm.llm import OpenAIChat
 
     client = OpenAIChat.from_env(
-        base_url=base_url, model=model, api_key=api_key, max_connections=pool
+        base_url=base_url,
+        model=model,
+        api_key=api_key,
+        max_connections=pool,
+        timeout_s=call_timeout,
     )
     asyncio.run(client.check())  # preflight: one clear line if the server is unreachable
     if client.context_length is None and context_tokens is not None:

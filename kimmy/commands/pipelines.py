@@ -21,12 +21,17 @@ from kimmy.options import (
     DEFAULT_RUNS_DIR,
     ApiKey,
     BaseUrl,
+    CallTimeout,
     ContextTokens,
     Json,
     Local,
     MaxTokens,
     ModelName,
+    NativeTools,
+    Probe,
     RunsDir,
+    StructuredOutput,
+    adopt_capabilities,
     at_least,
     command_group,
 )
@@ -87,12 +92,14 @@ def _client(
     context_tokens: int | None,
     local: str | None,
     max_tokens: int | None,
+    call_timeout: float | None,
 ) -> OpenAIChat | LocalModel | None:
     from kimmy.options import model_client
 
     client = model_client(
-        base_url, model, api_key, required=False, context_tokens=context_tokens, local=local
-    )
+        base_url, model, api_key, required=False, context_tokens=context_tokens, local=local,
+        call_timeout=call_timeout,
+    )  # fmt: skip
     return _capped(client, max_tokens)
 
 
@@ -116,7 +123,11 @@ def _endpoint(
 
     if client is None:
         return ModelEndpoint()
-    limits = {"context_tokens": context_tokens, "max_tokens": max_tokens}
+    limits = {
+        "context_tokens": context_tokens,
+        "max_tokens": max_tokens,
+        "capabilities": client.capabilities,
+    }
     if local is not None:  # its in-process server is gone by `kimmy resume`: start it again
         return ModelEndpoint(kind="local", local=local, **limits)
     return ModelEndpoint(kind="http", base_url=client.base_url, model=client.name, **limits)
@@ -168,7 +179,11 @@ def review(
     api_key: ApiKey = None,
     context_tokens: ContextTokens = None,
     max_tokens: MaxTokens = None,
+    call_timeout: CallTimeout = None,
     local: Local = None,
+    structured_output: StructuredOutput = None,
+    tools: NativeTools = None,
+    probe: Probe = True,
     runs_dir: RunsDir = DEFAULT_RUNS_DIR,
     store: Store = True,
     fallback: Fallback = True,
@@ -191,7 +206,9 @@ def review(
         "fallback": fallback,
     }
     ReviewConfig(**options)  # a bad option fails before a model server is asked
-    client = _client(base_url, model, api_key, context_tokens, local, max_tokens)
+    client = _client(base_url, model, api_key, context_tokens, local, max_tokens, call_timeout)
+    honours = {"structured_output": structured_output, "tools": tools}
+    adopt_capabilities(client, honours, probe=probe, json_lines=json_lines)
     config = ReviewConfig(**options, model=client)
     endpoint = _endpoint(client, local, context_tokens, max_tokens)
     _run_pipeline(
@@ -214,7 +231,11 @@ def analyze(
     api_key: ApiKey = None,
     context_tokens: ContextTokens = None,
     max_tokens: MaxTokens = None,
+    call_timeout: CallTimeout = None,
     local: Local = None,
+    structured_output: StructuredOutput = None,
+    tools: NativeTools = None,
+    probe: Probe = True,
     runs_dir: RunsDir = DEFAULT_RUNS_DIR,
     store: Store = True,
     fallback: Fallback = True,
@@ -232,7 +253,9 @@ def analyze(
         "fallback": fallback,
     }
     AnalysisConfig(**options)  # a bad option fails before a model server is asked
-    client = _client(base_url, model, api_key, context_tokens, local, max_tokens)
+    client = _client(base_url, model, api_key, context_tokens, local, max_tokens, call_timeout)
+    honours = {"structured_output": structured_output, "tools": tools}
+    adopt_capabilities(client, honours, probe=probe, json_lines=json_lines)
     config = AnalysisConfig(**options, model=client)
     endpoint = _endpoint(client, local, context_tokens, max_tokens)
     _run_pipeline(
@@ -248,6 +271,7 @@ def _resume_client(
     model: str | None,
     api_key: str | None,
     context_tokens: int | None,
+    call_timeout: float | None,
 ) -> OpenAIChat | LocalModel | None:
     """The model a stored pipeline run called: its endpoint's, or the one the flags name."""
     from kimmy.options import fail, model_client, stored_base_url
@@ -256,19 +280,25 @@ def _resume_client(
     tokens = context_tokens or endpoint.context_tokens
     if base_url or model:  # given again: that server (e.g. a URL with credentials)
         return model_client(
-            base_url, model or endpoint.model, api_key, required=True, context_tokens=tokens
-        )
+            base_url, model or endpoint.model, api_key, required=True, context_tokens=tokens,
+            call_timeout=call_timeout,
+        )  # fmt: skip
     if endpoint.kind == "offline":
         return None
     if endpoint.kind == "local":
-        return model_client(None, None, None, required=True, local=endpoint.local)
+        return model_client(
+            None, None, None, required=True, local=endpoint.local, call_timeout=call_timeout
+        )
     if endpoint.kind == "other":
         raise fail(
             f"run {run_id} called a model object that is not stored; "
             "give its server with --base-url (and --model, --api-key)"
         )
     url = stored_base_url(endpoint.base_url)  # one that had credentials needs them again
-    return model_client(url, endpoint.model, api_key, required=True, context_tokens=tokens)
+    return model_client(
+        url, endpoint.model, api_key, required=True, context_tokens=tokens,
+        call_timeout=call_timeout,
+    )  # fmt: skip
 
 
 def resume_pipeline(
@@ -282,6 +312,7 @@ def resume_pipeline(
     api_key: str | None = None,
     context_tokens: int | None = None,
     max_concurrency: int | None = None,
+    call_timeout: float | None = None,
 ) -> None:
     """`kimmy resume` of a `kimmy review` / `kimmy analyze` run: the same roles and model,
     finished subtasks reused, the files written as an unbroken run writes them."""
@@ -291,9 +322,11 @@ def resume_pipeline(
     assert record is not None
     changes = {"max_concurrency": max_concurrency} if max_concurrency is not None else {}
     client = _capped(
-        _resume_client(record, run_id, base_url, model, api_key, context_tokens),
+        _resume_client(record, run_id, base_url, model, api_key, context_tokens, call_timeout),
         record.endpoint.max_tokens,
     )
+    if client is not None and record.endpoint.capabilities is not None:
+        client.capabilities = record.endpoint.capabilities  # as the run found: no new probe
     if record.settings.kind == "review":
         _quiet_readers()
         from agents.review import resume_review

@@ -21,6 +21,7 @@ from kimmy.options import (
     DEFAULT_RUNS_DIR,
     ApiKey,
     BaseUrl,
+    CallTimeout,
     ContextTokens,
     Json,
     Local,
@@ -80,6 +81,7 @@ def _attach(
     api_key: str | None,
     context_tokens: int | None,
     local: str | None = None,
+    call_timeout: float | None = None,
 ) -> None:
     from kimmy.options import model_client
     from swarm.llm import redact_url
@@ -92,6 +94,7 @@ def _attach(
         pool=swarm.config.max_concurrency,
         context_tokens=context_tokens,
         local=local,
+        call_timeout=call_timeout,
     )
     swarm.model = client
     # stored and printed: credentials in the URL are masked (the client keeps the real one)
@@ -154,6 +157,7 @@ def run(
     model: ModelName = None,
     api_key: ApiKey = None,
     context_tokens: ContextTokens = None,
+    call_timeout: CallTimeout = None,
     local: Local = None,
     max_concurrency: Annotated[
         int,
@@ -240,7 +244,7 @@ def run(
     where = runs_dir if store else None
     swarm = _swarm(config, where)
     parsed = _checked_plan(plan, swarm)  # a bad plan fails before the server is even asked
-    _attach(swarm, base_url, model, api_key, context_tokens, local)
+    _attach(swarm, base_url, model, api_key, context_tokens, local, call_timeout)
     result = _execute(
         swarm, lambda sinks: swarm.execute(parsed, sinks=sinks), json_lines, "kimmy run"
     )
@@ -254,6 +258,7 @@ def resume(
     model: ModelName = None,
     api_key: ApiKey = None,
     context_tokens: ContextTokens = None,
+    call_timeout: CallTimeout = None,
     max_concurrency: Annotated[
         int | None,
         typer.Option("--max-concurrency", callback=at_least(1), help="Most sub-agents in flight."),
@@ -269,7 +274,7 @@ def resume(
     if "solve" in stored.settings:  # a `kimmy swarm` run: its orchestrator continues
         from kimmy.commands.solve import resume_swarm
 
-        resume_swarm(stored.run_id, runs_dir, stored.settings, json_lines, api_key)
+        resume_swarm(stored.run_id, runs_dir, stored.settings, json_lines, api_key, call_timeout)
         return
     if "pipeline" in stored.settings:  # a `kimmy review` / `kimmy analyze` run
         from kimmy.commands.pipelines import resume_pipeline
@@ -277,7 +282,7 @@ def resume(
         resume_pipeline(
             stored.run_id, runs_dir, stored.settings, json_lines, base_url=base_url,
             model=model, api_key=api_key, context_tokens=context_tokens,
-            max_concurrency=max_concurrency,
+            max_concurrency=max_concurrency, call_timeout=call_timeout,
         )  # fmt: skip
         return
     given: dict[str, Any] = {"max_concurrency": max_concurrency}
@@ -293,6 +298,7 @@ def resume(
         api_key,
         context_tokens or settings.get("context_tokens"),
         local,
+        call_timeout,
     )
     result = _execute(
         swarm, lambda sinks: swarm.resume(stored.run_id, sinks=sinks), json_lines, "kimmy resume"

@@ -24,6 +24,7 @@ from kimmy.options import (
     DEFAULT_RUNS_DIR,
     ApiKey,
     BaseUrl,
+    CallTimeout,
     Json,
     Local,
     ModelName,
@@ -41,11 +42,14 @@ app = command_group()
 MODEL_SOURCE_KEY = "model_source"
 
 
-def open_model(source: dict[str, Any], api_key: str | None = None) -> Any:
+def open_model(
+    source: dict[str, Any], api_key: str | None = None, call_timeout: float | None = None
+) -> Any:
     """The model a source names (started: a local one runs in this process), or None.
 
     Sources: {"kind": "offline"}, {"kind": "http", "base_url", "model"}, {"kind": "tiny"},
     {"kind": "local", "path"} (smollm2, a .gguf file or a checkpoint folder).
+    `call_timeout`: `--call-timeout` (None: the client's own limits).
     """
 
     kind = source.get("kind")
@@ -55,10 +59,12 @@ def open_model(source: dict[str, Any], api_key: str | None = None) -> Any:
         from kimmy.options import model_client, stored_base_url
 
         url = stored_base_url(source.get("base_url"))
-        return model_client(url, source.get("model"), api_key, required=True)
+        return model_client(
+            url, source.get("model"), api_key, required=True, call_timeout=call_timeout
+        )
     from kimmy.options import local_model
 
-    return local_model("tiny" if kind == "tiny" else source["path"])
+    return local_model("tiny" if kind == "tiny" else source["path"], call_timeout=call_timeout)
 
 
 def _source(
@@ -145,6 +151,7 @@ def swarm_cmd(
     base_url: BaseUrl = None,
     model: ModelName = None,
     api_key: ApiKey = None,
+    call_timeout: CallTimeout = None,
     local: Local = None,
     tiny: Annotated[
         bool, typer.Option("--tiny", help="An in-process tiny random model (wiring checks).")
@@ -167,7 +174,7 @@ def swarm_cmd(
         from agents.orchestrator import offline_rules
 
         offline_rules(config.goal, corpus=None, datasets=())  # one clear line, nothing loaded
-    client = open_model(source, api_key)
+    client = open_model(source, api_key, call_timeout)
     if source["kind"] == "http" and client is not None:
         from swarm.llm import redact_url
 
@@ -184,12 +191,12 @@ def swarm_cmd(
 
 
 def resume_swarm(run_id: str, runs_dir: Path, settings: dict[str, Any], json_lines: bool,
-                 api_key: str | None) -> None:  # fmt: skip
+                 api_key: str | None, call_timeout: float | None = None) -> None:  # fmt: skip
     """`kimmy resume` of a `kimmy swarm` run: the same model, the conversation restored."""
     from agents.orchestrator import resume_solve
 
     source = settings.get(MODEL_SOURCE_KEY) or {"kind": "offline"}
-    client = open_model(source, api_key)
+    client = open_model(source, api_key, call_timeout)
     run_with_progress(
         lambda sinks: resume_solve(run_id, runs_dir=runs_dir, model=client, sinks=sinks),
         client,

@@ -13,7 +13,7 @@ import asyncio
 import os
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
@@ -22,6 +22,9 @@ from swarm.errors import ModelError
 from swarm.executors._errors import encode_error
 from swarm.llm.types import ChatResponse, MessageLike
 from swarm.schema import NO_USAGE, Subtask, SubtaskResult
+
+if TYPE_CHECKING:
+    from swarm.llm.capabilities import Capabilities
 
 #: One model call made on a host: (latency_s, response or None, error or None).
 RecordedCall = tuple[float, ChatResponse | None, ModelError | None]
@@ -60,6 +63,11 @@ class RecordingModel:
     def context_length(self) -> int | None:
         """The inner model's context length, when it knows it."""
         return getattr(self._inner, "context_length", None)
+
+    @property
+    def capabilities(self) -> Capabilities | None:
+        """What the inner model's server honours, when it says (`swarm.llm.capabilities`)."""
+        return getattr(self._inner, "capabilities", None)
 
 
 class RemoteContext(SubtaskContext):

@@ -4,6 +4,8 @@
 - `ScriptedChat`: a strict scripted model for tests.
 - `BalancedChat`: several endpoints behind one model (least outstanding requests).
 - `redact_url`: an endpoint URL with its credentials masked, for storing and printing.
+- `Capabilities`, `probe_capabilities`, `probe_endpoint`, `capabilities_of`: what a server
+  honours (structured output, tools, …), probed with tiny requests; the agent loop adapts.
 - `LocalModel`: `model.serve`'s engine and server started in this process, spoken to
   through an `OpenAIChat` (needs the `model` and `serve` extras).
 
@@ -15,6 +17,12 @@ likewise, and torch only when a `LocalModel` starts.
 from typing import TYPE_CHECKING, Any
 
 from swarm.llm.balanced import BalancedChat
+from swarm.llm.capabilities import (
+    Capabilities,
+    capabilities_of,
+    probe_capabilities,
+    probe_endpoint,
+)
 from swarm.llm.protocol import ChatModel
 from swarm.llm.redact import redact_url
 from swarm.llm.scripted import ScriptedChat, UnexpectedModelCall
@@ -46,6 +54,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "BalancedChat",
+    "Capabilities",
     "ChatModel",
     "ChatResponse",
     "FunctionCall",
@@ -57,5 +66,8 @@ __all__ = [
     "ToolCall",
     "TopLogprob",
     "UnexpectedModelCall",
+    "capabilities_of",
+    "probe_capabilities",
+    "probe_endpoint",
     "redact_url",
 ]

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from swarm.errors import ConfigError
+from swarm.llm.capabilities import CAPABILITY_NAMES, Capabilities, capabilities_of
 from swarm.llm.types import ChatResponse, MessageLike
 
 
@@ -50,6 +51,14 @@ class BalancedChat:
         """The smallest context length its members know (a call may go to any of them)."""
         known = [n for m in self.models if isinstance(n := getattr(m, "context_length", None), int)]
         return min(known) if known else None
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """What every member honours (a call may go to any of them)."""
+        known = [capabilities_of(m) for m in self.models]
+        return Capabilities(
+            **{name: all(getattr(c, name) for c in known) for name in CAPABILITY_NAMES}
+        )
 
     @property
     def outstanding(self) -> list[int]:

@@ -19,10 +19,13 @@ import asyncio
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from swarm.llm.openai_chat import OpenAIChat, capped_max_tokens
 from swarm.llm.types import ChatResponse, MessageLike
+
+if TYPE_CHECKING:
+    from swarm.llm.capabilities import Capabilities
 
 __all__ = ["LocalModel"]
 
@@ -44,7 +47,11 @@ class LocalModel:
     Attributes:
         context_length: the engine's `max_model_len` (prompt + completion tokens), once
             started; None before.
+        capabilities: what its server honours, when flags said (None: everything, as
+            `kimmy serve` does; see `swarm.llm.capabilities`).
     """
+
+    capabilities: Capabilities | None = None
 
     def __init__(
         self,

@@ -16,9 +16,10 @@ from __future__ import annotations
 import asyncio
 import os
 import ssl
+import time
 from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import urlsplit
 
 import httpx
@@ -35,12 +36,19 @@ from swarm.llm._openai_wire import (
     validate_base_url,
     wire_message,
 )
+from swarm.llm.call_timeout import CallLimit, CallTimeoutPolicy, CallTimeouts, request_chars
 from swarm.llm.redact import redact_url
 from swarm.llm.types import ChatResponse, MessageLike
+
+if TYPE_CHECKING:
+    from swarm.llm.capabilities import Capabilities
 
 ENV_BASE_URL = "KIMMY_BASE_URL"
 ENV_MODEL = "KIMMY_MODEL"
 ENV_API_KEY = "KIMMY_API_KEY"
+
+#: Writing a request and waiting for a pooled connection, unless `timeout_s` fixes them too.
+DEFAULT_WAIT_S = 120.0
 
 
 def capped_max_tokens(requested: int | None, cap: int | None) -> int | None:
@@ -60,11 +68,17 @@ class OpenAIChat:
         model: The model id to request. `None` means: the first id the server lists at
             `GET {base_url}/models`, looked up once, on the first call.
         api_key: Sent as `Authorization: Bearer <api_key>` when given.
-        timeout_s: Limit for one call: reading, writing and waiting for a pooled connection.
+        timeout_s: A fixed limit for one call: reading, writing and waiting for a pooled
+            connection. `None` (the default): each call's read timeout is estimated from its
+            size and the speed the server has shown (`swarm.llm.call_timeout`), between 15 s
+            and 30 min, and at least 120 s until a call has finished; writing and pool waits
+            get `DEFAULT_WAIT_S`.
+        timeout_policy: How those estimates are made (only with `timeout_s=None`).
         connect_timeout_s: Limit for opening a TCP connection.
         max_connections: Connections open at most; pass the swarm's `max_concurrency` so
             every in-flight sub-agent can hold a connection without queueing in the client.
-            Callers beyond it wait (up to `timeout_s`) in one FIFO queue.
+            Callers beyond it wait (up to `timeout_s`, else `DEFAULT_WAIT_S`) in one FIFO
+            queue.
         headers: Extra headers sent with every request.
         context_length: The model's context length in tokens (prompt + completion), when
             known otherwise; `check()` replaces it with what the server's `/models` card
@@ -75,10 +89,16 @@ class OpenAIChat:
         max_tokens_cap: The most tokens any call may ask the model to generate (None: as
             each call asks). A slow or weak model that rambles to its roles' `max_tokens`
             gets shorter answers (`--max-answer-tokens`); a call asking less is sent as it is.
+        call_timeouts: The adaptive read timeouts and the speeds learned for them; None with
+            a fixed `timeout_s`. Not pickled: a rebuilt client learns afresh.
+        capabilities: What the server honours (`swarm.llm.capabilities.probe_endpoint`
+            finds it); None: not probed, taken to honour everything.
 
     Raises:
         ConfigError: A bad URL, model, timeout, pool size or context length.
     """
+
+    capabilities: Capabilities | None = None
 
     def __init__(
         self,
@@ -86,7 +106,8 @@ class OpenAIChat:
         model: str | None = None,
         *,
         api_key: str | None = None,
-        timeout_s: float = 120.0,
+        timeout_s: float | None = None,
+        timeout_policy: CallTimeoutPolicy | None = None,
         connect_timeout_s: float = 10.0,
         max_connections: int = 256,
         headers: Mapping[str, str] | None = None,
@@ -95,7 +116,13 @@ class OpenAIChat:
         self.base_url = validate_base_url(base_url)
         if model is not None and not (isinstance(model, str) and model.strip()):
             raise ConfigError(f"model {model!r} is not a model id; expected a non-empty string")
-        require_positive("timeout_s", timeout_s)
+        if timeout_s is not None:
+            require_positive("timeout_s", timeout_s)
+            if timeout_policy is not None:
+                raise ConfigError(
+                    f"timeout_policy {timeout_policy!r} applies to adaptive timeouts only; "
+                    f"pass timeout_s=None with it, not {timeout_s!r}"
+                )
         require_positive("connect_timeout_s", connect_timeout_s)
         if isinstance(max_connections, bool) or not isinstance(max_connections, int):
             raise ConfigError(f"max_connections {max_connections!r} is not an integer >= 1")
@@ -114,6 +141,7 @@ class OpenAIChat:
         self._options: dict[str, Any] = {
             "api_key": api_key,
             "timeout_s": timeout_s,
+            "timeout_policy": timeout_policy,
             "connect_timeout_s": connect_timeout_s,
             "max_connections": max_connections,
             "headers": dict(headers or {}),
@@ -121,9 +149,14 @@ class OpenAIChat:
         #: The model id, or `auto@<base_url>` until the first call has asked the server
         #: (credentials in the URL masked: names and messages get stored and printed).
         self.name: str = model or f"auto@{redact_url(self.base_url)}"
-        self.timeout_s = float(timeout_s)
+        self.timeout_s: float | None = None if timeout_s is None else float(timeout_s)
+        self.call_timeouts: CallTimeouts | None = (
+            CallTimeouts(timeout_policy) if timeout_s is None else None
+        )
         self.max_connections = max_connections
-        self._timeout = httpx.Timeout(self.timeout_s, connect=float(connect_timeout_s))
+        self._wait_s = self.timeout_s or DEFAULT_WAIT_S
+        self._timeout = httpx.Timeout(self._wait_s, connect=float(connect_timeout_s))
+        self._calls_in_flight = 0
         self._headers = {"Accept": "application/json", **(headers or {})}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
@@ -185,7 +218,8 @@ class OpenAIChat:
         Raises:
             ModelRateLimitedError: 429 or 503 (`retry_after` from the `Retry-After` header).
             ModelServerError: Another 5xx.
-            ModelTimeoutError: No answer within `timeout_s` (or a 408).
+            ModelTimeoutError: No answer within the call's limit (or a 408); the message says
+                the limit and how it was estimated.
             ModelConnectionError: Refused, reset or broken connection.
             ModelRequestError: Another 4xx; carries the server's error message.
             ModelResponseError: A 2xx whose body is not a chat completion (truncated, not
@@ -210,6 +244,8 @@ class OpenAIChat:
         }
         body.update({key: value for key, value in options.items() if value is not None})
         url = endpoint(self.base_url, "chat/completions")
+        if self.call_timeouts is not None:
+            return await self._timed_chat(self.call_timeouts, url, body, max_tokens)
         response, data = await self._send(self._http(), "POST", url, body)
         return parse_completion(data, redact_url(url), response.status_code)
 
@@ -268,9 +304,30 @@ class OpenAIChat:
         copy opens its own connections; a model id and context length already looked up
         travel with it."""
         options = {**self._options, "context_length": self.context_length}
-        return (_rebuild, (self.base_url, self._model, options))
+        # what the server honours travels too: a Ray host's agent loop adapts the same way
+        state = {"capabilities": self.capabilities}
+        return (_rebuild, (self.base_url, self._model, options), state)
 
     # --- internals ---------------------------------------------------------------------
+
+    async def _timed_chat(
+        self, timeouts: CallTimeouts, url: str, body: dict[str, Any], max_tokens: int | None
+    ) -> ChatResponse:
+        """POST `body` under its own read timeout (`CallTimeouts.limit`) and learn from it:
+        the time it took (pool waits included: a longer limit, never a shorter one) and the
+        usage the server reports."""
+        chars = request_chars(body["messages"], body.get("tools"))
+        self._calls_in_flight += 1
+        try:
+            limit = timeouts.limit(chars, max_tokens, load=self._calls_in_flight)
+            started = time.monotonic()
+            response, data = await self._send(self._http(), "POST", url, body, limit)
+            seconds = time.monotonic() - started
+        finally:
+            self._calls_in_flight -= 1
+        answer = parse_completion(data, redact_url(url), response.status_code)
+        timeouts.observe(chars, answer.usage, seconds, load=limit.load)
+        return answer
 
     def _http(self) -> _ShardedClient:
         """The connection pool of the running event loop.
@@ -286,7 +343,7 @@ class OpenAIChat:
             self._resolve_lock = asyncio.Lock()
             self._pool = _ShardedClient(
                 self.max_connections,
-                self.timeout_s,
+                self._wait_s,
                 headers=self._headers,
                 timeout=self._timeout,
                 verify=self._ssl_context(),
@@ -349,18 +406,27 @@ class OpenAIChat:
         method: str,
         url: str,
         body: dict[str, Any] | None,
+        limit: CallLimit | None = None,
     ) -> tuple[httpx.Response, Any]:
         """One request; every failure becomes a `ModelError`. Returns the response and its JSON.
 
-        The errors name the URL with its credentials masked: they get stored and printed.
+        `limit`: the request's own read timeout (connect, write and pool waits as the
+        client's). The errors name the URL with its credentials masked: they get stored and
+        printed.
         """
         shown = redact_url(url)
         try:
-            response = await client.request(method, url, json=body)
+            if limit is None:
+                response = await client.request(method, url, json=body)
+            else:  # only the pool takes None: to httpx it means no limit at all
+                response = await client.request(
+                    method, url, json=body, timeout=self._timeout_for(limit)
+                )
         except httpx.TimeoutException as exc:
+            within, why = self._timed_out(exc, limit)
             raise ModelTimeoutError(
-                f"no answer from model server at {shown} within {self.timeout_s:g}s "
-                f"({type(exc).__name__}; no HTTP status)",
+                f"no answer from model server at {shown} within {within} "
+                f"({type(exc).__name__}; no HTTP status{why})",
                 status=None,
             ) from exc
         except httpx.TransportError as exc:
@@ -379,6 +445,23 @@ class OpenAIChat:
                 f"is not JSON: {snippet(response.text)}",
                 status=response.status_code,
             ) from exc
+
+    def _timed_out(self, exc: httpx.TimeoutException, limit: CallLimit | None) -> tuple[str, str]:
+        """The limit `exc` ran past, and `; why` for an adaptive one, which also makes the
+        client forget the speeds it learned (`CallTimeouts.timed_out`)."""
+        if isinstance(exc, httpx.ReadTimeout) and limit and self.call_timeouts is not None:
+            self.call_timeouts.timed_out()
+            return limit.shown, f"; {limit.reason(self.call_timeouts.policy)}"
+        if isinstance(exc, httpx.ConnectTimeout):
+            return f"{self._timeout.connect:g}s", ""
+        return f"{self._wait_s:g}s", ""
+
+    def _timeout_for(self, limit: CallLimit) -> httpx.Timeout:
+        """The client's timeouts with `limit` as the read timeout."""
+        base = self._timeout
+        return httpx.Timeout(
+            connect=base.connect, read=limit.seconds, write=base.write, pool=base.pool
+        )
 
 
 def _rebuild(base_url: str, model: str | None, options: dict[str, Any]) -> OpenAIChat:
@@ -416,7 +499,9 @@ class _ShardedClient:
         self._free = asyncio.Semaphore(max_connections)
         self._pool_timeout_s = pool_timeout_s
 
-    async def request(self, method: str, url: str, *, json: Any = None) -> httpx.Response:
+    async def request(
+        self, method: str, url: str, *, json: Any = None, timeout: httpx.Timeout | None = None
+    ) -> httpx.Response:
         if self._free.locked():
             try:
                 async with asyncio.timeout(self._pool_timeout_s):
@@ -431,7 +516,10 @@ class _ShardedClient:
             index = min(range(len(self._in_flight)), key=self._in_flight.__getitem__)
             self._in_flight[index] += 1
             try:
-                return await self.clients[index].request(method, url, json=json)
+                client = self.clients[index]
+                if timeout is None:
+                    return await client.request(method, url, json=json)
+                return await client.request(method, url, json=json, timeout=timeout)
             finally:
                 self._in_flight[index] -= 1
         finally:
@@ -442,4 +530,11 @@ class _ShardedClient:
             await client.aclose()
 
 
-__all__ = ["ENV_API_KEY", "ENV_BASE_URL", "ENV_MODEL", "OpenAIChat", "capped_max_tokens"]
+__all__ = [
+    "DEFAULT_WAIT_S",
+    "ENV_API_KEY",
+    "ENV_BASE_URL",
+    "ENV_MODEL",
+    "OpenAIChat",
+    "capped_max_tokens",
+]

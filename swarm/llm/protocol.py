@@ -16,6 +16,9 @@ class ChatModel(Protocol):
     `response_format` with a JSON schema, `temperature`, `max_tokens`, `stop`, `seed`,
     `logprobs`, `top_logprobs`) and returns one `ChatResponse`. Failures raise
     `swarm.errors.ModelError` subclasses whose `retryable` flag the scheduler obeys.
+
+    A model may also say what its server honours, in an optional `capabilities` attribute
+    (`swarm.llm.capabilities`); one that does not honours everything.
     """
 
     name: str

@@ -24,7 +24,7 @@ import pytest
 from kimmy.app import main
 from swarm.store import RunStore
 from tests.agents.review.conftest import ICLR_JSON
-from tests.support.openai_server import OpenAIServer
+from tests.support.openai_server import OpenAIServer, probes_honoured
 from tests.support.review_model import ReviewModel
 from tests.support.signals import default_sigint
 
@@ -181,7 +181,8 @@ def test_interrupted_offline_pipeline_resumes_to_the_unbroken_files(
 
 
 def _scripted_model(pipeline: str) -> Any:
-    """The scripted model of a pipeline (skips where it cannot run here)."""
+    """The scripted model of a pipeline (skips where it cannot run here), behind a server
+    that honours the CLI's capability probe."""
     if pipeline == "analysis":
         from agents.tools.sandbox import sandbox_available
         from tests.support.analysis_model import AnalysisModel
@@ -189,10 +190,11 @@ def _scripted_model(pipeline: str) -> Any:
         usable, why = sandbox_available()
         if not usable:
             pytest.skip(f"no isolated sandbox here (the analyst's run_python): {why}")
-        return AnalysisModel(bad_json="sklearn:iris", wrong_mean="(none)")  # a repair turn
+        # a repair turn
+        return probes_honoured(AnalysisModel(bad_json="sklearn:iris", wrong_mean="(none)"))
     if not ICLR_JSON.exists():
         pytest.skip(f"the shared corpus is not at {ICLR_JSON}")
-    return ReviewModel()
+    return probes_honoured(ReviewModel())
 
 
 @pytest.mark.parametrize("pipeline", ["analysis", "review"])

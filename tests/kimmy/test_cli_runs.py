@@ -143,6 +143,11 @@ def test_failed_run_exits_1_and_resume_reruns_only_unfinished(
         ),
         (
             {"subtasks": [{"id": "a", "role": "writer"}]},
+            ["--call-timeout", "0"],
+            "'--call-timeout': must be a positive number of seconds, got 0.0",
+        ),
+        (
+            {"subtasks": [{"id": "a", "role": "writer"}]},
             ["--failure-policy", "maybe"],
             "'maybe' is not one of",
         ),

@@ -223,6 +223,58 @@ def _fitting(schema: dict[str, Any], text: str, root: dict[str, Any]) -> Any:
     return {name: _fitting(sub, text, root) for name, sub in properties.items()}
 
 
+def honouring() -> Behaviour:
+    """A server that honours what a request asks, as vLLM does: a forced `tool_choice` gets
+    the call (a named tool: that one; "required": one call of every tool offered, in
+    parallel) with arguments that fit the tool's parameters; a `json_schema` response
+    format, a JSON object that fits it; anything else, "yes". With `logprobs`, the content
+    comes with one entry per word."""
+
+    def behaviour(request: ServerRequest) -> Reply:
+        body = request.body if isinstance(request.body, dict) else {}
+        calls = _forced_calls(body)
+        schema = _json_schema(body.get("response_format"))
+        content: str | None = "yes"
+        if calls:
+            content = None
+        elif schema is not None:
+            content = json.dumps(_fitting(schema, "yes", schema))
+        words = [(w, -0.5) for w in (content or "").split()] if body.get("logprobs") else None
+        return reply(content, tool_calls=calls or None, logprobs=words or None)(request)
+
+    return behaviour
+
+
+def _forced_calls(body: dict[str, Any]) -> list[ToolCallSpec]:
+    """The calls a forced `tool_choice` makes (none when it forces none)."""
+    choice = body.get("tool_choice")
+    functions = [t["function"] for t in body.get("tools") or []]
+    if isinstance(choice, dict):
+        functions = [f for f in functions if f["name"] == choice["function"]["name"]]
+    elif choice != "required":
+        return []
+    calls: list[ToolCallSpec] = []
+    for f in functions:
+        parameters = f.get("parameters") or {}
+        calls.append((f["name"], _fitting(parameters, "yes", parameters)))
+    return calls
+
+
+def probes_honoured(then: Behaviour) -> Behaviour:
+    """`then`, with `swarm.llm.capabilities`' probe requests answered by `honouring()`: a
+    scripted model behind a server that honours everything, probed first by the CLI."""
+    from swarm.llm.capabilities import PROBE_PREFIX
+
+    capable = honouring()
+
+    def behaviour(request: ServerRequest) -> Reply:
+        body = request.body if isinstance(request.body, dict) else {}
+        first = (body.get("messages") or [{}])[0].get("content") or ""
+        return capable(request) if str(first).startswith(PROBE_PREFIX) else then(request)
+
+    return behaviour
+
+
 def busy_above(
     limit: int, *, busy: Behaviour | None = None, then: Behaviour | None = None
 ) -> Behaviour:
@@ -280,8 +332,10 @@ __all__ = [
     "delay",
     "disconnect",
     "echo",
+    "honouring",
     "json_reply",
     "malformed",
+    "probes_honoured",
     "reply",
     "status",
     "together",

@@ -16,7 +16,8 @@ Example:
 
 A behaviour is any function `ServerRequest -> Reply`; `tests.support.openai_behaviours`
 builds the common ones (`reply`, `tool_call`, `status`, `malformed`, `delay`, `disconnect`,
-`echo`, `computed`, `busy_above`, `together`), re-exported here. They run in server threads: keep
+`echo`, `computed`, `busy_above`, `together`, `honouring`, `probes_honoured`), re-exported
+here. They run in server threads: keep
 hand-written ones thread-safe. The default, `echo()`, answers a `json_schema` response format
 with a JSON object that fits the schema, as a constrained server would.
 """
@@ -45,8 +46,10 @@ from tests.support.openai_behaviours import (
     delay,
     disconnect,
     echo,
+    honouring,
     json_reply,
     malformed,
+    probes_honoured,
     reply,
     status,
     together,
@@ -302,7 +305,9 @@ __all__ = [
     "delay",
     "disconnect",
     "echo",
+    "honouring",
     "malformed",
+    "probes_honoured",
     "reply",
     "status",
     "together",

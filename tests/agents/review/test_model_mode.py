@@ -18,7 +18,7 @@ from kimmy.summaries import print_review
 from swarm.events import AgentStep, Event, ToolCalled
 from swarm.llm import OpenAIChat
 from tests.agents.review.conftest import ICLR_DEFAULTS, ICLR_JSON
-from tests.support.openai_server import OpenAIServer
+from tests.support.openai_server import OpenAIServer, probes_honoured
 from tests.support.review_model import ReviewModel
 
 
@@ -80,7 +80,7 @@ def test_review_in_model_mode_over_http(tmp_path: Path, iclr: Corpus, bad_doc: s
 
 
 def test_cli_review_with_a_model_server(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    with OpenAIServer(default=ReviewModel(), models=["served-model"]) as srv:
+    with OpenAIServer(default=probes_honoured(ReviewModel()), models=["served-model"]) as srv:
         code = main(
             [
                 "review",
@@ -99,6 +99,7 @@ def test_cli_review_with_a_model_server(tmp_path: Path, capsys: pytest.CaptureFi
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert "claims supported" in captured.out
+    assert "model capabilities: structured output yes (probed), tools yes (probed)" in captured.out
 
 
 class WeakReviewModel(ReviewModel):
@@ -170,7 +171,7 @@ def test_cli_no_fallback_is_strict_model_mode_and_is_stored_for_resume(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     runs = tmp_path / "runs"
-    with OpenAIServer(default=WeakReviewModel(set())) as srv:
+    with OpenAIServer(default=probes_honoured(WeakReviewModel(set()))) as srv:
         code = main([
             "review", str(ICLR_JSON), "--topic", "question answering", "--max-papers", "4",
             "--out", str(tmp_path / "out"), "--base-url", srv.base_url, "--runs-dir", str(runs),

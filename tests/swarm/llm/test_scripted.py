@@ -153,6 +153,7 @@ def test_scripted_chat_satisfies_chat_model_protocol() -> None:
 def test_public_api_is_pinned() -> None:
     assert sorted(swarm.llm.__all__) == [
         "BalancedChat",
+        "Capabilities",
         "ChatModel",
         "ChatResponse",
         "FunctionCall",
@@ -164,6 +165,9 @@ def test_public_api_is_pinned() -> None:
         "ToolCall",
         "TopLogprob",
         "UnexpectedModelCall",
+        "capabilities_of",
+        "probe_capabilities",
+        "probe_endpoint",
         "redact_url",
     ]
     for name in swarm.llm.__all__:

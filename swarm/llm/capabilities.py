@@ -1,0 +1,251 @@
+"""What a model server honours of the chat-completions API, found by probing it.
+
+Servers that speak the API do not all honour it: llama.cpp's server (llama-cpp-python)
+ignores `response_format`, so a weak model answers in prose, and some of its chat formats
+have no tool calls. `probe_capabilities` asks a few tiny questions whose right answers
+only an honouring server gives; `probe_endpoint` does it once per endpoint (base URL +
+model) in this process. The agent loop reads the result with `capabilities_of(model)`
+and adapts (JSON asked for in the prompt, tools described in the prompt).
+
+    found = await probe_endpoint(client, given={"tools": False})   # --no-tools: not probed
+    client.capabilities = found
+
+A model says what it honours through an optional `capabilities` attribute (`OpenAIChat`,
+`LocalModel`; wrappers such as the swarm's metered model forward it). A model without one,
+or with None there (no probe ran), honours everything: scripted test models, `kimmy serve`.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict
+
+from swarm.errors import ConfigError, ModelError
+
+if TYPE_CHECKING:
+    from swarm.llm.openai_chat import OpenAIChat
+    from swarm.llm.protocol import ChatModel
+    from swarm.llm.types import ChatResponse, MessageLike
+
+#: The most tokens one probe request asks for: room for the forced tool call's JSON even
+#: one byte a token, small enough to cost nothing. Probes are not answers, so
+#: `--max-answer-tokens` (the client's `max_tokens_cap`) does not cut them.
+PROBE_MAX_TOKENS = 64
+#: How every probe request's message begins (it tells a server's logs, and test servers,
+#: what the request is).
+PROBE_PREFIX = "(kimmy capability probe) "
+#: The name of the probe's tool (the parallel probe adds `_a` and `_b` to it).
+PROBE_TOOL = "kimmy_capability_probe"
+#: The only valid value of the structured-output probe's one field: no model says it
+#: unprompted (the prompt does not name it), so only constrained decoding produces it.
+PROBE_VALUE = "kimmy-probe-7q"
+
+_SCHEMA = {
+    "type": "object",
+    "properties": {"probe": {"type": "string", "enum": [PROBE_VALUE]}},
+    "required": ["probe"],
+    "additionalProperties": False,
+}
+
+
+class Capabilities(BaseModel):
+    """What a model server honours (True: as the OpenAI API says it should).
+
+    Attributes:
+        structured_output: `response_format` with a JSON schema constrains the answer.
+        tools: tools offered are called as `tool_calls` (a forced `tool_choice` obeyed).
+        parallel_tool_calls: one answer may call several tools.
+        logprobs: `logprobs: true` returns `choices[0].logprobs.content`.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    structured_output: bool = True
+    tools: bool = True
+    parallel_tool_calls: bool = True
+    logprobs: bool = True
+
+    def describe(self, how: Mapping[str, str] | None = None) -> str:
+        """One line: `structured output no (probed), tools yes (--tools), …`; `how` says
+        where each value came from, by field name."""
+        parts = []
+        for name in CAPABILITY_NAMES:
+            note = f" ({how[name]})" if how and name in how else ""
+            parts.append(f"{name.replace('_', ' ')} {'yes' if getattr(self, name) else 'no'}{note}")
+        return ", ".join(parts)
+
+
+#: The capabilities' names, in probing order.
+CAPABILITY_NAMES: tuple[str, ...] = tuple(Capabilities.model_fields)
+#: What a model that says nothing honours: everything.
+HONOURS_ALL = Capabilities()
+
+#: Probed values by endpoint (base URL, model id), for this process.
+_found: dict[tuple[str, str], dict[str, bool]] = {}
+
+
+def capabilities_of(model: object) -> Capabilities:
+    """What `model` honours: its `capabilities` when set, else everything (`HONOURS_ALL`)."""
+    told = getattr(model, "capabilities", None)  # an optional attribute of a ChatModel
+    return told if isinstance(told, Capabilities) else HONOURS_ALL
+
+
+def _checked(given: Mapping[str, bool] | None) -> dict[str, bool]:
+    out = dict(given or {})
+    for name, value in out.items():
+        if name not in CAPABILITY_NAMES or not isinstance(value, bool):
+            raise ConfigError(
+                f"capability {name}={value!r} is not one of {', '.join(CAPABILITY_NAMES)} "
+                "set to True or False"
+            )
+    return out
+
+
+async def probe_capabilities(
+    model: ChatModel, *, given: Mapping[str, bool] | None = None
+) -> Capabilities:
+    """Probe what `model`'s server honours, with one tiny request per capability not `given`.
+
+    A request the server refuses (any HTTP error status, or a 2xx body that is not a chat
+    completion) means "not honoured". Parallel tool calls are not probed (not honoured)
+    where tools are not.
+
+    Raises:
+        ConfigError: `given` names an unknown capability or a value that is not a bool.
+        ModelError: one without an HTTP status: the server cannot be reached or timed out.
+    """
+    known = _checked(given)
+    for name in CAPABILITY_NAMES:
+        if name in known:
+            continue
+        if name == "parallel_tool_calls" and not known["tools"]:
+            known[name] = False
+        else:
+            known[name] = await _PROBES[name](model)
+    return Capabilities(**known)
+
+
+async def probe_endpoint(
+    client: OpenAIChat, *, given: Mapping[str, bool] | None = None
+) -> Capabilities:
+    """`probe_capabilities` for an HTTP client, each capability probed at most once per
+    endpoint (base URL + model id) in this process: a second call with the same endpoint
+    makes no requests. `given` values are used as they are and not cached.
+
+    The probes go through a twin of `client` with its own connections (closed before this
+    returns, so it may run in its own `asyncio.run`) and without its answer cap.
+    """
+    given_ = _checked(given)
+    key = (client.base_url, client.model or client.name)
+    cached = _found.setdefault(key, {})
+    known = {**cached, **given_}
+    # no parallel tool calls without tools: a verdict of the flag's, not the server's (not
+    # cached)
+    flagged = set(given_)
+    if given_.get("tools") is False and "parallel_tool_calls" not in given_:
+        flagged.add("parallel_tool_calls")
+        known["parallel_tool_calls"] = False
+    if set(known) == set(CAPABILITY_NAMES):
+        return Capabilities(**known)
+    twin = copy.copy(client)  # a rebuilt client: see `OpenAIChat.__reduce__`
+    twin.max_tokens_cap = None
+    async with twin:
+        found = await probe_capabilities(twin, given=known)
+    cached.update({k: v for k, v in found.model_dump().items() if k not in flagged})
+    return found
+
+
+def forget_endpoints() -> None:
+    """Drop every cached probe result (the next `probe_endpoint` asks again)."""
+    _found.clear()
+
+
+async def _ask(
+    model: ChatModel, text: str, *, max_tokens: int = PROBE_MAX_TOKENS, **options: Any
+) -> ChatResponse | None:
+    """One probe request; None when the server refused it with an HTTP status."""
+    messages: Sequence[MessageLike] = [{"role": "user", "content": PROBE_PREFIX + text}]
+    try:
+        return await model.chat(messages, max_tokens=max_tokens, temperature=0.0, **options)
+    except ModelError as exc:
+        if exc.status is None:  # unreachable or timed out: no answer to judge by
+            raise
+        return None
+
+
+def _tool(name: str) -> dict[str, Any]:
+    parameters = {
+        "type": "object",
+        "properties": {"ok": {"type": "boolean"}},
+        "required": ["ok"],
+        "additionalProperties": False,
+    }
+    return {
+        "type": "function",
+        "function": {"name": name, "description": "Say that tools work.", "parameters": parameters},
+    }
+
+
+async def _structured_output(model: ChatModel) -> bool:
+    response_format = {
+        "type": "json_schema",
+        "json_schema": {"name": "kimmy_probe", "schema": _SCHEMA, "strict": True},
+    }
+    response = await _ask(model, "Reply with one JSON object.", response_format=response_format)
+    if response is None:
+        return False
+    try:
+        return bool(json.loads(response.content or "") == {"probe": PROBE_VALUE})
+    except ValueError:
+        return False
+
+
+async def _tools(model: ChatModel) -> bool:
+    choice = {"type": "function", "function": {"name": PROBE_TOOL}}
+    response = await _ask(
+        model, f"Call the tool {PROBE_TOOL}.", tools=[_tool(PROBE_TOOL)], tool_choice=choice
+    )
+    return response is not None and any(c.function.name == PROBE_TOOL for c in response.tool_calls)
+
+
+async def _parallel_tool_calls(model: ChatModel) -> bool:
+    names = (f"{PROBE_TOOL}_a", f"{PROBE_TOOL}_b")
+    response = await _ask(
+        model,
+        f"Call both tools, {names[0]} and {names[1]}, at once in this one reply.",
+        tools=[_tool(n) for n in names],
+        tool_choice="required",
+    )
+    return response is not None and set(names) <= {c.function.name for c in response.tool_calls}
+
+
+async def _logprobs(model: ChatModel) -> bool:
+    response = await _ask(model, "Say yes.", max_tokens=2, logprobs=True)
+    return response is not None and bool(response.logprobs)
+
+
+_PROBES = {
+    "structured_output": _structured_output,
+    "tools": _tools,
+    "parallel_tool_calls": _parallel_tool_calls,
+    "logprobs": _logprobs,
+}
+
+
+__all__ = [
+    "CAPABILITY_NAMES",
+    "HONOURS_ALL",
+    "PROBE_MAX_TOKENS",
+    "PROBE_PREFIX",
+    "PROBE_TOOL",
+    "PROBE_VALUE",
+    "Capabilities",
+    "capabilities_of",
+    "forget_endpoints",
+    "probe_capabilities",
+    "probe_endpoint",
+]
