@@ -1,8 +1,9 @@
 """Shared test setup: the repository root on `sys.path`, so `swarm` and `tests.support` import
-without an install."""
+without an install; Triton's interpreter switched on before anything imports triton."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,13 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+# The kernel tests run Triton on the CPU, in its interpreter, which triton reads once, when
+# it is first imported. Test modules collected before tests/kernels (TRL's, whose import
+# pulls in triton through transformers) would otherwise import it with the interpreter off,
+# and every kernel test then fails with "Cannot call @triton.jit'd outside of the scope of
+# a kernel".
+os.environ["TRITON_INTERPRET"] = "1"
 
 
 @pytest.fixture(scope="session")

@@ -64,6 +64,8 @@ def test_package_exports_exactly_its_public_api() -> None:
         "METRICS_FILE", "TRAINER_STATE", "TrainingCorpusError", "TokenData", "TrainConfig",
         "TrainResult", "eval_loss", "latest_checkpoint", "lr_factor", "make_optimizer",
         "python_docs_texts", "read_text_corpus", "tokenize_corpus", "train",
+        # GRPO on our engine (model.train.grpo)
+        "GRPOConfig", "GRPOResult", "Prompt", "Sample", "Scored", "train_grpo",
     }  # fmt: skip
     assert all(getattr(model.train, name) is not None for name in model.train.__all__)
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
