@@ -4,7 +4,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3; do command 
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test bench lint clean
+.PHONY: demo test bench lint clean llama-cpp
 
 # The kernel tests need PyTorch and Triton (its interpreter runs the kernels on the CPU), the
 # executor tests Ray (a local multi-node cluster). The CPU wheel of torch is installed first
@@ -39,6 +39,20 @@ test: $(VENV)/.extras
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/pytest -q
+
+## llama-cpp: llama.cpp's OpenAI-compatible server (llama-cpp-python[server], built from
+## source: about 5 minutes on 2 cores), for the tests of model mode against a real
+## third-party server serving SmolLM2. CI runs it before `make test`; without it those tests
+## skip, saying so. A failed build stops nothing: its log is .venv/llama-cpp-build.log.
+LLAMA_CPP := llama-cpp-python[server]==0.3.36
+LLAMA_CPP_CMAKE := -DGGML_NATIVE=OFF -DGGML_OPENMP=OFF -DLLAMA_BUILD_TESTS=OFF \
+	-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAVA_BUILD=OFF
+llama-cpp: $(VENV)/.extras
+	@echo "building $(LLAMA_CPP) (log: $(VENV)/llama-cpp-build.log)"
+	@CMAKE_ARGS="$(LLAMA_CPP_CMAKE)" CMAKE_BUILD_PARALLEL_LEVEL=2 \
+		$(BIN)/pip install '$(LLAMA_CPP)' > $(VENV)/llama-cpp-build.log 2>&1 \
+		&& echo "llama.cpp's server is installed" \
+		|| echo "llama.cpp's server did not build (see $(VENV)/llama-cpp-build.log): its tests skip"
 
 ## bench: fan-out overhead at 100 / 1,000 / 10,000 sub-agents vs asyncio.gather
 bench: $(BIN)/kimmy

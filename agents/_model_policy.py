@@ -242,16 +242,11 @@ class _Turns:
         specs = run.tools.specs() or None
         text = TextTools(specs) if specs is not None and not honoured.tools else None
         output = run.role.output
-        schema = {"name": output.__name__, "schema": output.model_json_schema()}
         return cls(
             specs=specs,
             text=text,
             tool_text=text.instructions() if text is not None else "",
-            response_format=(
-                {"type": "json_schema", "json_schema": schema}
-                if honoured.structured_output
-                else None
-            ),
+            response_format=honoured.response_format(output.__name__, output.model_json_schema()),
         )
 
     @property

@@ -3,7 +3,9 @@
 A server that enforces `response_format` returns the answer as bare JSON; a weak model on
 one that does not wraps it in a code fence or prose, writes a second object after it, or
 trails stray braces. `parse_answer` takes the whole text when it is JSON, else the first
-JSON object in it.
+JSON object in it. Control characters inside strings (a raw line break) are read as they
+are: llama.cpp's JSON grammar lets a constrained model write them, and strict JSON would
+turn a schema-valid answer away for it.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import re
 from typing import Any
 
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
+#: JSON that allows control characters (a raw line break) inside strings.
+_DECODER = json.JSONDecoder(strict=False)
 
 
 def parse_answer(content: str | None) -> Any:
@@ -28,7 +32,7 @@ def parse_answer(content: str | None) -> Any:
     if fenced:
         text = fenced.group(1)
     try:
-        return json.loads(text)
+        return _DECODER.decode(text)
     except json.JSONDecodeError:
         found = first_json_object(text)
         if found is None:
@@ -38,11 +42,10 @@ def parse_answer(content: str | None) -> Any:
 
 def first_json_object(text: str) -> dict[str, Any] | None:
     """The first JSON object in `text` (decoded from each `{` in turn), or None."""
-    decoder = json.JSONDecoder()
     start = text.find("{")
     while start >= 0:
         try:
-            value, _ = decoder.raw_decode(text, start)
+            value, _ = _DECODER.raw_decode(text, start)
         except json.JSONDecodeError:
             value = None
         if isinstance(value, dict):

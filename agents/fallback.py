@@ -82,6 +82,17 @@ def fallbacks(outputs: Mapping[str, Any]) -> dict[str, str]:
     return found
 
 
+def made_by_counts(outputs: Mapping[str, Any]) -> dict[str, int]:
+    """How many of `outputs` each maker made (`MADE_BY`, every maker named, 0 included);
+    outputs that say no maker are not counted."""
+    counts = dict.fromkeys(MADE_BY, 0)
+    for output in outputs.values():
+        data = output.model_dump(mode="json") if isinstance(output, BaseModel) else output
+        if isinstance(data, Mapping) and data.get("made_by") in counts:
+            counts[data["made_by"]] += 1
+    return counts
+
+
 def fallback_markdown(fell_back: Mapping[str, str]) -> list[str]:
     """The Markdown section (lines) of a report naming the sub-agents the offline procedure
     stood in for, with the model's error; no lines when there were none."""
@@ -102,4 +113,5 @@ __all__ = [
     "fallbacks",
     "falls_back",
     "falls_back_on_server_error",
+    "made_by_counts",
 ]

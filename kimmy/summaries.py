@@ -29,8 +29,18 @@ def say(text: str, json_lines: bool = False) -> None:
     print(text, file=sys.stderr if json_lines else sys.stdout)
 
 
-def _say_fallbacks(fell_back: dict[str, str], subagents: int, json_lines: bool) -> None:
-    """How many sub-agents the offline procedure stood in for, and the first few."""
+def _say_fallbacks(
+    fell_back: dict[str, str], made_by: dict[str, int], subagents: int, json_lines: bool
+) -> None:
+    """In model mode, how many sub-agents' outputs the model made; then how many the
+    offline procedure stood in for, and the first few."""
+    by_model = made_by.get("model", 0)
+    if by_model or fell_back:
+        say(
+            f"model: {by_model} of {subagents} sub-agents' outputs made by the model, "
+            f"{len(fell_back)} by the offline procedure after the model failed",
+            json_lines,
+        )
     if not fell_back:
         return
     say(
@@ -61,7 +71,7 @@ def print_review(outcome: ReviewOutcome, json_lines: bool = False, *, stored: bo
         f"({100 * outcome.pass_rate:.1f}%), {files.flagged} flagged",
         json_lines,
     )
-    _say_fallbacks(outcome.fallbacks, outcome.subagents, json_lines)
+    _say_fallbacks(outcome.fallbacks, outcome.made_by, outcome.subagents, json_lines)
     for skipped in outcome.skipped[:5]:
         say(f"  skipped {skipped.source}: {skipped.reason}", json_lines)
     for problem in outcome.problems[:5]:
@@ -86,7 +96,7 @@ def print_analysis(
         f"{outcome.unverifiable} unverifiable",
         json_lines,
     )
-    _say_fallbacks(outcome.fallbacks, outcome.subagents, json_lines)
+    _say_fallbacks(outcome.fallbacks, outcome.made_by, outcome.subagents, json_lines)
     for problem in outcome.problems[:8]:
         say(f"  problem: {problem}", json_lines)
     for name, path in outcome.paths.items():

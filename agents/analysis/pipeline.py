@@ -38,7 +38,7 @@ from agents.analysis.workers import (
     ReportWorker,
     restore_board,
 )
-from agents.fallback import fallback_markdown, fallbacks
+from agents.fallback import fallback_markdown, fallbacks, made_by_counts
 from agents.pipeline_record import (
     PIPELINE_KEY,
     AnalysisSettings,
@@ -151,6 +151,9 @@ class AnalysisOutcome:
     fallbacks: dict[str, str] = field(default_factory=dict)
     #: Sub-agents of the run (the planner included).
     subagents: int = 0
+    #: How many sub-agents' outputs each maker made: `model`, `offline`, `offline_fallback`
+    #: (`agents.fallback.made_by_counts`).
+    made_by: dict[str, int] = field(default_factory=dict)
 
     @property
     def pass_rate(self) -> float:
@@ -367,6 +370,7 @@ def _outcome(
         duration_s=time.perf_counter() - t0,
         fallbacks=fallbacks(result.outputs),
         subagents=len(result.results),
+        made_by=made_by_counts(result.outputs),
     )
 
 

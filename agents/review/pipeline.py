@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agents.fallback import fallbacks
+from agents.fallback import fallbacks, made_by_counts
 from agents.pipeline_record import (
     PIPELINE_KEY,
     ModelEndpoint,
@@ -160,6 +160,9 @@ class ReviewOutcome:
     #: Sub-agents whose model failed their subtask, done by the offline procedure instead:
     #: the model's error by subtask id (`agents.fallback`).
     fallbacks: dict[str, str] = field(default_factory=dict)
+    #: How many sub-agents' outputs each maker made: `model`, `offline`, `offline_fallback`
+    #: (`agents.fallback.made_by_counts`).
+    made_by: dict[str, int] = field(default_factory=dict)
 
     @property
     def pass_rate(self) -> float:
@@ -354,6 +357,7 @@ def _run(
         duration_s=time.perf_counter() - t0,
         problems=files.problems,
         fallbacks=fallbacks(result.outputs),
+        made_by=made_by_counts(result.outputs),
     )
 
 

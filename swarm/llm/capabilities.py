@@ -1,10 +1,11 @@
 """What a model server honours of the chat-completions API, found by probing it.
 
 Servers that speak the API do not all honour it: llama.cpp's server (llama-cpp-python)
-ignores `response_format`, so a weak model answers in prose, and some of its chat formats
-have no tool calls. `probe_capabilities` asks a few tiny questions whose right answers
-only an honouring server gives; `probe_endpoint` does it once per endpoint (base URL +
-model) in this process. The agent loop reads the result with `capabilities_of(model)`
+ignores OpenAI's `json_schema` response format, so a weak model answers in prose, though it
+enforces a schema given its own way (`{"type": "json_object", "schema": …}`), and some of
+its chat formats have no tool calls. `probe_capabilities` asks a few tiny questions whose
+right answers only an honouring server gives; `probe_endpoint` does it once per endpoint
+(base URL + model) in this process. The agent loop reads the result with `capabilities_of(model)`
 and adapts (JSON asked for in the prompt, tools described in the prompt).
 
     found = await probe_endpoint(client, given={"tools": False})   # --no-tools: not probed
@@ -20,7 +21,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -51,12 +52,19 @@ _SCHEMA = {
     "additionalProperties": False,
 }
 
+#: How a server is given a JSON schema to enforce: OpenAI's `{"type": "json_schema",
+#: "json_schema": {"name": …, "schema": …}}`, or `{"type": "json_object", "schema": …}`
+#: (llama.cpp's servers, which turn it into a grammar).
+SchemaFormat = Literal["json_schema", "json_object"]
+SCHEMA_FORMATS: tuple[str, ...] = ("json_schema", "json_object")
+
 
 class Capabilities(BaseModel):
     """What a model server honours (True: as the OpenAI API says it should).
 
     Attributes:
         structured_output: `response_format` with a JSON schema constrains the answer.
+        schema_format: how the schema is given (`SchemaFormat`) where it does.
         tools: tools offered are called as `tool_calls` (a forced `tool_choice` obeyed).
         parallel_tool_calls: one answer may call several tools.
         logprobs: `logprobs: true` returns `choices[0].logprobs.content`.
@@ -65,27 +73,46 @@ class Capabilities(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     structured_output: bool = True
+    schema_format: SchemaFormat = "json_schema"
     tools: bool = True
     parallel_tool_calls: bool = True
     logprobs: bool = True
 
+    def response_format(self, name: str, schema: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The `response_format` that makes this server enforce `schema` (named `name`), in
+        its format; None where it enforces none."""
+        if not self.structured_output:
+            return None
+        if self.schema_format == "json_object":
+            return {"type": "json_object", "schema": dict(schema)}
+        return {"type": "json_schema", "json_schema": {"name": name, "schema": dict(schema)}}
+
     def describe(self, how: Mapping[str, str] | None = None) -> str:
         """One line: `structured output no (probed), tools yes (--tools), …`; `how` says
-        where each value came from, by field name."""
+        where each value came from, by capability name."""
         parts = []
         for name in CAPABILITY_NAMES:
             note = f" ({how[name]})" if how and name in how else ""
-            parts.append(f"{name.replace('_', ' ')} {'yes' if getattr(self, name) else 'no'}{note}")
+            value = "yes" if getattr(self, name) else "no"
+            if name == "structured_output" and self.structured_output:
+                value += "" if self.schema_format == "json_schema" else f" ({self.schema_format})"
+            parts.append(f"{name.replace('_', ' ')} {value}{note}")
         return ", ".join(parts)
 
 
-#: The capabilities' names, in probing order.
-CAPABILITY_NAMES: tuple[str, ...] = tuple(Capabilities.model_fields)
+#: The capabilities' names (each True or False), in probing order.
+CAPABILITY_NAMES: tuple[str, ...] = (
+    "structured_output",
+    "tools",
+    "parallel_tool_calls",
+    "logprobs",
+)
 #: What a model that says nothing honours: everything.
 HONOURS_ALL = Capabilities()
 
-#: Probed values by endpoint (base URL, model id), for this process.
-_found: dict[tuple[str, str], dict[str, bool]] = {}
+#: Probed values by endpoint (base URL, model id), for this process (capability names, and
+#: `schema_format` where structured output was probed).
+_found: dict[tuple[str, str], dict[str, Any]] = {}
 
 
 def capabilities_of(model: object) -> Capabilities:
@@ -94,10 +121,15 @@ def capabilities_of(model: object) -> Capabilities:
     return told if isinstance(told, Capabilities) else HONOURS_ALL
 
 
-def _checked(given: Mapping[str, bool] | None) -> dict[str, bool]:
+def _checked(given: Mapping[str, Any] | None) -> dict[str, Any]:
     out = dict(given or {})
     for name, value in out.items():
-        if name not in CAPABILITY_NAMES or not isinstance(value, bool):
+        if name == "schema_format":
+            if value not in SCHEMA_FORMATS:
+                raise ConfigError(
+                    f"schema_format={value!r} is not one of {', '.join(SCHEMA_FORMATS)}"
+                )
+        elif name not in CAPABILITY_NAMES or not isinstance(value, bool):
             raise ConfigError(
                 f"capability {name}={value!r} is not one of {', '.join(CAPABILITY_NAMES)} "
                 "set to True or False"
@@ -106,23 +138,30 @@ def _checked(given: Mapping[str, bool] | None) -> dict[str, bool]:
 
 
 async def probe_capabilities(
-    model: ChatModel, *, given: Mapping[str, bool] | None = None
+    model: ChatModel, *, given: Mapping[str, Any] | None = None
 ) -> Capabilities:
     """Probe what `model`'s server honours, with one tiny request per capability not `given`.
 
     A request the server refuses (any HTTP error status, or a 2xx body that is not a chat
-    completion) means "not honoured". Parallel tool calls are not probed (not honoured)
-    where tools are not.
+    completion) means "not honoured". Structured output is probed in OpenAI's format, then
+    in llama.cpp's (`SchemaFormat`); `given` structured output keeps the format `given` says
+    (`schema_format`, OpenAI's when it says none). Parallel tool calls are not probed (not
+    honoured) where tools are not.
 
     Raises:
         ConfigError: `given` names an unknown capability or a value that is not a bool.
         ModelError: one without an HTTP status: the server cannot be reached or timed out.
     """
-    known = _checked(given)
+    known: dict[str, Any] = _checked(given)
     for name in CAPABILITY_NAMES:
         if name in known:
             continue
-        if name == "parallel_tool_calls" and not known["tools"]:
+        if name == "structured_output":
+            schema_format = await _structured_output(model)
+            known[name] = schema_format is not None
+            if schema_format is not None:
+                known["schema_format"] = schema_format
+        elif name == "parallel_tool_calls" and not known["tools"]:
             known[name] = False
         else:
             known[name] = await _PROBES[name](model)
@@ -130,7 +169,7 @@ async def probe_capabilities(
 
 
 async def probe_endpoint(
-    client: OpenAIChat, *, given: Mapping[str, bool] | None = None
+    client: OpenAIChat, *, given: Mapping[str, Any] | None = None
 ) -> Capabilities:
     """`probe_capabilities` for an HTTP client, each capability probed at most once per
     endpoint (base URL + model id) in this process: a second call with the same endpoint
@@ -146,10 +185,12 @@ async def probe_endpoint(
     # no parallel tool calls without tools: a verdict of the flag's, not the server's (not
     # cached)
     flagged = set(given_)
+    if "structured_output" in given_:  # the format then is the flag's too
+        flagged.add("schema_format")
     if given_.get("tools") is False and "parallel_tool_calls" not in given_:
         flagged.add("parallel_tool_calls")
         known["parallel_tool_calls"] = False
-    if set(known) == set(CAPABILITY_NAMES):
+    if set(CAPABILITY_NAMES) <= set(known):
         return Capabilities(**known)
     twin = copy.copy(client)  # a rebuilt client: see `OpenAIChat.__reduce__`
     twin.max_tokens_cap = None
@@ -190,18 +231,25 @@ def _tool(name: str) -> dict[str, Any]:
     }
 
 
-async def _structured_output(model: ChatModel) -> bool:
-    response_format = {
-        "type": "json_schema",
-        "json_schema": {"name": "kimmy_probe", "schema": _SCHEMA, "strict": True},
+async def _structured_output(model: ChatModel) -> SchemaFormat | None:
+    """The first format (`SCHEMA_FORMATS`) in which the server enforces a schema; None."""
+    formats: dict[SchemaFormat, dict[str, Any]] = {
+        "json_schema": {
+            "type": "json_schema",
+            "json_schema": {"name": "kimmy_probe", "schema": _SCHEMA, "strict": True},
+        },
+        "json_object": {"type": "json_object", "schema": _SCHEMA},
     }
-    response = await _ask(model, "Reply with one JSON object.", response_format=response_format)
-    if response is None:
-        return False
-    try:
-        return bool(json.loads(response.content or "") == {"probe": PROBE_VALUE})
-    except ValueError:
-        return False
+    for schema_format, response_format in formats.items():
+        response = await _ask(model, "Reply with one JSON object.", response_format=response_format)
+        if response is None:
+            continue
+        try:
+            if json.loads(response.content or "") == {"probe": PROBE_VALUE}:
+                return schema_format
+        except ValueError:
+            continue
+    return None
 
 
 async def _tools(model: ChatModel) -> bool:
@@ -229,7 +277,6 @@ async def _logprobs(model: ChatModel) -> bool:
 
 
 _PROBES = {
-    "structured_output": _structured_output,
     "tools": _tools,
     "parallel_tool_calls": _parallel_tool_calls,
     "logprobs": _logprobs,
@@ -243,7 +290,9 @@ __all__ = [
     "PROBE_PREFIX",
     "PROBE_TOOL",
     "PROBE_VALUE",
+    "SCHEMA_FORMATS",
     "Capabilities",
+    "SchemaFormat",
     "capabilities_of",
     "forget_endpoints",
     "probe_capabilities",

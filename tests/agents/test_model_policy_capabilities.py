@@ -229,3 +229,17 @@ def test_a_server_that_enforces_the_schema_still_gets_it_on_answer_turns(
     if honoured is not None:
         _no_native_tools_on_the_wire([first, repair])
         assert json.loads(first["messages"][0]["content"].split("<tools>\n")[1].split("\n")[0])
+
+
+def test_a_server_that_enforces_the_schema_its_own_way_gets_it_that_way() -> None:
+    """llama.cpp's server: the answer's schema goes as `{"type": "json_object", "schema":
+    …}` (which it turns into a grammar), never as OpenAI's `json_schema` it ignores."""
+    tools = Tools()
+    plain = ROLE.derive(name="plain", tools=())
+    with OpenAIServer([reply('{"numbers": [2, 3, 5, 7], "total": 17}')]) as srv:
+        client = OpenAIChat(srv.base_url, "test-model")
+        client.capabilities = Capabilities(schema_format="json_object")
+        result, _ = _run(client, tools, plain)
+        (body,) = _wire(srv.chat_requests)
+    assert result.output == {"numbers": [2, 3, 5, 7], "total": 17}
+    assert body["response_format"] == {"type": "json_object", "schema": Total.model_json_schema()}

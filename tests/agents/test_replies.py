@@ -45,3 +45,10 @@ def test_no_json_object_is_a_decode_error(reply: str) -> None:
     with pytest.raises(json.JSONDecodeError, match="no JSON object"):
         parse_answer(reply)
     assert first_json_object(reply) is None
+
+
+def test_a_raw_line_break_inside_a_string_is_kept() -> None:
+    # llama.cpp's JSON grammar lets a constrained model write one; strict JSON refuses it
+    reply = '{"topic": "attention",\n"notes": ["first line\nsecond line"]}'
+    assert parse_answer(reply) == {"topic": "attention", "notes": ["first line\nsecond line"]}
+    assert parse_answer("Here:\n" + reply) == parse_answer(reply)

@@ -52,7 +52,8 @@ def test_a_server_that_honours_nothing_is_probed_said_stored_and_adapted_to(
     ) in out
     probes = [r for r in requests if _is_probe(r)]
     work = [r.body for r in requests if not _is_probe(r)]
-    assert len(probes) == 3 and requests[:3] == probes  # before any sub-agent's call
+    # structured output in both formats, tools, logprobs: before any sub-agent's call
+    assert len(probes) == 4 and requests[:4] == probes
     assert work, "the sub-agents called the model"
     for body in work:
         assert not {"tools", "tool_choice", "response_format"} & set(body)
@@ -60,6 +61,7 @@ def test_a_server_that_honours_nothing_is_probed_said_stored_and_adapted_to(
     assert any("# Tools" in b["messages"][0]["content"] for b in work)  # tools in text
     assert _stored_capabilities(tmp_path / "runs") == {
         "structured_output": False,
+        "schema_format": "json_schema",
         "tools": False,
         "parallel_tool_calls": False,
         "logprobs": False,

@@ -185,10 +185,16 @@ def echo(prefix: str = "") -> Behaviour:
     return computed(last_user)
 
 
-def _json_schema(response_format: Any) -> dict[str, Any] | None:
-    """The JSON schema a `response_format` asks for, if it asks for one."""
-    if not isinstance(response_format, dict) or response_format.get("type") != "json_schema":
+def _json_schema(
+    response_format: Any, formats: tuple[str, ...] = ("json_schema",)
+) -> dict[str, Any] | None:
+    """The JSON schema a `response_format` asks for, if it asks for one in one of `formats`:
+    OpenAI's `json_schema` type, llama.cpp's `json_object` with a `schema` key."""
+    if not isinstance(response_format, dict) or response_format.get("type") not in formats:
         return None
+    if response_format["type"] == "json_object":
+        schema = response_format.get("schema")
+        return schema if isinstance(schema, dict) else None
     schema = (response_format.get("json_schema") or {}).get("schema")
     return schema if isinstance(schema, dict) else {}
 
@@ -223,17 +229,18 @@ def _fitting(schema: dict[str, Any], text: str, root: dict[str, Any]) -> Any:
     return {name: _fitting(sub, text, root) for name, sub in properties.items()}
 
 
-def honouring() -> Behaviour:
+def honouring(schema_formats: tuple[str, ...] = ("json_schema",)) -> Behaviour:
     """A server that honours what a request asks, as vLLM does: a forced `tool_choice` gets
     the call (a named tool: that one; "required": one call of every tool offered, in
-    parallel) with arguments that fit the tool's parameters; a `json_schema` response
-    format, a JSON object that fits it; anything else, "yes". With `logprobs`, the content
-    comes with one entry per word."""
+    parallel) with arguments that fit the tool's parameters; a response format that gives a
+    schema in one of `schema_formats` (`json_schema`: OpenAI's, as vLLM; `json_object`
+    with `schema`: llama.cpp's), a JSON object that fits it; anything else, "yes". With
+    `logprobs`, the content comes with one entry per word."""
 
     def behaviour(request: ServerRequest) -> Reply:
         body = request.body if isinstance(request.body, dict) else {}
         calls = _forced_calls(body)
-        schema = _json_schema(body.get("response_format"))
+        schema = _json_schema(body.get("response_format"), schema_formats)
         content: str | None = "yes"
         if calls:
             content = None

@@ -183,6 +183,16 @@ def test_a_weak_model_still_gets_the_analysis_from_the_fallbacks(
     print_analysis(outcome)
     said = capsys.readouterr().out
     assert f"fallback: 2 of {outcome.subagents} sub-agents fell back" in said
+    # every sub-agent's output says who made it: the rest the model
+    assert outcome.made_by == {
+        "model": outcome.subagents - 2,
+        "offline": 0,
+        "offline_fallback": 2,
+    }
+    assert (
+        f"model: {outcome.subagents - 2} of {outcome.subagents} sub-agents' outputs made by "
+        "the model, 2 by the offline procedure after the model failed"
+    ) in said
 
 
 def test_strict_model_mode_fails_the_plan_as_before(tmp_path: Any) -> None:

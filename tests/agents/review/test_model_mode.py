@@ -156,7 +156,10 @@ def test_a_weak_model_still_gets_a_review_from_the_fallbacks(
     assert any(c["fallbacks"] for c in claims)
     print_review(outcome)
     total = outcome.subagents
-    assert f"fallback: 3 of {total} sub-agents fell back" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert f"fallback: 3 of {total} sub-agents fell back" in said
+    assert outcome.made_by == {"model": total - 3, "offline": 0, "offline_fallback": 3}
+    assert f"model: {total - 3} of {total} sub-agents' outputs made by the model, 3 by" in said
 
 
 def test_strict_model_mode_leaves_the_review_empty_as_before(tmp_path: Path) -> None:

@@ -60,12 +60,15 @@ def test_a_server_that_honours_nothing_is_found_out() -> None:
         found = _probe(srv.base_url)
         bodies = [r.body for r in srv.chat_requests]
     assert found == NOTHING
-    # parallel tool calls are not asked about where tools are not honoured
-    assert len(bodies) == 3
+    # structured output is asked about in both formats; parallel tool calls are not asked
+    # about where tools are not honoured
+    assert len(bodies) == 4
     assert all(b["messages"][0]["content"].startswith(PROBE_PREFIX) for b in bodies)
     assert all(b["max_tokens"] <= PROBE_MAX_TOKENS for b in bodies)
-    structured, tools, logprobs = bodies
+    structured, llama_structured, tools, logprobs = bodies
     assert structured["response_format"]["type"] == "json_schema"
+    assert llama_structured["response_format"]["type"] == "json_object"
+    assert "schema" in llama_structured["response_format"]
     assert tools["tool_choice"] == {"type": "function", "function": {"name": PROBE_TOOL}}
     assert logprobs["logprobs"] is True
 
@@ -78,9 +81,25 @@ def test_a_server_that_honours_everything() -> None:
     assert parallel["tool_choice"] == "required" and len(parallel["tools"]) == 2
 
 
+def test_a_server_that_enforces_a_schema_only_in_llama_cpp_format_gets_it_so() -> None:
+    # llama.cpp's servers ignore OpenAI's json_schema type and enforce
+    # {"type": "json_object", "schema": ...} with a grammar
+    with OpenAIServer(default=honouring(schema_formats=("json_object",))) as srv:
+        found = _probe(srv.base_url)
+    assert found == Capabilities(schema_format="json_object")
+    assert "structured output yes (json_object)" in found.describe()
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    assert found.response_format("Answer", schema) == {"type": "json_object", "schema": schema}
+    assert HONOURS_ALL.response_format("Answer", schema) == {
+        "type": "json_schema",
+        "json_schema": {"name": "Answer", "schema": schema},
+    }
+    assert NOTHING.response_format("Answer", schema) is None
+
+
 def test_json_that_does_not_match_the_schema_is_not_structured_output() -> None:
     # valid JSON, but not the one value the schema allows: the server did not constrain it
-    answers = [reply('{"probe": "yes"}'), PROSE, PROSE]
+    answers = [reply('{"probe": "yes"}'), reply('{"probe": "yes"}'), PROSE, PROSE]
     with OpenAIServer(answers) as srv:
         assert _probe(srv.base_url) == NOTHING
 
