@@ -10,24 +10,18 @@ import json
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
 
 from agents import AgentStepLimitError, Role, ToolBox, install
 from swarm import Swarm
-from swarm.events import AgentStep, Event, ToolCalled
 from swarm.llm import Capabilities, OpenAIChat, probe_endpoint
 from swarm.schema import SubtaskStatus
 from tests.support.openai_server import OpenAIServer, ServerRequest, reply
+from tests.support.summing_role import Sink, Total, check_total
 
 #: The model behind a server that honours nothing answers in prose unless scripted.
 PROSE = reply("Let me think about that.")
 #: A text tool call with prose before it.
 LOOKUP = 'I will look the numbers up.\n{"tool": "lookup", "arguments": {"key": "primes"}}'
-
-
-class Total(BaseModel):
-    numbers: list[int]
-    total: int
 
 
 class Tools:
@@ -50,29 +44,7 @@ class Tools:
             return sum(numbers)
 
 
-def _check(answer: Total, run: Any) -> None:
-    if sum(answer.numbers) != answer.total:
-        raise ValueError(f"total {answer.total} is not the sum of {answer.numbers}")
-
-
-ROLE = Role("summer", "You add numbers.", Total, ("lookup", "add"), None, _check, 5)
-
-
-class Sink:
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-
-    def handle(self, event: Event) -> None:
-        self.events.append(event)
-
-    def agent(self) -> list[tuple[str, Any]]:
-        out: list[tuple[str, Any]] = []
-        for e in self.events:
-            if isinstance(e, AgentStep):
-                out.append(("step", (e.step, e.tools, e.outcome)))
-            elif isinstance(e, ToolCalled):
-                out.append(("tool", (e.tool, e.ok)))
-        return out
+ROLE = Role("summer", "You add numbers.", Total, ("lookup", "add"), None, check_total, 5)
 
 
 def _run(model: OpenAIChat, tools: Tools, role: Role = ROLE) -> tuple[Any, Sink]:

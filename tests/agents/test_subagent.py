@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
 
 from agents import (
     AgentRun,
@@ -33,15 +32,11 @@ from swarm.errors import (
     ModelServerError,
     ModelTimeoutError,
 )
-from swarm.events import AgentStep, Event, ToolCalled
+from swarm.events import AgentStep, ToolCalled
 from swarm.llm import ScriptedChat
 from swarm.llm.types import ChatResponse, FunctionCall, ToolCall
 from swarm.schema import SubtaskStatus, Usage
-
-
-class Total(BaseModel):
-    numbers: list[int]
-    total: int
+from tests.support.summing_role import Sink, Total, check_total
 
 
 def _toolbox() -> ToolBox:
@@ -68,29 +63,7 @@ def _sum_procedure(run: AgentRun) -> Total:
     return Total(numbers=numbers, total=run.call("add", numbers=numbers))
 
 
-def _check(answer: Total, run: AgentRun) -> None:
-    if sum(answer.numbers) != answer.total:
-        raise ValueError(f"total {answer.total} is not the sum of {answer.numbers}")
-
-
-ROLE = Role("summer", "You add numbers.", Total, ("lookup", "add"), _sum_procedure, _check, 5)
-
-
-class Sink:
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-
-    def handle(self, event: Event) -> None:
-        self.events.append(event)
-
-    def agent(self) -> list[tuple[str, Any]]:
-        out: list[tuple[str, Any]] = []
-        for e in self.events:
-            if isinstance(e, AgentStep):
-                out.append(("step", (e.step, e.tools, e.outcome)))
-            elif isinstance(e, ToolCalled):
-                out.append(("tool", (e.tool, e.ok)))
-        return out
+ROLE = Role("summer", "You add numbers.", Total, ("lookup", "add"), _sum_procedure, check_total, 5)
 
 
 def _run(model: Any, key: str = "primes", **swarm_kw: Any) -> tuple[Any, Sink]:
