@@ -54,9 +54,10 @@ llama-cpp: $(VENV)/.extras
 		&& echo "llama.cpp's server is installed" \
 		|| echo "llama.cpp's server did not build (see $(VENV)/llama-cpp-build.log): its tests skip"
 
-## bench: fan-out overhead at 100 / 1,000 / 10,000 sub-agents vs asyncio.gather
+## bench: fan-out overhead at 100 / 1,000 / 10,000 sub-agents vs asyncio.gather. It prints
+## the table; `make bench OUT=benchmarks/results/fanout.md` rewrites the committed page.
 bench: $(BIN)/kimmy
-	$(BIN)/python benchmarks/bench_fanout.py
+	$(BIN)/python benchmarks/bench_fanout.py $(if $(OUT),--out $(OUT))
 
 lint: $(BIN)/kimmy
 	$(BIN)/ruff check .
