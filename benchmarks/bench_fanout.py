@@ -1,6 +1,7 @@
 """Fan-out overhead: N sub-agents whose model call is `asyncio.sleep(0.05)`, then a reduce.
 
     python benchmarks/bench_fanout.py [--n 100 1000 10000] [--runs 7] [--peers] [--json]
+                                      [--out PATH]
     python benchmarks/bench_fanout.py --executor ray [--n 100 1000 10000] [--runs 7]
 
 For each N: plain `asyncio.gather` over the same coroutines (the floor), and the swarm with
@@ -18,13 +19,15 @@ time as a ratio to LangGraph's `Send` fan-out on the same workload.
 the peer baseline uses): its overhead per sub-agent against the local executor's (each in
 its own process, ratio to gather as above) and against the plain Ray-actor peer baseline
 (`../shared/bench/peers/bench_ray.py --variant actor`, run with this interpreter the way
-`run.sh N ray` runs it). It appends its own section to the results file.
+`run.sh N ray` runs it). With `--out`, it appends its own section to that page (replacing
+an earlier Ray section there).
 
 `--busy K` runs the measurements beside K processes that spin on the CPU (a busy machine:
 with K = the CPU count, the swarm's event loop, its store writer thread and the gather
 baseline all get a share of a saturated machine). The figures say which they were.
 
-Writes the table to benchmarks/results/fanout.md; `--json` prints the figures as one object.
+Prints the table; `--out benchmarks/results/fanout.md` writes the committed page; `--json`
+prints the figures as one object.
 """
 
 from __future__ import annotations
@@ -44,6 +47,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks._results import add_out_option, publish  # noqa: E402
+
 PEERS = ROOT.parent / "shared" / "bench" / "peers" / "run.sh"
 LATENCY_S = 0.05
 #: `--prompt-chars`: the size of each sub-agent's prompt (its answer is a quarter of it);
@@ -412,12 +420,16 @@ def ray_main(args: argparse.Namespace) -> int:
                 f"n={n:>6} local={row['local_wall_s']:.4f}s ray={row['ray_wall_s']:.4f}s"
                 f" plain-ray={row['peer'].get('median_wall_s')}s"
             )
-    out = Path(args.out)
-    text = out.read_text(encoding="utf-8") if out.is_file() else ""
+    section = _ray_table(rows, args.runs)
+    out: Path | None = args.out
+    text = out.read_text(encoding="utf-8") if out is not None and out.is_file() else ""
     text = text.split("\n## Ray executor")[0].rstrip("\n") + "\n\n" if text else ""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text + _ray_table(rows, args.runs), encoding="utf-8")
-    print(json.dumps({"ray_rows": rows}) if args.json else f"section appended to {out}")
+    if out is not None:
+        publish(text + section, out, echo=False)
+    if args.json:
+        print(json.dumps({"ray_rows": rows}))
+    else:
+        print(section)
     return 0
 
 
@@ -427,7 +439,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=7, help="timed runs per configuration")
     parser.add_argument("--peers", action="store_true", help="also run LangGraph (needs PyPI)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
-    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "fanout.md"))
+    add_out_option(parser, "fanout.md")
     parser.add_argument("--executor", choices=["local", "ray"], default="local")
     parser.add_argument(
         "--busy", type=int, default=0, metavar="K", help="measure beside K CPU-spinning processes"
@@ -467,12 +479,9 @@ def main() -> int:
                     f"n={n:>6} store={_store_label(r):<22} ratio={r['ratio']:.2f}×"
                     f" overhead={r['overhead_us_per_agent']:.1f}µs rss={r['peak_rss_mb']:.0f}MB"
                 )
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(_table(rows, peers, args.runs, args.busy), encoding="utf-8")
+    publish(_table(rows, peers, args.runs, args.busy), args.out, echo=not args.json)
     if args.json:
         print(json.dumps({"rows": rows, "peers": peers}))
-    else:
-        print(f"table written to {args.out}")
     return 0
 
 

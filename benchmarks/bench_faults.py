@@ -1,6 +1,7 @@
 """Adaptive admission under faults: 5,000 sub-agents against a loopback server that fails.
 
     python benchmarks/bench_faults.py [--n 5000] [--overloaded-n 2000] [--runs 2] [--json]
+                                      [--out PATH]
 
 Two cases, each run with adaptive admission (the default) and with `--no-adaptive`
 (`RunConfig(adaptive=False)`), alternating, `--runs` times each, in one invocation:
@@ -18,7 +19,8 @@ Two cases, each run with adaptive admission (the default) and with `--no-adaptiv
 The server is `tests.support.openai_server` (threads, HTTP/1.1 keep-alive) in a process of
 its own, so it does not compete with the swarm for the GIL. The sub-agents are the swarm's
 real path: `OpenAIChat` over HTTP, the metered client, retries with backoff.
-Writes benchmarks/results/faults.md; `--json` prints the figures as one object.
+Prints the page; `--out benchmarks/results/faults.md` writes the committed one; `--json` also
+prints the figures as one object.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # `tests.support` (the server), also in the server's process
     sys.path.insert(0, str(ROOT))
+
+from benchmarks._results import add_out_option, publish  # noqa: E402
 
 TIMEOUT_S = 1.0  # the client's per-call timeout; a hang lasts 3x this
 FAULTS = ("500", "429", "hang", "truncated")
@@ -261,7 +265,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.1, help="seconds per good answer")
     parser.add_argument("--fault-rate", type=float, default=0.15)
     parser.add_argument("--capacity", type=int, default=16)
-    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "faults.md"))
+    add_out_option(parser, "faults.md")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
@@ -316,9 +320,7 @@ def main() -> None:
             args.overloaded_n,
         ),
     ]
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text("\n".join(lines), encoding="utf-8")
-    print("\n".join(lines))
+    publish("\n".join(lines), args.out)
     if args.json:
         print(json.dumps(figures, default=str))
 

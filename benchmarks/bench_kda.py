@@ -1,7 +1,7 @@
 """Kimi Delta Attention on CPU: chunkwise PyTorch vs the token-by-token reference, decode-step
 latency, and the memory of a KDA state against a full-attention KV cache.
 
-    python benchmarks/bench_kda.py [--quick] [--runs 5] [--no-write]
+    python benchmarks/bench_kda.py [--quick] [--runs 5] [--out PATH]
 
 1. Prefill (forward, no grad) at T ∈ {1k, 4k, 16k}: `torch_chunk_kda` against `naive_kda`
    on the same inputs (B = 1, H = 4, K = V = 128, fp32, realistic gates), both measured in
@@ -14,7 +14,8 @@ latency, and the memory of a KDA state against a full-attention KV cache.
    against a full-attention KV cache of the same dims (bf16 K and V, H heads of 128) and the
    Kimi Linear MLA cache (kv_lora_rank 512 + rope 64, bf16), at T ∈ {4k, 32k, 1M}.
 
-Writes benchmarks/results/kda.md (GPU figures come from benchmarks/gpu_kda.py).
+Prints the page; `--out benchmarks/results/kda.md` writes the committed one (GPU figures come
+from benchmarks/gpu_kda.py).
 """
 
 from __future__ import annotations
@@ -36,9 +37,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks._results import add_out_option, publish  # noqa: E402
 from kernels.kda import kda, kda_gate, l2norm, naive_kda, torch_chunk_kda  # noqa: E402
 
-RESULTS = ROOT / "benchmarks" / "results" / "kda.md"
 MODEL_H, MODEL_D = 32, 128  # Kimi Linear KDA layer: 32 heads of 128
 CONV_W = 4  # short convolution width (its state keeps W - 1 inputs of q, k and v)
 
@@ -252,11 +253,11 @@ def render(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark and write the results page."""
+    """Run the benchmark, print the results page (and write it where `--out` says)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="T ∈ {1k, 4k}, decode 1/64")
     parser.add_argument("--runs", type=int, default=5, help="timed calls per measurement")
-    parser.add_argument("--no-write", action="store_true", help="print only")
+    add_out_option(parser, "kda.md")
     args = parser.parse_args(argv)
     raw = sys.argv[1:] if argv is None else argv
     ts = [1024, 4096] if args.quick else [1024, 4096, 16384]
@@ -268,9 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     decode = bench_decode([1, 64] if args.quick else [1, 64, 1024], args.runs)
     mem = memory_rows([4096, 32768, 1 << 20])
     page = render(prefill, dims_rows, decode, mem, raw, args.runs)
-    if not args.no_write:
-        RESULTS.write_text(page + "\n")
-        print(f"wrote {RESULTS.relative_to(ROOT)}")
+    publish(page + "\n", args.out)
     return 0
 
 

@@ -2,6 +2,7 @@
 
     python benchmarks/bench_orchestrator.py [--task rl_papers] [--subagents 100]
                                             [--ttft 0.3] [--tokens-per-s 40] [--quick]
+                                            [--out PATH]
 
 The wide task: for every ICLR 2017 paper of `../shared/data/papers/` that meets a condition,
 a table of facts (`agents.widesearch`), graded by item-level F1 against the ground truth
@@ -19,8 +20,8 @@ Reported, from one run: wall-clock of both and the speed-up; critical steps of t
 (PARL's metric, from its trajectory) against the serial agent's steps (its model calls);
 the orchestrator's overhead per turn (wall-clock of the swarm beyond its setup and the
 simulated model time on its critical path — the orchestrator's calls and the slowest
-sub-agent's — per orchestrator turn); F1 of both answers. Writes
-benchmarks/results/orchestrator.md.
+sub-agent's — per orchestrator turn); F1 of both answers. Prints the table;
+`--out benchmarks/results/orchestrator.md` writes the committed page.
 """
 
 from __future__ import annotations
@@ -49,11 +50,11 @@ from agents.widesearch import (  # noqa: E402
     rows_markdown,
 )
 from benchmarks._latency_model import MODEL_ID, Latency, LatencyModelServer  # noqa: E402
+from benchmarks._results import add_out_option, publish  # noqa: E402
 from rewards import critical_steps, load_trajectory  # noqa: E402
 from swarm.llm import OpenAIChat  # noqa: E402
 
 PAPERS = ROOT.parent / "shared" / "data" / "papers" / "iclr2017_citations_in_2018.json"
-RESULTS = ROOT / "benchmarks" / "results" / "orchestrator.md"
 
 
 async def serial(srv: LatencyModelServer, task: Any, ids: list[str]) -> dict[str, Any]:
@@ -161,7 +162,7 @@ def main() -> None:
     parser.add_argument("--tokens-per-s", type=float, default=40.0)
     parser.add_argument("--documents", type=int, default=0, help="0: the whole corpus")
     parser.add_argument("--quick", action="store_true", help="small and fast (tests)")
-    parser.add_argument("--no-write", action="store_true")
+    add_out_option(parser, "orchestrator.md")
     args = parser.parse_args()
     if args.quick:
         args.subagents, args.ttft, args.tokens_per_s = 8, 0.01, 20_000.0
@@ -183,11 +184,9 @@ def main() -> None:
         errors = list(srv.errors)
     f1s = (grade_answer(task, s["answer"], truth).f1, grade_answer(task, w["answer"], truth).f1)
     table = _table(args, task, s, w, f1s, len(truth))
-    print(table)
+    publish(table, args.out)
     if errors:
         print(f"model server errors: {errors[:3]}")
-    if not args.no_write:
-        RESULTS.write_text(table, encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Retrieval quality of the literature review: precision and recall on labelled ICLR topics.
 
     python benchmarks/bench_retrieval.py [--corpus ../shared/data/papers/...json] [--json]
+                                         [--out PATH]
 
 The labels (`tests/support/topic_labels.py`) mark a paper relevant to a topic when its title
 or abstract uses one of the topic's key phrases or synonyms ("policy gradient",
@@ -11,8 +12,9 @@ against them, all in the same run over the same corpus:
 - top-200: the 200 best BM25 hits (words only, as before), the review's old "relevant" set;
 - threshold: `SearchIndex.relevant` with the default `Relevance` (the review's new set).
 
-Goal: precision >= 0.9 at the recall the keyword search gets. Writes the table to
-benchmarks/results/retrieval.md; `--json` prints the figures as one object.
+Goal: precision >= 0.9 at the recall the keyword search gets. Prints the table;
+`--out benchmarks/results/retrieval.md` writes the committed page; `--json` prints the
+figures as one object instead of the table.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ if str(ROOT) not in sys.path:  # `tests.support.topic_labels`
 
 from agents.tools.corpus import load_corpus  # noqa: E402
 from agents.tools.search import Relevance, SearchIndex, tokenize_terms  # noqa: E402
+from benchmarks._results import add_out_option, publish  # noqa: E402
 from tests.support.topic_labels import TOPICS, keyword_matches, labelled  # noqa: E402
 
 ICLR = ROOT.parent / "shared" / "data" / "papers" / "iclr2017_citations_in_2018.json"
@@ -152,14 +155,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=ICLR)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    add_out_option(parser, "retrieval.md")
     args = parser.parse_args()
     if not args.corpus.exists():
         raise SystemExit(f"corpus {str(args.corpus)!r} not found; pass --corpus")
     result = measure(args.corpus)
-    text = table(result)
-    out = ROOT / "benchmarks" / "results" / "retrieval.md"
-    out.write_text(text)
-    print(json.dumps(result, indent=2) if args.json else text)
+    publish(table(result), args.out, echo=not args.json)
+    if args.json:
+        print(json.dumps(result, indent=2))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """The serving engine on one tiny Kimi Linear model: batching throughput, shared-prefix reuse
 and cache bytes per sequence, each against its baseline measured in the same run.
 
-    python benchmarks/bench_serve.py [--quick] [--no-write]
+    python benchmarks/bench_serve.py [--quick] [--out PATH]
 
 (a) Throughput: `LLMEngine` with 1, 16 and 256 requests in flight (`max_num_seqs`), against
     (b) a plain loop calling `model.generate` once per request (its own KV/state cache,
@@ -18,7 +18,8 @@ and cache bytes per sequence, each against its baseline measured in the same run
     for this hybrid model against an all-MLA model of the same size at 4k / 32k / 128k, and
     the same formula at the published 48B-A3B shape (bf16 latents, fp32 KDA state).
 
-Writes benchmarks/results/serve.md. CPU here; the same script runs on a GPU if one is there.
+Prints the page; `--out benchmarks/results/serve.md` writes the committed one. CPU here; the
+same script runs on a GPU if one is there.
 """
 
 from __future__ import annotations
@@ -40,13 +41,13 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks._results import add_out_option, publish  # noqa: E402
 from benchmarks.experiments._common import fmt_bytes  # noqa: E402
 from model import KimiLinearConfig, KimiLinearForCausalLM  # noqa: E402
 from model.cache import cache_bytes_per_sequence  # noqa: E402
 from model.serve.engine import LLMEngine  # noqa: E402
 from model.serve.types import EngineConfig, GenerationParams  # noqa: E402
 
-RESULTS = ROOT / "benchmarks" / "results" / "serve.md"
 PROMPT_LEN, NEW_TOKENS = 64, 32
 ROLE_LEN, TAIL_LEN = 1000, 16
 CONTEXTS = (4096, 32768, 131072)
@@ -299,8 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small smoke run")
-    parser.add_argument("--no-write", action="store_true", help="print, do not write the page")
-    parser.add_argument("--out", type=Path, default=RESULTS, help="results page")
+    add_out_option(parser, "serve.md")
     args = parser.parse_args(argv)
     scale = QUICK if args.quick else FULL
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -314,10 +314,7 @@ def main(argv: list[str] | None = None) -> int:
         c["requests"] = scale.shared_requests
         d = cache_bytes(hybrid, mla)
     page = "\n".join(render(a, c, d, argv, time.perf_counter() - start)) + "\n"
-    print(page)
-    if not args.no_write:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(page)
+    publish(page, args.out)
     return 0
 
 

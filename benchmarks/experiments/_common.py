@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks._results import add_out_dir_option, out_dir  # noqa: E402
 from model import KimiLinearConfig, KimiLinearForCausalLM, hybrid_layers  # noqa: E402
 from model.errors import KimiModelError  # noqa: E402
 from model.tokenizer import HFTokenizer, train_bpe_tokenizer  # noqa: E402
@@ -41,7 +42,6 @@ from model.train import (  # noqa: E402
     train,
 )
 
-RESULTS_DIR = ROOT / "benchmarks" / "results"
 VOCAB_SIZE = 1024
 EVAL_FRACTION = 0.1
 LR_STEP = 1.4  # neighbouring lrs of a sweep differ by this factor (finer than 2×)
@@ -388,12 +388,12 @@ def save_plot(path: Path, panels: Sequence[Panel]) -> Path:
 def parse_args(
     argv: Sequence[str] | None, description: str
 ) -> tuple[argparse.Namespace, list[str]]:
-    """`--quick` (a smoke run of a few steps, what the tests use) and `--out-dir`; returns
-    the options and the flags that change what runs (for the page header)."""
+    """`--quick` (a smoke run of a few steps, what the tests use) and `--out-dir` (a new
+    temporary folder without it); returns the options and the flags that change what runs
+    (for the page header)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--quick", action="store_true", help="a few steps only (smoke test)")
-    parser.add_argument(
-        "--out-dir", type=Path, default=RESULTS_DIR, help="where the .md and .png go"
-    )
+    add_out_dir_option(parser)
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    args.out_dir = out_dir(args.out_dir)
     return args, ["--quick"] if args.quick else []

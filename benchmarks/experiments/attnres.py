@@ -12,7 +12,8 @@ is the standard run's tokens over the tokens an AttnRes run needs to reach the s
 run's final eval loss, interpolated on its eval curve (same seed). The seed article claims
 "24% token efficiency" (1.24×); the paper reports a 1.25× compute advantage.
 
-Writes benchmarks/results/exp_attnres.md and exp_attnres.png.
+Writes exp_attnres.md and exp_attnres.png into `--out-dir` (a new temporary folder without it;
+`--out-dir benchmarks/results` updates the committed ones).
 """
 
 from __future__ import annotations

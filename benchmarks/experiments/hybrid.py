@@ -22,7 +22,8 @@ machine load falls on all three alike. Cache (see _hybrid_cache.py):
 checked against `cache.nbytes()` after a real prefill (fp32, as these models run), and the
 same formula for the published 48B shape.
 
-Writes benchmarks/results/exp_hybrid.md and exp_hybrid.png.
+Writes exp_hybrid.md and exp_hybrid.png into `--out-dir` (a new temporary folder without it;
+`--out-dir benchmarks/results` updates the committed ones).
 """
 
 from __future__ import annotations

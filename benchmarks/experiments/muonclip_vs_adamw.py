@@ -16,7 +16,8 @@ Method (docs/model-spec.md §3, "how to measure token efficiency honestly"):
 4. QK-Clip: Muon at a learning rate ~25× its best, without gradient clipping, where this
    model's attention logits grow past K2's τ = 100; the same run with QK-Clip at τ = 100.
 
-Writes benchmarks/results/exp_muonclip.md and exp_muonclip.png.
+Writes exp_muonclip.md and exp_muonclip.png into `--out-dir` (a new temporary folder without it;
+`--out-dir benchmarks/results` updates the committed ones).
 """
 
 from __future__ import annotations

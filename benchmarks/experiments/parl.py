@@ -17,7 +17,8 @@ call decides the width: 1 extractor is the serial collapse, 6 the parallel polic
 Frozen extractors read one document per step with 0.05 s of simulated work each, so the
 wall-clock of a rollout follows its critical steps. Reported per arm over training steps:
 sub-agents spawned, critical steps, wall-clock, r_result, the share of spawned sub-agents
-that completed. Writes benchmarks/results/parl_training.md and parl_training.png.
+that completed. Writes parl_training.md and parl_training.png into `--out-dir` (a new
+temporary folder without it; `--out-dir benchmarks/results` updates the committed ones).
 """
 
 from __future__ import annotations
@@ -35,10 +36,10 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks._results import add_out_dir_option, out_dir  # noqa: E402
 from kimmy.parl_training import ParlSettings, run_parl_training  # noqa: E402
 from model.train.grpo import GRPOConfig  # noqa: E402
 
-RESULTS_DIR = ROOT / "benchmarks" / "results"
 ICLR_JSON = ROOT.parent / "shared" / "data" / "papers" / "iclr2017_citations_in_2018.json"
 ARMS = ("result", "parl", "no-comp")
 #: What each row of the table averages: the first and the last `WINDOW` steps.
@@ -123,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=45, help="GRPO steps per arm")
     parser.add_argument("--lr", type=float, default=3e-5)
     parser.add_argument("--quick", action="store_true", help="3 steps per arm (a smoke run)")
-    parser.add_argument("--out-dir", type=Path, default=RESULTS_DIR)
+    add_out_dir_option(parser)
     parser.add_argument("--work", type=Path, default=Path("parl-experiment"),
                         help="run folders (checkpoints, metrics) of the arms")  # fmt: skip
     parser.add_argument(
@@ -149,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         arms = {arm: run_arm(arm, steps, args.work, corpus, args.lr) for arm in ARMS}
         minutes = (time.perf_counter() - t0) / 60
+    args.out_dir = out_dir(args.out_dir)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     md = args.out_dir / "parl_training.md"
     png = args.out_dir / "parl_training.png"

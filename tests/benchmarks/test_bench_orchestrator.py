@@ -19,7 +19,7 @@ PAPERS = ROOT.parent / "shared" / "data" / "papers" / "iclr2017_citations_in_201
 @pytest.mark.skipif(not PAPERS.is_file(), reason="../shared/data/papers is absent")
 def test_quick_run_reports_both_agents() -> None:
     out = subprocess.run(
-        [sys.executable, "benchmarks/bench_orchestrator.py", "--quick", "--no-write"],
+        [sys.executable, "benchmarks/bench_orchestrator.py", "--quick"],
         cwd=ROOT, capture_output=True, text=True, timeout=300, check=True,
     )  # fmt: skip
     rows = {r[0]: r[1:] for r in table_rows(out.stdout, "| measure |")}
