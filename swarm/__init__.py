@@ -3,7 +3,7 @@ model clients, durable runs and progress. `import swarm` stays light (no torch).
 """
 
 from swarm.config import RunConfig
-from swarm.context import SubtaskContext, Worker
+from swarm.context import SubtaskContext
 from swarm.dag import critical_path, critical_path_length, topological_generations, validate_plan
 from swarm.errors import (
     ConfigError,
@@ -35,6 +35,7 @@ from swarm.schema import (
 from swarm.steps import FailurePolicy
 from swarm.transcript_capture import TranscriptCapture
 from swarm.transcripts import Transcript, read_transcript
+from swarm.worker import Worker
 
 __version__ = "0.1.0"
 
