@@ -15,6 +15,7 @@ from swarm.errors import (
     SwarmError,
     UserError,
 )
+from swarm.event_fold import EventFold
 from swarm.events import Event, parse_event
 from swarm.journal import EventSink
 from swarm.limits import AdaptiveLimit, Backoff, Budget, RateLimit
@@ -33,6 +34,7 @@ from swarm.schema import (
     Usage,
 )
 from swarm.steps import FailurePolicy
+from swarm.tasks import gather_all
 from swarm.transcript_capture import TranscriptCapture
 from swarm.transcripts import Transcript, read_transcript
 from swarm.worker import Worker
@@ -47,6 +49,7 @@ __all__ = [
     "CycleError",
     "ErrorInfo",
     "Event",
+    "EventFold",
     "EventSink",
     "FailurePolicy",
     "LimitError",
@@ -74,6 +77,7 @@ __all__ = [
     "__version__",
     "critical_path",
     "critical_path_length",
+    "gather_all",
     "load_plan",
     "new_run_id",
     "parse_event",
