@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from collections import Counter
 
-from swarm.events import Event, SubtaskFinished, SubtaskStarted
+from swarm.event_fold import EventFold
+from swarm.events import SubtaskFinished, SubtaskStarted
 
 
-class RoleConcurrency:
+class RoleConcurrency(EventFold):
     """Counts sub-agents in flight per role; `peak[role]` is the most at any moment."""
 
     def __init__(self) -> None:
@@ -20,18 +21,18 @@ class RoleConcurrency:
         self.started: Counter[str] = Counter()
         self._role_of: dict[str, str] = {}
 
-    def handle(self, event: Event) -> None:
-        if isinstance(event, SubtaskStarted):
-            if event.subtask_id in self._role_of:  # a retry: still counted as running
-                return
-            self._role_of[event.subtask_id] = event.role
-            self.started[event.role] += 1
-            self.running[event.role] += 1
-            self.peak[event.role] = max(self.peak[event.role], self.running[event.role])
-        elif isinstance(event, SubtaskFinished):
-            role = self._role_of.pop(event.result.id, None)
-            if role is not None:
-                self.running[role] -= 1
+    def on_subtask_started(self, event: SubtaskStarted) -> None:
+        if event.subtask_id in self._role_of:  # a retry: still counted as running
+            return
+        self._role_of[event.subtask_id] = event.role
+        self.started[event.role] += 1
+        self.running[event.role] += 1
+        self.peak[event.role] = max(self.peak[event.role], self.running[event.role])
+
+    def on_subtask_finished(self, event: SubtaskFinished) -> None:
+        role = self._role_of.pop(event.result.id, None)
+        if role is not None:
+            self.running[role] -= 1
 
 
 __all__ = ["RoleConcurrency"]

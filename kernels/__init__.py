@@ -1,17 +1,9 @@
 """GPU kernels with PyTorch references: `kernels.kda` (Kimi Delta Attention).
 
-Subpackages load on first attribute access, so `import kernels` alone does not import torch.
+Subpackages load on first attribute access (`kernels.lazy_exports`, which `model` uses
+too), so `import kernels` alone does not import torch.
 """
 
-from __future__ import annotations
+from kernels.lazy_exports import lazy_exports as _lazy_exports
 
-import importlib
-from types import ModuleType
-
-__all__ = ["kda"]
-
-
-def __getattr__(name: str) -> ModuleType:
-    if name in __all__:
-        return importlib.import_module(f"kernels.{name}")
-    raise AttributeError(f"module 'kernels' has no attribute {name!r}")
+__all__, __getattr__, __dir__ = _lazy_exports(__name__, {".": ["kda"]})

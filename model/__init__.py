@@ -11,47 +11,25 @@ first access, so `import model` (and the `kimmy` CLI that registers `kimmy train
 import torch until a model object is used.
 """
 
-from __future__ import annotations
+from kernels.lazy_exports import lazy_exports as _lazy_exports
 
-import importlib
-from typing import Any
-
-_EXPORTS = {
-    "CheckpointError": "model.errors",
-    "GGUFError": "model.errors",
-    "GenerationError": "model.errors",
-    "KimiModelError": "model.errors",
-    "ModelConfigError": "model.errors",
-    "HybridCache": "model.cache",
-    "KDAState": "model.cache",
-    "MLAState": "model.cache",
-    "cache_bytes_per_sequence": "model.cache",
-    "KimiLinearConfig": "model.config",
-    "LinearAttnConfig": "model.config",
-    "hybrid_layers": "model.config",
-    "SamplingParams": "model.generation",
-    "generate": "model.generation",
-    "KimiLinearForCausalLM": "model.modeling",
-    "LlamaCache": "model.llama",
-    "LlamaConfig": "model.llama",
-    "LlamaForCausalLM": "model.llama",
-    "load_gguf": "model.gguf_loader",
-    "MuonClip": "model.optim",
-    "Tokenizer": "model.tokenizer",
-    "load_tokenizer": "model.tokenizer",
-    "train_bpe_tokenizer": "model.tokenizer",
-}
-
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(_EXPORTS[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'model' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__all__, __getattr__, __dir__ = _lazy_exports(
+    __name__,
+    {
+        ".errors": [
+            "CheckpointError",
+            "GGUFError",
+            "GenerationError",
+            "KimiModelError",
+            "ModelConfigError",
+        ],
+        ".cache": ["HybridCache", "KDAState", "MLAState", "cache_bytes_per_sequence"],
+        ".config": ["KimiLinearConfig", "LinearAttnConfig", "hybrid_layers"],
+        ".generation": ["SamplingParams", "generate"],
+        ".modeling": ["KimiLinearForCausalLM"],
+        ".llama": ["LlamaCache", "LlamaConfig", "LlamaForCausalLM"],
+        ".gguf_loader": ["load_gguf"],
+        ".optim": ["MuonClip"],
+        ".tokenizer": ["Tokenizer", "load_tokenizer", "train_bpe_tokenizer"],
+    },
+)

@@ -9,6 +9,7 @@ from typing import Any
 
 from rewards.trajectory_models import ModelCall, OrchestratorTurn, ToolUse
 from swarm import events as ev
+from swarm.event_fold import EventFold
 from swarm.schema import RunStatus, SubtaskResult, SubtaskStatus
 
 #: (role, parent, depends_on) of one subtask.
@@ -35,7 +36,7 @@ class Acc:
 
 
 @dataclass
-class Fold:
+class Fold(EventFold):
     """Folds an event stream into per-subtask accumulators, spawns and run facts."""
 
     acc: dict[str, Acc] = field(default_factory=dict)
@@ -58,46 +59,60 @@ class Fold:
             a = self.acc[subtask_id] = Acc()
         return a
 
-    def feed(self, e: ev.Event) -> None:
+    def handle(self, e: ev.Event) -> None:
+        """Fold one event in (the run id is the first event's)."""
         self.run_id = self.run_id or e.run_id
-        if isinstance(e, ev.SubtaskStarted):
-            a = self._get(e.subtask_id)
-            a.role, a.attempts = e.role, a.attempts + 1
-            a.agent_steps = a.calls_last = 0
-            a.fell_back = False
-            a.first_start = e.ts if a.first_start is None else a.first_start
-        elif isinstance(e, ev.ModelCalled):
-            a = self._get(e.subtask_id)
-            a.calls_last += 1
-            a.model_calls.append(model_call(e, max(1, a.attempts)))
-            if a.opening is None and e.messages is not None and e.first_message == 0:
-                a.opening = opening(e.messages)
-        elif isinstance(e, ev.AgentStep):
-            a = self._get(e.subtask_id)
-            a.agent_steps += 1
-            a.policy = e.policy
-            a.fell_back = a.fell_back or e.outcome == "fallback"
-        elif isinstance(e, ev.ToolCalled):
-            a = self._get(e.subtask_id)
-            n = max(1, a.attempts)
-            a.tool_calls.append(
-                ToolUse(tool=e.tool, step=e.step, ok=e.ok, latency_s=e.latency_s, attempt=n)
-            )
-        elif isinstance(e, ev.SubtaskFinished):
-            a = self._get(e.result.id)
-            a.role = a.role or e.result.role
-            if a.result is None or a.result.status is not SubtaskStatus.DONE:
-                a.result = e.result  # a done result is final, as in the store
-        elif isinstance(e, ev.SubtasksSpawned | ev.SpawnRefused):
-            self._turn(e)
-        elif isinstance(e, ev.AgentTurn):
-            self._agent_turn(e)
-        elif isinstance(e, ev.RunStarted):
-            self.goal = self.goal or e.goal
-            self.settings = dict(e.settings)
-            self.started_at = e.ts if self.started_at is None else self.started_at
-        elif isinstance(e, ev.RunFinished):
-            self.status, self.finished_at = e.status.value, e.ts
+        super().handle(e)
+
+    def on_subtask_started(self, e: ev.SubtaskStarted) -> None:
+        a = self._get(e.subtask_id)
+        a.role, a.attempts = e.role, a.attempts + 1
+        a.agent_steps = a.calls_last = 0
+        a.fell_back = False
+        a.first_start = e.ts if a.first_start is None else a.first_start
+
+    def on_model_called(self, e: ev.ModelCalled) -> None:
+        a = self._get(e.subtask_id)
+        a.calls_last += 1
+        a.model_calls.append(model_call(e, max(1, a.attempts)))
+        if a.opening is None and e.messages is not None and e.first_message == 0:
+            a.opening = opening(e.messages)
+
+    def on_agent_step(self, e: ev.AgentStep) -> None:
+        a = self._get(e.subtask_id)
+        a.agent_steps += 1
+        a.policy = e.policy
+        a.fell_back = a.fell_back or e.outcome == "fallback"
+
+    def on_tool_called(self, e: ev.ToolCalled) -> None:
+        a = self._get(e.subtask_id)
+        n = max(1, a.attempts)
+        a.tool_calls.append(
+            ToolUse(tool=e.tool, step=e.step, ok=e.ok, latency_s=e.latency_s, attempt=n)
+        )
+
+    def on_subtask_finished(self, e: ev.SubtaskFinished) -> None:
+        a = self._get(e.result.id)
+        a.role = a.role or e.result.role
+        if a.result is None or a.result.status is not SubtaskStatus.DONE:
+            a.result = e.result  # a done result is final, as in the store
+
+    def on_subtasks_spawned(self, e: ev.SubtasksSpawned) -> None:
+        self._turn(e)
+
+    def on_spawn_refused(self, e: ev.SpawnRefused) -> None:
+        self._turn(e)
+
+    def on_agent_turn(self, e: ev.AgentTurn) -> None:
+        self._agent_turn(e)
+
+    def on_run_started(self, e: ev.RunStarted) -> None:
+        self.goal = self.goal or e.goal
+        self.settings = dict(e.settings)
+        self.started_at = e.ts if self.started_at is None else self.started_at
+
+    def on_run_finished(self, e: ev.RunFinished) -> None:
+        self.status, self.finished_at = e.status.value, e.ts
 
     def _turn(self, e: ev.SubtasksSpawned | ev.SpawnRefused) -> None:
         index = self.n_turns.get(e.parent_id, 0)

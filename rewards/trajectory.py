@@ -96,7 +96,7 @@ def build_trajectory(events: Iterable[ev.Event], *, plan: Plan | None = None) ->
     """
     fold = Fold()
     for e in events:
-        fold.feed(e)
+        fold.handle(e)
     structure = _structure(fold, plan)
     edges = [(dep, k) for k, (_, _, deps) in structure.items() for dep in deps]
     done = {k for k, a in fold.acc.items() if a.result and a.result.status is SubtaskStatus.DONE}

@@ -3,7 +3,7 @@ model clients, durable runs and progress. `import swarm` stays light (no torch).
 """
 
 from swarm.config import RunConfig
-from swarm.context import SubtaskContext, Worker
+from swarm.context import SubtaskContext
 from swarm.dag import critical_path, critical_path_length, topological_generations, validate_plan
 from swarm.errors import (
     ConfigError,
@@ -15,6 +15,7 @@ from swarm.errors import (
     SwarmError,
     UserError,
 )
+from swarm.event_fold import EventFold
 from swarm.events import Event, parse_event
 from swarm.journal import EventSink
 from swarm.limits import AdaptiveLimit, Backoff, Budget, RateLimit
@@ -33,8 +34,10 @@ from swarm.schema import (
     Usage,
 )
 from swarm.steps import FailurePolicy
+from swarm.tasks import gather_all
 from swarm.transcript_capture import TranscriptCapture
 from swarm.transcripts import Transcript, read_transcript
+from swarm.worker import Worker
 
 __version__ = "0.1.0"
 
@@ -46,6 +49,7 @@ __all__ = [
     "CycleError",
     "ErrorInfo",
     "Event",
+    "EventFold",
     "EventSink",
     "FailurePolicy",
     "LimitError",
@@ -73,6 +77,7 @@ __all__ = [
     "__version__",
     "critical_path",
     "critical_path_length",
+    "gather_all",
     "load_plan",
     "new_run_id",
     "parse_event",

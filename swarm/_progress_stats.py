@@ -1,7 +1,9 @@
 """`RunStats`: the counters of one run, kept from its events in O(1) each.
 
 Pure bookkeeping shared by every progress view (`swarm.progress` re-exports it): no I/O, no
-layout. A view reads a `StatsSnapshot` of it a few times a second.
+layout. A view reads a `StatsSnapshot` of it a few times a second. The run-wide counters it
+shares with the dashboard are `swarm.run_counters.RunCounters`; the per-role and per-status
+tallies, times and the ETA are the progress view's own.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import islice
-from typing import Any, Final
+from typing import Final
 
 from swarm._progress_render import (
     FailureNote,
@@ -21,6 +23,7 @@ from swarm._progress_render import (
     StatsSnapshot,
     truncate,
 )
+from swarm.event_fold import EventFold
 from swarm.events import (
     BudgetExhausted,
     ConcurrencyChanged,
@@ -34,6 +37,7 @@ from swarm.events import (
     SubtasksSpawned,
     SubtaskStarted,
 )
+from swarm.run_counters import RunCounters
 from swarm.schema import RunStatus, SubtaskStatus
 
 Clock = Callable[[], float]
@@ -92,7 +96,7 @@ def _role_order(counts: RoleCounts) -> tuple[int, str]:
     return (-counts.total, counts.role)
 
 
-class RunStats:
+class RunStats(RunCounters, EventFold):
     """Counters of one run, updated from its events in O(1) each; no I/O.
 
     Times come from the injected `clock` (not the events' `ts`) so tests can script them
@@ -104,20 +108,15 @@ class RunStats:
     """
 
     def __init__(self, *, clock: Clock = time.monotonic) -> None:
+        super().__init__()
         self._clock = clock
         self.run_id = ""
         self.goal = ""
         self.status: RunStatus | None = None
         self.stop_reason: str | None = None
         self.budget_reason: str | None = None
-        self.concurrency_limit: int | None = None
         self.planned = 0
         self.spawned = 0
-        self.spawn_refused = 0
-        self.retries = 0
-        self.model_calls = 0
-        self.failed_model_calls = 0
-        self.tokens = 0
         self.recent_failures: deque[FailureNote] = deque(maxlen=MAX_RECENT_FAILURES)
         self.started_at: float | None = None
         self.finished_at: float | None = None
@@ -131,18 +130,6 @@ class RunStats:
         self._by_status: dict[SubtaskStatus, int] = dict.fromkeys(_FINISHED_STATUSES, 0)
         self._final_counts: dict[str, int] | None = None
         self._finish_times: deque[float] = deque(maxlen=RATE_WINDOW)
-        self._handlers: dict[type[Any], Callable[[Any], None]] = {
-            RunStarted: self._on_run_started,
-            SubtaskStarted: self._on_started,
-            ModelCalled: self._on_model_called,
-            SubtaskRetrying: self._on_retrying,
-            SubtaskFinished: self._on_finished,
-            SubtasksSpawned: self._on_spawned,
-            SpawnRefused: self._on_spawn_refused,
-            ConcurrencyChanged: self._on_concurrency,
-            BudgetExhausted: self._on_budget,
-            RunFinished: self._on_run_finished,
-        }
 
     # --- events --------------------------------------------------------------------------
 
@@ -151,9 +138,7 @@ class RunStats:
         if self.started_at is None:  # attached mid-run: time from the first event seen
             self.started_at = self._clock()
             self.run_id = event.run_id
-        handler = self._handlers.get(type(event))
-        if handler is not None:
-            handler(event)
+        super().handle(event)
 
     def _role(self, role: str) -> _RoleTally:
         tally = self._roles.get(role)
@@ -174,16 +159,14 @@ class RunStats:
             return tally
         return self._roles[known]
 
-    def _on_run_started(self, ev: RunStarted) -> None:
+    def on_run_started(self, ev: RunStarted) -> None:
         self.run_id, self.goal, self.planned = ev.run_id, ev.goal, ev.n_subtasks
         for role, n in ev.roles.items():
             self._role(role).planned = n
         self.status = RunStatus.RUNNING
-        limit = ev.settings.get("max_concurrency")
-        if isinstance(limit, int) and not isinstance(limit, bool):
-            self.concurrency_limit = limit
+        self.limit_from_settings(ev.settings)
 
-    def _on_started(self, ev: SubtaskStarted) -> None:
+    def on_subtask_started(self, ev: SubtaskStarted) -> None:
         sid = ev.subtask_id
         if sid in self._running:  # the next attempt of a retried subtask
             self._backing_off.discard(sid)
@@ -191,13 +174,13 @@ class RunStats:
             self._tally(sid, ev.role).running += 1
             self._running[sid] = (self._clock(), ev.role)
 
-    def _on_retrying(self, ev: SubtaskRetrying) -> None:
-        self.retries += 1
+    def on_subtask_retrying(self, ev: SubtaskRetrying) -> None:
+        self.count_retry()
         # Waiting out its back-off delay: it keeps its admission slot, so it stays in flight.
         if ev.subtask_id in self._running:
             self._backing_off.add(ev.subtask_id)
 
-    def _on_finished(self, ev: SubtaskFinished) -> None:
+    def on_subtask_finished(self, ev: SubtaskFinished) -> None:
         result = ev.result
         if result.id in self._finished or not result.status.finished:
             return
@@ -214,28 +197,25 @@ class RunStats:
             self.recent_failures.append(FailureNote(result.id, result.role, text))
         self._finish_times.append(self._clock())
 
-    def _on_model_called(self, ev: ModelCalled) -> None:
-        self.model_calls += 1
-        self.tokens += ev.usage.total_tokens
-        if ev.error is not None:
-            self.failed_model_calls += 1
+    def on_model_called(self, ev: ModelCalled) -> None:
+        self.count_model_call(ev.usage.total_tokens, failed=ev.error is not None)
 
-    def _on_spawned(self, ev: SubtasksSpawned) -> None:
+    def on_subtasks_spawned(self, ev: SubtasksSpawned) -> None:
         for sub in ev.subtasks:
             if sub.id not in self._role_of:
                 self.spawned += 1
                 self._tally(sub.id, sub.role, spawned=True)
 
-    def _on_spawn_refused(self, ev: SpawnRefused) -> None:
-        self.spawn_refused += 1
+    def on_spawn_refused(self, ev: SpawnRefused) -> None:
+        self.count_spawn_refused()
 
-    def _on_concurrency(self, ev: ConcurrencyChanged) -> None:
-        self.concurrency_limit = ev.limit
+    def on_concurrency_changed(self, ev: ConcurrencyChanged) -> None:
+        self.limit_changed(ev.limit)
 
-    def _on_budget(self, ev: BudgetExhausted) -> None:
+    def on_budget_exhausted(self, ev: BudgetExhausted) -> None:
         self.budget_reason = ev.reason
 
-    def _on_run_finished(self, ev: RunFinished) -> None:
+    def on_run_finished(self, ev: RunFinished) -> None:
         self.status, self.stop_reason = ev.status, ev.stop_reason
         self.finished_at = self._clock()
         if ev.counts:

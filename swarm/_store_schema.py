@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from swarm.config import RunConfig
 from swarm.events import AgentTurn
 from swarm.schema import Plan, RunStatus, SubtaskResult
 
@@ -100,6 +99,7 @@ class StoredRun:
 
     run_id: str
     plan: Plan
+    #: The settings the run was last started with (`RunConfig.from_settings` reads them).
     settings: dict[str, Any]
     status: RunStatus
     stop_reason: str | None
@@ -109,11 +109,6 @@ class StoredRun:
     created_at: float
     #: The turns agents recorded (`AgentTurn` events), by subtask id, oldest first.
     turns: dict[str, list[AgentTurn]] = field(default_factory=dict)
-
-    @property
-    def config(self) -> RunConfig:
-        """The `RunConfig` the run was last started with (from its recorded settings)."""
-        return RunConfig.from_settings(self.settings)
 
 
 __all__ = ["SCHEMA", "UPSERT_RESULT", "RunSummary", "StoredRun"]

@@ -1,31 +1,165 @@
 """The run's side of every model call: admission, rate limit, accounting, adaptive limit.
 
-`MeteredModel` (in `swarm.context`) calls a `CallMeter` around each call a sub-agent makes.
-The run loop owns one per run and hands it what it needs: the config, the journal, and two
-callbacks — one when the concurrency limit moved (dispatch more, or fewer), one when the
-token budget is spent.
+A worker's model is the swarm's `ChatModel` seen through `MeteredModel`: every call passes
+the run's rate limit, is timed for adaptive admission, and is counted (usage, token budget,
+a `ModelCalled` event), so workers cannot bypass the run's limits by accident.
+`MeteredModel` reports each call to a `CallObserver`; `CallMeter` is the one the run loop
+owns, one per run, handed what it needs: the config, the journal, and two callbacks — one
+when the concurrency limit moved (dispatch more, or fewer), one when the token budget is
+spent.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from asyncio_throttle import Throttler
 
 from swarm import events as ev
 from swarm.call_gate import CallGate
-from swarm.context import overload_status
+from swarm.errors import ModelError, ModelRateLimitedError
 from swarm.limits import AdaptiveLimit
 from swarm.schema import NO_USAGE, ErrorInfo
+from swarm.transcript_capture import new_messages
 
 if TYPE_CHECKING:
     from swarm.config import RunConfig
-    from swarm.errors import ModelError
     from swarm.journal import Journal
-    from swarm.llm.types import ChatResponse
+    from swarm.llm.capabilities import Capabilities
+    from swarm.llm.protocol import ChatModel
+    from swarm.llm.types import ChatResponse, MessageLike
     from swarm.schema import Subtask
+    from swarm.transcript_capture import TranscriptCapture
+
+
+class CallObserver(Protocol):
+    """The scheduler side of a model call (rate limit, admission, accounting).
+
+    Every `before_call` that returns is matched by exactly one `after_call` (the call
+    answered or raised a `ModelError`) or `call_aborted` (anything else, cancellation
+    included), so admission slots taken in `before_call` are always given back.
+    """
+
+    #: What to record of each call's conversation (None: nothing, nobody listens).
+    capture: TranscriptCapture | None
+
+    async def before_call(self) -> None: ...
+
+    def after_call(
+        self,
+        subtask: Subtask,
+        latency_s: float,
+        response: ChatResponse | None,
+        error: ModelError | None,
+        transcript: dict[str, Any] | None = None,
+    ) -> None:
+        """`transcript`: the call's `ModelCalled` transcript fields, when captured."""
+        ...
+
+    def call_aborted(self) -> None: ...
+
+    def admit_now(self) -> bool:
+        """Admit a call without waiting if nothing needs awaiting (the common case)."""
+        ...
+
+
+class MeteredModel:
+    """A `ChatModel` that reports each call of one subtask to the scheduler."""
+
+    __slots__ = ("_inner", "_observer", "_sent", "_subtask", "name", "usage")
+
+    def __init__(self, inner: ChatModel, observer: CallObserver, subtask: Subtask) -> None:
+        self._inner = inner
+        self._observer = observer
+        self._subtask = subtask
+        self.name = inner.name
+        #: Usage of this subtask's calls so far (this attempt).
+        self.usage = NO_USAGE
+        #: The messages of the previous call (the transcript records only what follows).
+        self._sent: list[Any] | None = None
+
+    async def chat(self, messages: Sequence[MessageLike], **options: Any) -> ChatResponse:
+        observer = self._observer
+        if not observer.admit_now():
+            await observer.before_call()
+        t0 = time.perf_counter()
+        try:
+            response = await self._inner.chat(messages, **options)
+        except ModelError as exc:
+            latency = time.perf_counter() - t0
+            observer.after_call(
+                self._subtask, latency, None, exc, self._transcript(messages, options, None)
+            )
+            raise
+        except BaseException:  # cancelled (timeout, deadline) or a bug in the client
+            observer.call_aborted()
+            raise
+        self.usage = self.usage + response.usage
+        observer.after_call(
+            self._subtask,
+            time.perf_counter() - t0,
+            response,
+            None,
+            self._transcript(messages, options, response),
+        )
+        return response
+
+    def _transcript(
+        self,
+        messages: Sequence[MessageLike],
+        options: Mapping[str, Any],
+        response: ChatResponse | None,
+    ) -> dict[str, Any] | None:
+        """The call's transcript fields (`ModelCalled`): new messages, request, answer."""
+        capture = self._observer.capture
+        if capture is None:
+            return None
+        first, new = new_messages(self._sent, messages)
+        self._sent = list(messages)
+        return {
+            "first_message": first,
+            "messages": [capture.message(m) for m in new],
+            "request": capture.request(options),
+            "response": capture.response(response) if response is not None else None,
+        }
+
+    async def record_remote_call(
+        self, latency_s: float, response: ChatResponse | None, error: ModelError | None
+    ) -> None:
+        """Account a call this subtask made elsewhere (on a Ray host) as if made here.
+
+        Usage, the token budget, the `ModelCalled` event and the adaptive limit see it as
+        a local call; it takes and gives back an admission slot, and passes the rate
+        limit, so a backed-off run also slows the replay (and with it new dispatches).
+        """
+        if not self._observer.admit_now():
+            await self._observer.before_call()
+        if response is not None:
+            self.usage = self.usage + response.usage
+        self._observer.after_call(self._subtask, latency_s, response, error)
+
+    async def aclose(self) -> None:  # the swarm owns the inner model's lifetime
+        return None
+
+    @property
+    def context_length(self) -> int | None:
+        """The inner model's context length, when it knows it."""
+        return getattr(self._inner, "context_length", None)
+
+    @property
+    def capabilities(self) -> Capabilities | None:
+        """What the inner model's server honours, when it says (`swarm.llm.capabilities`)."""
+        return getattr(self._inner, "capabilities", None)
+
+
+
+
+def overload_status(error: ModelError) -> bool:
+    """Whether a model error is the server saying it is overloaded (429 / 503)."""
+    return isinstance(error, ModelRateLimitedError) or error.status in (429, 503)
 
 
 class CallMeter:
@@ -154,4 +288,4 @@ def _nothing(*_: object) -> None:
     """A callback arriving after its run ended has nothing left to do."""
 
 
-__all__ = ["CallMeter"]
+__all__ = ["CallMeter", "CallObserver", "MeteredModel", "overload_status"]

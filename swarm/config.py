@@ -2,7 +2,8 @@
 
     config = RunConfig(max_concurrency=256, rate_limit="600/m", max_subagents=1_000)
     swarm = Swarm(config=config, runs_dir="runs")
-    later = store.load_run(run_id).config.replace(max_concurrency=32)   # resume, one change
+    stored = RunConfig.from_settings(store.load_run(run_id).settings)
+    later = stored.replace(max_concurrency=32)   # resume with one change
 
 Every field is recorded with the run (`to_settings`, plain JSON) and read back whole
 (`from_settings`), so a resumed run continues with exactly the settings it was made with,
@@ -12,6 +13,7 @@ except the ones the caller changes on purpose.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import math
 from collections.abc import Mapping
@@ -23,6 +25,23 @@ from swarm.errors import ConfigError
 from swarm.limits import Backoff, Budget, RateLimit
 from swarm.steps import FailurePolicy
 from swarm.transcript_capture import TranscriptCapture
+
+#: The executors a swarm may use (`swarm.executors` builds the `ray` one).
+EXECUTORS = ("local", "ray")
+RAY_INSTALL_HINT = "pip install 'kimmy-swarm[ray]'"
+
+
+def check_executor(name: object) -> str:
+    """The executor name, checked: it is known, and Ray is installed for `ray`.
+
+    Raises:
+        ConfigError: an unknown name, or `ray` without Ray installed.
+    """
+    if name not in EXECUTORS:
+        raise ConfigError(f"unknown executor {name!r}; allowed: {', '.join(EXECUTORS)}")
+    if name == "ray" and importlib.util.find_spec("ray") is None:
+        raise ConfigError(f"executor 'ray' needs Ray, which is not installed: {RAY_INSTALL_HINT}")
+    return str(name)
 
 
 def _int_at_least(name: str, value: object, low: int, *, optional: bool = False) -> None:
@@ -79,8 +98,6 @@ class RunConfig:
     transcripts: TranscriptCapture = field(default_factory=TranscriptCapture.from_env)
 
     def __post_init__(self) -> None:
-        from swarm.executors import check_executor
-
         check_executor(self.executor)
         _int_at_least("max_concurrency", self.max_concurrency, 1)
         _int_at_least("max_retries", self.max_retries, 0)
@@ -180,4 +197,4 @@ class RunConfig:
         return cls(**values)
 
 
-__all__ = ["RunConfig"]
+__all__ = ["EXECUTORS", "RAY_INSTALL_HINT", "RunConfig", "check_executor"]

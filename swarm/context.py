@@ -1,156 +1,48 @@
 """What a worker sees while it runs one subtask: its inputs, upstream outputs, a model, spawn.
 
-The model handed to workers is the swarm's `ChatModel` seen through `MeteredModel`: every
-call passes the run's rate limit, is timed for adaptive admission, and is counted (usage,
-tokens budget, a `ModelCalled` event), so workers cannot bypass the run's limits by accident.
+The model is the swarm's `ChatModel` seen through `swarm.call_meter.MeteredModel`, so every
+call a worker makes passes the run's limits and is counted. What the context records (steps,
+tool calls, turns) goes to callables and a `TurnRecorder` the run loop hands it: the context
+knows their shape, not the journal or the store behind them.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import ValidationError
 
-from swarm.errors import (
-    ConfigError,
-    ModelError,
-    ModelRateLimitedError,
-    SpawnError,
-    validation_problems,
-)
+from swarm.errors import ConfigError, SpawnError, validation_problems
 from swarm.events import AgentStep, ToolCalled
-from swarm.llm.types import ChatResponse, MessageLike
 from swarm.schema import NO_USAGE, Subtask, SubtaskResult, Usage
-from swarm.transcript_capture import new_messages
 
 if TYPE_CHECKING:
-    from swarm.agent_turns import TurnLog
+    from swarm.call_meter import MeteredModel
     from swarm.events import AgentTurn
-    from swarm.llm.capabilities import Capabilities
-    from swarm.llm.protocol import ChatModel
     from swarm.transcript_capture import TranscriptCapture
 
 
-class CallObserver(Protocol):
-    """The scheduler side of a model call (rate limit, admission, accounting).
+class TurnRecorder(Protocol):
+    """Where a subtask's turns (`AgentTurn` events) are recorded and read back from
+    (`swarm.agent_turns.TurnLog` in a run)."""
 
-    Every `before_call` that returns is matched by exactly one `after_call` (the call
-    answered or raised a `ModelError`) or `call_aborted` (anything else, cancellation
-    included), so admission slots taken in `before_call` are always given back.
-    """
-
-    #: What to record of each call's conversation (None: nothing, nobody listens).
-    capture: TranscriptCapture | None
-
-    async def before_call(self) -> None: ...
-
-    def after_call(
-        self,
-        subtask: Subtask,
-        latency_s: float,
-        response: ChatResponse | None,
-        error: ModelError | None,
-        transcript: dict[str, Any] | None = None,
-    ) -> None:
-        """`transcript`: the call's `ModelCalled` transcript fields, when captured."""
+    def of(self, subtask_id: str) -> tuple[AgentTurn, ...]:
+        """The turns `subtask_id` recorded so far, oldest first."""
         ...
 
-    def call_aborted(self) -> None: ...
-
-    def admit_now(self) -> bool:
-        """Admit a call without waiting if nothing needs awaiting (the common case)."""
-        ...
-
-
-class MeteredModel:
-    """A `ChatModel` that reports each call of one subtask to the scheduler."""
-
-    __slots__ = ("_inner", "_observer", "_sent", "_subtask", "name", "usage")
-
-    def __init__(self, inner: ChatModel, observer: CallObserver, subtask: Subtask) -> None:
-        self._inner = inner
-        self._observer = observer
-        self._subtask = subtask
-        self.name = inner.name
-        #: Usage of this subtask's calls so far (this attempt).
-        self.usage = NO_USAGE
-        #: The messages of the previous call (the transcript records only what follows).
-        self._sent: list[Any] | None = None
-
-    async def chat(self, messages: Sequence[MessageLike], **options: Any) -> ChatResponse:
-        observer = self._observer
-        if not observer.admit_now():
-            await observer.before_call()
-        t0 = time.perf_counter()
-        try:
-            response = await self._inner.chat(messages, **options)
-        except ModelError as exc:
-            latency = time.perf_counter() - t0
-            observer.after_call(
-                self._subtask, latency, None, exc, self._transcript(messages, options, None)
-            )
-            raise
-        except BaseException:  # cancelled (timeout, deadline) or a bug in the client
-            observer.call_aborted()
-            raise
-        self.usage = self.usage + response.usage
-        observer.after_call(
-            self._subtask,
-            time.perf_counter() - t0,
-            response,
-            None,
-            self._transcript(messages, options, response),
-        )
-        return response
-
-    def _transcript(
+    def record(
         self,
-        messages: Sequence[MessageLike],
-        options: Mapping[str, Any],
-        response: ChatResponse | None,
-    ) -> dict[str, Any] | None:
-        """The call's transcript fields (`ModelCalled`): new messages, request, answer."""
-        capture = self._observer.capture
-        if capture is None:
-            return None
-        first, new = new_messages(self._sent, messages)
-        self._sent = list(messages)
-        return {
-            "first_message": first,
-            "messages": [capture.message(m) for m in new],
-            "request": capture.request(options),
-            "response": capture.response(response) if response is not None else None,
-        }
-
-    async def record_remote_call(
-        self, latency_s: float, response: ChatResponse | None, error: ModelError | None
-    ) -> None:
-        """Account a call this subtask made elsewhere (on a Ray host) as if made here.
-
-        Usage, the token budget, the `ModelCalled` event and the adaptive limit see it as
-        a local call; it takes and gives back an admission slot, and passes the rate
-        limit, so a backed-off run also slows the replay (and with it new dispatches).
-        """
-        if not self._observer.admit_now():
-            await self._observer.before_call()
-        if response is not None:
-            self.usage = self.usage + response.usage
-        self._observer.after_call(self._subtask, latency_s, response, error)
-
-    async def aclose(self) -> None:  # the swarm owns the inner model's lifetime
-        return None
-
-    @property
-    def context_length(self) -> int | None:
-        """The inner model's context length, when it knows it."""
-        return getattr(self._inner, "context_length", None)
-
-    @property
-    def capabilities(self) -> Capabilities | None:
-        """What the inner model's server honours, when it says (`swarm.llm.capabilities`)."""
-        return getattr(self._inner, "capabilities", None)
+        subtask_id: str,
+        attempt: int,
+        *,
+        messages: Sequence[Any],
+        spawned: Sequence[str] = (),
+        state: Any = None,
+        logprobs: Sequence[Any] | None = None,
+    ) -> AgentTurn:
+        """Record one turn of `subtask_id`'s attempt `attempt`; returns the event."""
+        ...
 
 
 SpawnFn = Callable[[Subtask, Sequence[Subtask], Sequence[str]], list[Subtask]]
@@ -203,7 +95,7 @@ class SubtaskContext:
         spawn: SpawnFn,
         emit: EmitFn | None = None,
         wait: WaitFn | None = None,
-        turns: TurnLog | None = None,
+        turns: TurnRecorder | None = None,
         capture: TranscriptCapture | None = None,
         retries_left: int = 0,
     ) -> None:
@@ -401,22 +293,4 @@ class SubtaskContext:
         )
 
 
-#: A worker runs one subtask and returns its output (JSON-compatible, or a pydantic model).
-Worker = Callable[[SubtaskContext], Awaitable[Any]]
-
-
-def overload_status(error: ModelError) -> bool:
-    """Whether a model error is the server saying it is overloaded (429 / 503)."""
-    return isinstance(error, ModelRateLimitedError) or error.status in (429, 503)
-
-
-__all__ = [
-    "CallObserver",
-    "EmitFn",
-    "MeteredModel",
-    "SpawnFn",
-    "SubtaskContext",
-    "WaitFn",
-    "Worker",
-    "overload_status",
-]
+__all__ = ["EmitFn", "SpawnFn", "SubtaskContext", "TurnRecorder", "WaitFn"]

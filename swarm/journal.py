@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 
 
 class EventSink(Protocol):
-    """Anything that wants every event of a run (progress views, streams, tests)."""
+    """Anything that wants every event of a run (progress views, streams, tests); one that
+    folds them into state subclasses `swarm.event_fold.EventFold`."""
 
     def handle(self, event: Event) -> None: ...
 

@@ -271,7 +271,7 @@ class RunLoop:
             return False
         self.final_status = RunStatus.BUDGET_EXHAUSTED
         self.emit(ev.BudgetExhausted, reason=reason)
-        stopped = stop_pending(self.state, SubtaskStatus.SKIPPED_BUDGET, reason)
+        stopped = stop_pending(self.state, SubtaskStatus.SKIPPED_BUDGET, reason, now=time.time())
         for res in stopped:
             self.emit(ev.SubtaskFinished, result=res)
         self.waits.notify([r.id for r in stopped])
@@ -294,7 +294,7 @@ class RunLoop:
         self.journal.after_commit(lambda: self.apply(result))
 
     def apply(self, result: SubtaskResult) -> None:
-        applied = apply_result(self.state, result)
+        applied = apply_result(self.state, result, now=time.time())
         for res in applied.skipped:
             self.emit(ev.SubtaskFinished, result=res)
         self.waits.notify([result.id, *(r.id for r in applied.skipped)])

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from swarm.config import RunConfig
-from swarm.context import Worker
 from swarm.dag import check_plan, validate_plan
 from swarm.errors import ConfigError, UnknownRoleError
 from swarm.events import Event
@@ -30,6 +29,7 @@ from swarm.journal import EventSink
 from swarm.planfile import load_plan, parse_plan
 from swarm.scheduler import Scheduler
 from swarm.schema import ROLE_PATTERN, Plan, RunResult
+from swarm.worker import Worker
 from swarm.workforce import RoleFactory, Workforce
 
 if TYPE_CHECKING:
@@ -290,8 +290,9 @@ class Swarm:
         """Continue a stored run: finished (`done`) results are reused, the rest runs.
 
         It runs with this swarm's `config`; to continue with the settings the run was made
-        with, build the swarm from them: `Swarm(config=store.load_run(id).config, …)`
-        (`kimmy resume` does). The `run_started` event records the config that runs.
+        with, build the swarm from them:
+        `Swarm(config=RunConfig.from_settings(store.load_run(id).settings), …)` (`kimmy
+        resume` does). The `run_started` event records the config that runs.
 
         Raises:
             ConfigError: this swarm has no `runs_dir`.

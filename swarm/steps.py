@@ -8,7 +8,6 @@ the state object they are handed, so every rule is testable with plain data.
 
 from __future__ import annotations
 
-import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -130,8 +129,7 @@ def _record(state: RunState, result: SubtaskResult) -> None:
     state.n_finished += 1
 
 
-def _not_run(st: Subtask, status: SubtaskStatus, error: ErrorInfo) -> SubtaskResult:
-    now = time.time()
+def _not_run(st: Subtask, status: SubtaskStatus, error: ErrorInfo, now: float) -> SubtaskResult:
     return SubtaskResult.model_construct(
         id=st.id,
         role=st.role,
@@ -181,8 +179,11 @@ class Applied:
     skipped: list[SubtaskResult]
 
 
-def apply_result(state: RunState, result: SubtaskResult) -> Applied:
-    """Record a finished subtask and propagate it by the failure policy."""
+def apply_result(state: RunState, result: SubtaskResult, *, now: float) -> Applied:
+    """Record a finished subtask and propagate it by the failure policy.
+
+    `now` (seconds since the epoch) is when the subtasks this skips finished.
+    """
     _record(state, result)
     if result.status is _DONE or (
         result.status is _FAILED and state.policy is FailurePolicy.CONTINUE
@@ -192,26 +193,29 @@ def apply_result(state: RunState, result: SubtaskResult) -> Applied:
         return Applied([], [])
     if state.policy is FailurePolicy.FAIL_FAST:
         state.stop_reason = f"subtask {result.id!r} failed and the policy is fail_fast"
-        return Applied([], stop_pending(state, SubtaskStatus.SKIPPED, state.stop_reason))
+        return Applied([], stop_pending(state, SubtaskStatus.SKIPPED, state.stop_reason, now=now))
     err = ErrorInfo(type="DependencyFailed", message=f"dependency {result.id!r} failed")
     skipped = []
     for k in _descendants(state, result.id):
         if state.status.get(k) is SubtaskStatus.PENDING:
-            res = _not_run(state.subtasks[k], SubtaskStatus.SKIPPED, err)
+            res = _not_run(state.subtasks[k], SubtaskStatus.SKIPPED, err, now)
             _record(state, res)
             skipped.append(res)
     return Applied([], skipped)
 
 
-def stop_pending(state: RunState, status: SubtaskStatus, reason: str) -> list[SubtaskResult]:
-    """Stop dispatching; every subtask not yet started finishes with `status`."""
+def stop_pending(
+    state: RunState, status: SubtaskStatus, reason: str, *, now: float
+) -> list[SubtaskResult]:
+    """Stop dispatching; every subtask not yet started finishes with `status` at `now`
+    (seconds since the epoch)."""
     if state.stop_reason is None:
         state.stop_reason = reason
     err = ErrorInfo(type="NotRun", message=reason)
     out = []
     for key, st in state.subtasks.items():
         if state.status[key] is SubtaskStatus.PENDING:
-            res = _not_run(st, status, err)
+            res = _not_run(st, status, err, now)
             _record(state, res)
             out.append(res)
     state.ready.clear()

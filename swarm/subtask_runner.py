@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 
 from swarm import events as ev
-from swarm.context import MeteredModel, SpawnFn, SubtaskContext, WaitFn
+from swarm.call_meter import MeteredModel
+from swarm.context import SpawnFn, SubtaskContext, WaitFn
 from swarm.errors import (
     OutputValidationError,
     SubtaskTimeoutError,

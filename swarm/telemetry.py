@@ -38,13 +38,24 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from swarm.errors import ConfigError
+from swarm.event_fold import EventFold
 from swarm.schema import RunStatus, SubtaskStatus
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
     from opentelemetry.trace import Span, TracerProvider
 
-    from swarm.events import Event
+    from swarm.events import (
+        AgentTurn,
+        ModelCalled,
+        RunFinished,
+        RunStarted,
+        SubtaskFinished,
+        SubtaskRetrying,
+        SubtasksSpawned,
+        SubtaskStarted,
+        ToolCalled,
+    )
 
 _INSTALL = "pip install 'kimmy-swarm[otel]'"
 #: The environment variables that turn export on (either one).
@@ -95,7 +106,7 @@ class _Run:
     parents: dict[str, Context] = field(default_factory=dict)
 
 
-class SpanSink:
+class SpanSink(EventFold):
     """An `EventSink` that turns the events of runs into OpenTelemetry spans.
 
     Args:
@@ -127,22 +138,6 @@ class SpanSink:
         self.workflow_name = workflow_name
         self.flush_timeout_s = flush_timeout_s
         self._runs: dict[str, _Run] = {}
-        self._handlers = {
-            "run_started": self._run_started,
-            "subtask_started": self._subtask_started,
-            "model_called": self._model_called,
-            "tool_called": self._tool_called,
-            "subtasks_spawned": self._spawned,
-            "agent_turn": self._turn,
-            "subtask_retrying": self._retrying,
-            "subtask_finished": self._finished,
-            "run_finished": self._run_finished,
-        }
-
-    def handle(self, event: Event) -> None:
-        handler = self._handlers.get(event.type)
-        if handler is not None:
-            handler(event)
 
     # --- spans -------------------------------------------------------------------------
 
@@ -164,7 +159,7 @@ class SpanSink:
         span.set_attribute("error.type", error_type)
         span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, message or None))
 
-    def _run_started(self, e: Any) -> None:
+    def on_run_started(self, e: RunStarted) -> None:
         model = e.settings.get("model")
         model = model if isinstance(model, str) and model else None
         name = f"invoke_workflow {self.workflow_name}" if self.workflow_name else "invoke_workflow"
@@ -183,7 +178,7 @@ class SpanSink:
             old.span.end(end_time=_ns(e.ts))
         self._runs[e.run_id] = _Run(span, self._trace.set_span_in_context(span), e.ts, model)
 
-    def _subtask_started(self, e: Any) -> None:
+    def on_subtask_started(self, e: SubtaskStarted) -> None:
         run = self._runs.get(e.run_id)
         if run is None:
             return
@@ -215,12 +210,12 @@ class SpanSink:
             return run.ctx, max(start, run.start)
         return attempt.ctx, max(start, attempt.start)
 
-    def _model_called(self, e: Any) -> None:
+    def on_model_called(self, e: ModelCalled) -> None:
         run = self._runs.get(e.run_id)
         if run is None:
             return
-        response = getattr(e, "response", None) or {}
-        request = getattr(e, "request", None) or getattr(e, "options", None) or {}
+        response = e.response or {}
+        request = e.request or {}
         finish = response.get("finish_reason") if isinstance(response, Mapping) else None
         max_tokens = request.get("max_tokens") if isinstance(request, Mapping) else None
         parent, start = self._parent_of(run, e.subtask_id, e.ts - e.latency_s)
@@ -243,7 +238,7 @@ class SpanSink:
             self._error(span, e.error.type, e.error.message)
         span.end(end_time=_ns(e.ts))
 
-    def _tool_called(self, e: Any) -> None:
+    def on_tool_called(self, e: ToolCalled) -> None:
         run = self._runs.get(e.run_id)
         if run is None:
             return
@@ -283,7 +278,7 @@ class SpanSink:
         attempt.turn = attempt.turn_ctx = None
         attempt.turn_start = ts
 
-    def _spawned(self, e: Any) -> None:
+    def on_subtasks_spawned(self, e: SubtasksSpawned) -> None:
         run = self._runs.get(e.run_id)
         if run is None:
             return
@@ -292,7 +287,7 @@ class SpanSink:
         for subtask in e.subtasks:
             run.parents[subtask.id] = parent
 
-    def _turn(self, e: Any) -> None:
+    def on_agent_turn(self, e: AgentTurn) -> None:
         run = self._runs.get(e.run_id)
         attempt = run.attempts.get(e.subtask_id) if run is not None else None
         if attempt is None:
@@ -314,7 +309,7 @@ class SpanSink:
         self._end_turn(attempt, ts)
         attempt.span.end(end_time=_ns(ts))
 
-    def _retrying(self, e: Any) -> None:
+    def on_subtask_retrying(self, e: SubtaskRetrying) -> None:
         run = self._runs.get(e.run_id)
         attempt = run.attempts.pop(e.subtask_id, None) if run is not None else None
         if attempt is None:
@@ -323,7 +318,7 @@ class SpanSink:
         self._error(attempt.span, e.error.type, e.error.message)
         self._end_attempt(attempt, e.ts)
 
-    def _finished(self, e: Any) -> None:
+    def on_subtask_finished(self, e: SubtaskFinished) -> None:
         result = e.result
         run = self._runs.get(e.run_id)
         attempt = run.attempts.pop(result.id, None) if run is not None else None
@@ -348,7 +343,7 @@ class SpanSink:
             self._end_attempt(attempt, ts)
         run.attempts.clear()
 
-    def _run_finished(self, e: Any) -> None:
+    def on_run_finished(self, e: RunFinished) -> None:
         run = self._runs.pop(e.run_id, None)
         if run is None:
             return

@@ -17,11 +17,12 @@ attempt ended. What was captured follows the run's `transcripts` setting
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from swarm.errors import UserError
+from swarm.event_fold import EventFold
 from swarm.schema import ErrorInfo, SubtaskStatus, Usage
 from swarm.transcript_capture import cut
 
@@ -142,22 +143,12 @@ def read_transcript(store: RunStore, run_id: str, subtask_id: str) -> Transcript
     capture = settings.get("content") if isinstance(settings, dict) else None
     max_chars = settings.get("max_chars") if isinstance(settings, dict) else None
     shown = max_chars if capture else None
-    attempts: list[tuple[int, float, list[Entry]]] = []
+    fold = _TranscriptFold(subtask_id, shown)
     needle = json.dumps(subtask_id)  # the quoted id, as the events' JSON holds it
-    status = SubtaskStatus.PENDING
     for event in store.events_mentioning(run_id, needle):
-        if event.type == "subtask_started" and event.subtask_id == subtask_id:
-            attempts.append((event.attempt, event.ts, []))
-            continue
-        entry = _entry(event, subtask_id, shown)
-        if entry is None:
-            continue
-        if isinstance(entry, FinishedEntry):
-            status = entry.status
-        if not attempts:  # finished without starting (skipped): attempt 0
-            attempts.append((0, event.ts, []))
-        attempts[-1][2].append(entry)
-    if status is SubtaskStatus.PENDING and attempts:
+        fold.handle(event)
+    status = fold.status
+    if status is SubtaskStatus.PENDING and fold.attempts:
         status = SubtaskStatus.RUNNING
     return Transcript(
         run_id=run_id,
@@ -170,33 +161,61 @@ def read_transcript(store: RunStore, run_id: str, subtask_id: str) -> Transcript
         max_chars=max_chars,
         attempts=[
             AttemptTranscript(attempt=n, started_at=t0, entries=entries)
-            for n, t0, entries in attempts
+            for n, t0, entries in fold.attempts
         ],
     )
 
 
-#: The entry each kind of event of a sub-agent becomes; its fields are the event's own.
-_ENTRY_OF: dict[str, type[_Entry]] = {
-    "model_called": ModelCallEntry,
-    "tool_called": ToolCallEntry,
-    "agent_step": StepEntry,
-    "subtask_retrying": RetryEntry,
-}
+_E = TypeVar("_E", bound=_Entry)
 
 
-def _entry(event: ev.Event, subtask_id: str, max_chars: int | None) -> Entry | None:
-    """The transcript entry of one event, when it is one of `subtask_id`'s."""
-    kind = event.type
-    entry = _ENTRY_OF.get(kind)
-    if entry is not None and getattr(event, "subtask_id", None) == subtask_id:
-        names = [name for name in entry.model_fields if name != "kind"]
-        return entry(**{name: getattr(event, name) for name in names})  # type: ignore[return-value]
-    if kind == "subtask_finished" and event.result.id == subtask_id:
+def _copied(entry: type[_E], event: ev.Event) -> _E:
+    """The entry holding the event's fields of the same names."""
+    return entry(**{name: getattr(event, name) for name in entry.model_fields if name != "kind"})
+
+
+class _TranscriptFold(EventFold):
+    """One sub-agent's entries, grouped by attempt, from the run's events in order."""
+
+    def __init__(self, subtask_id: str, max_chars: int | None) -> None:
+        self.subtask_id = subtask_id
+        #: Outputs are cut at this size (None: the run captured no content, none is shown).
+        self.max_chars = max_chars
+        #: (attempt, started at, entries) of each attempt, in order.
+        self.attempts: list[tuple[int, float, list[Entry]]] = []
+        self.status = SubtaskStatus.PENDING
+
+    def _add(self, entry: Entry) -> None:
+        if not self.attempts:  # finished without starting (skipped): attempt 0
+            self.attempts.append((0, entry.ts, []))
+        self.attempts[-1][2].append(entry)
+
+    def on_subtask_started(self, event: ev.SubtaskStarted) -> None:
+        if event.subtask_id == self.subtask_id:
+            self.attempts.append((event.attempt, event.ts, []))
+
+    def on_model_called(self, event: ev.ModelCalled) -> None:
+        if event.subtask_id == self.subtask_id:
+            self._add(_copied(ModelCallEntry, event))
+
+    def on_tool_called(self, event: ev.ToolCalled) -> None:
+        if event.subtask_id == self.subtask_id:
+            self._add(_copied(ToolCallEntry, event))
+
+    def on_agent_step(self, event: ev.AgentStep) -> None:
+        if event.subtask_id == self.subtask_id:
+            self._add(_copied(StepEntry, event))
+
+    def on_subtask_retrying(self, event: ev.SubtaskRetrying) -> None:
+        if event.subtask_id == self.subtask_id:
+            self._add(_copied(RetryEntry, event))
+
+    def on_subtask_finished(self, event: ev.SubtaskFinished) -> None:
         r = event.result
-        return FinishedEntry(
-            ts=event.ts, status=r.status, error=r.error, output=_output_text(r.output, max_chars)
-        )
-    return None
+        if r.id == self.subtask_id:
+            self.status = r.status
+            output = _output_text(r.output, self.max_chars)
+            self._add(FinishedEntry(ts=event.ts, status=r.status, error=r.error, output=output))
 
 
 def _output_text(output: object, max_chars: int | None) -> str | None:

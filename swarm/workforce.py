@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from swarm.context import Worker
 from swarm.schema import Subtask
+from swarm.worker import Worker
 
 if TYPE_CHECKING:
     from swarm.llm.protocol import ChatModel

@@ -23,8 +23,8 @@ from swarm.schema import ROLE_PATTERN
 if TYPE_CHECKING:
     from agents.subagent import AgentRun
     from agents.toolbox import ToolBox
-    from swarm.context import Worker
     from swarm.schema import Subtask
+    from swarm.worker import Worker
 
 #: The most model turns of a created sub-agent.
 DEFAULT_MAX_STEPS = 8

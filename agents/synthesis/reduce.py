@@ -27,7 +27,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from agents.synthesis._prompts import final_messages, summary_messages
-from agents.synthesis._tasks import first_error, gather_all
 from agents.synthesis.budget import TokenBudget
 from agents.synthesis.overflow import ContextOverflowError, context_overflow
 from agents.synthesis.packing import Block, block_tokens, cut_to, take
@@ -35,6 +34,7 @@ from swarm.errors import ConfigError, ModelRequestError
 from swarm.llm.protocol import ChatModel
 from swarm.llm.types import ChatResponse
 from swarm.schema import Usage
+from swarm.tasks import first_error, gather_all
 
 #: Prompt tokens the estimate of a chunk's fixed part may be off by (digits of counts).
 _SLACK = 4

@@ -267,6 +267,7 @@ def resume(
     json_lines: Json = False,
 ) -> None:
     """Continue a stored run: finished subtasks are reused, the rest runs."""
+    from swarm import RunConfig
     from swarm.store import RunStore
 
     with RunStore(runs_dir, create=False) as store:
@@ -286,7 +287,9 @@ def resume(
         )  # fmt: skip
         return
     given: dict[str, Any] = {"max_concurrency": max_concurrency}
-    config = stored.config.replace(**{k: v for k, v in given.items() if v is not None})
+    config = RunConfig.from_settings(stored.settings).replace(
+        **{k: v for k, v in given.items() if v is not None}
+    )
     swarm = _swarm(config, runs_dir)
     settings = stored.settings
     remote = base_url or model

@@ -80,7 +80,8 @@ def _run(paths: list[Path], out: Path, opts: dict[str, Any]) -> TrainResult:
     from model.presets import model_config
     from model.tokenizer import load_tokenizer, train_bpe_tokenizer
     from model.train.data import python_docs_texts, read_text_corpus, tokenize_corpus
-    from model.train.loop import TrainConfig, latest_checkpoint, train
+    from model.train.loop import TrainConfig, train
+    from model.train.run_folder import latest_checkpoint
 
     device = _device(opts.pop("device"))
     texts = read_text_corpus(paths, on_skip=_skipped) if paths else python_docs_texts()

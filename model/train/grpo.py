@@ -25,7 +25,6 @@ final norm (the embeddings and the tied head stay frozen). Checkpoints are HF-fo
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import random
@@ -37,8 +36,15 @@ from typing import Any
 
 import torch
 
-from model.errors import CheckpointError, ModelConfigError
-from model.train._state import METRICS_FILE, TRAINER_STATE, kept_metrics, open_run
+from model.errors import ModelConfigError
+from model.train.run_folder import (
+    METRICS_FILE,
+    kept_metrics,
+    open_run,
+    restore,
+    save_checkpoint,
+    trainer_state,
+)
 
 __all__ = [
     "GRPOConfig",
@@ -293,45 +299,6 @@ def _number(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def _save(
-    out_dir: Path, step: int, model: Any, tokenizer: Any, opt: Any, cfg: GRPOConfig, elapsed: float
-) -> Path:
-    from model.train._state import save_run_checkpoint
-
-    state = {
-        "step": step,
-        "tokens": 0,
-        "elapsed_s": elapsed,
-        "config": dataclasses.asdict(cfg),
-        "optimizer": opt.state_dict(),
-        "torch_rng": torch.get_rng_state(),
-    }
-    return save_run_checkpoint(out_dir, state, model, tokenizer, cfg.keep_checkpoints)
-
-
-def _restore(ckpt: Path, model: Any, opt: Any, cfg: GRPOConfig) -> dict[str, Any]:
-    from model.checkpoint import load_into, load_state_dict
-
-    try:
-        state = torch.load(ckpt / TRAINER_STATE, map_location="cpu", weights_only=True)
-    except (OSError, RuntimeError, EOFError) as e:
-        raise CheckpointError(f"{ckpt / TRAINER_STATE}: not readable ({e})") from e
-    saved = state["config"]
-    changed = sorted(
-        k for k, v in dataclasses.asdict(cfg).items() if k not in _RESUMABLE and saved.get(k) != v
-    )
-    if changed:
-        diff = ", ".join(f"{k}: {saved.get(k)!r} → {getattr(cfg, k)!r}" for k in changed)
-        raise ModelConfigError(
-            f"cannot resume {ckpt} with different settings ({diff}); "
-            f"only {', '.join(sorted(_RESUMABLE))} may change"
-        )
-    load_into(model, load_state_dict(ckpt, device=next(model.parameters()).device))
-    opt.load_state_dict(state["optimizer"])
-    torch.set_rng_state(state["torch_rng"])
-    return state
-
-
 def _policy_step(
     model: Any,
     params: list[Any],
@@ -399,7 +366,7 @@ def train_grpo(
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
     start, prior_s, rows = 0, 0.0, []
     if ckpt is not None and out_dir is not None:
-        state = _restore(ckpt, model, opt, cfg)
+        state = restore(ckpt, model, cfg, _RESUMABLE, optimizer=opt)
         start, prior_s = int(state["step"]), float(state["elapsed_s"])
         rows = kept_metrics(out_dir / METRICS_FILE, start)
     sampler = _Sampler(model, tokenizer, cfg)
@@ -440,7 +407,8 @@ def train_grpo(
             with (out_dir / METRICS_FILE).open("a", encoding="utf-8") as f:
                 f.write(json.dumps(row) + "\n")
             if (step + 1) % cfg.checkpoint_every == 0 or step + 1 == cfg.steps:
-                last = _save(out_dir, step + 1, model, tokenizer, opt, cfg, row["elapsed_s"])
+                state = trainer_state(step + 1, cfg, optimizer=opt, elapsed_s=row["elapsed_s"])
+                last = save_checkpoint(out_dir, state, model, tokenizer, cfg.keep_checkpoints)
         if on_step is not None:
             on_step(dict(row))
     return GRPOResult(

@@ -34,25 +34,20 @@ from model.modeling import KimiLinearForCausalLM
 from model.moe import balance_router_biases_
 from model.optim import MuonClip, find_mla_layers
 from model.optim.groups import uses_weight_decay
-from model.train._state import (
+from model.train._run_log import RunLog
+from model.train.data import TokenData
+from model.train.run_folder import (
     METRICS_FILE,
-    TRAINER_STATE,
-    RunLog,
-    latest_checkpoint,
     open_run,
     restore,
-    save_run_checkpoint,
+    save_checkpoint,
     trainer_state,
 )
-from model.train.data import TokenData
 
 __all__ = [
-    "METRICS_FILE",
-    "TRAINER_STATE",
     "TrainConfig",
     "TrainResult",
     "eval_loss",
-    "latest_checkpoint",
     "lr_factor",
     "make_optimizer",
     "train",
@@ -62,6 +57,11 @@ OPTIMIZERS = ("muonclip", "adamw")
 SCHEDULES = ("cosine", "linear", "constant")
 _COUNTS = ("steps", "batch_size", "seq_len", "eval_every", "eval_batches", "checkpoint_every",
            "keep_checkpoints", "log_every")  # fmt: skip
+#: Fields a resume may change: how long to train and how often to log, evaluate and save —
+#: not the math of a step (changing `steps` re-shapes the rest of the lr schedule).
+_RESUMABLE = frozenset(
+    {"steps", "eval_every", "eval_batches", "checkpoint_every", "keep_checkpoints", "log_every"}
+)
 
 
 @dataclass(frozen=True)
@@ -310,7 +310,10 @@ def train(
         sched = LambdaLR(opt, functools.partial(lr_factor, cfg))
         gen = torch.Generator().manual_seed(cfg.seed)
         if resume and out_dir is not None and ckpt is not None:
-            log.resume_from(restore(ckpt, model, cfg, opt, sched, gen), out_dir / METRICS_FILE)
+            state = restore(
+                ckpt, model, cfg, _RESUMABLE, optimizer=opt, scheduler=sched, generator=gen
+            )
+            log.resume_from(state, out_dir / METRICS_FILE)
         model.train()
         with _progress(progress, cfg.steps, log.step) as bar:
             if log.step == 0:
@@ -329,10 +332,11 @@ def train(
                 if bar is not None:
                     bar.update(bar.task_ids[0], completed=log.step, stats=log.stats(row))
                 if out_dir is not None and (final or log.step % cfg.checkpoint_every == 0):
-                    state = trainer_state(log.step, log.tokens, log.elapsed(), cfg, opt, sched, gen)
-                    ckpt = save_run_checkpoint(
-                        out_dir, state, model, tokenizer, cfg.keep_checkpoints
-                    )
+                    state = trainer_state(
+                        log.step, cfg, optimizer=opt, tokens=log.tokens,
+                        elapsed_s=log.elapsed(), scheduler=sched, generator=gen,
+                    )  # fmt: skip
+                    ckpt = save_checkpoint(out_dir, state, model, tokenizer, cfg.keep_checkpoints)
     return _result(log, ckpt)
 
 

@@ -4,7 +4,8 @@
 holds) into per-subtask state (status, role, attempts, start and finish times, tokens) and
 the run's counters. Batches are read with `json.loads`, not the pydantic event models: a
 view of 10,000 sub-agents is rebuilt from scratch in a fraction of a second, and a poll that
-finds a few new batches costs next to nothing.
+finds a few new batches costs next to nothing. So `RunView` is no `EventFold`; its run-wide
+counters are the progress view's (`RunCounters`), moved by the same methods.
 
 Every node remembers the seq of the event that last changed it, so any number of live
 streams share one view: each asks `changed_since(seq)` for what it has not sent yet.
@@ -19,6 +20,8 @@ import json
 import time
 from collections import deque
 from typing import Any
+
+from swarm.run_counters import RunCounters
 
 #: Seconds over which `subtasks/s` is measured.
 RATE_WINDOW_S = 5.0
@@ -95,7 +98,7 @@ def turn_id(subtask_id: str, step: int) -> str:
     return f"{subtask_id}#t{step}"
 
 
-class RunView:
+class RunView(RunCounters):
     """The live state of one stored run (see the module docstring).
 
     Args:
@@ -107,17 +110,15 @@ class RunView:
     def __init__(
         self, run_id: str, planned: list[dict[str, Any]], settings: dict[str, Any]
     ) -> None:
+        super().__init__()
         self.run_id = run_id
         self.nodes: dict[str, Node] = {}
         for st in planned:
             self._add(st, changed=-1)
-        self.limit: int | None = settings.get("max_concurrency")
+        self.limit_from_settings(settings)
         self.last_seq = -1
         self.structure_seq = -1
         self.status = "running"
-        self.retries = 0
-        self.tokens = 0
-        self.model_calls = 0
         self.started_at: float | None = None
         self.finished_at: float | None = None
         self.counts: dict[str, int] = {"pending": len(self.nodes)}
@@ -153,14 +154,13 @@ class RunView:
                 self._finish_times.append(e["ts"])
         elif kind == "model_called":
             tokens = (e.get("usage") or {}).get("total_tokens", 0)
-            self.tokens += tokens
-            self.model_calls += 1
+            self.count_model_call(tokens, failed=e.get("error") is not None)
             node = self.nodes.get(e["subtask_id"])
             if node is not None:
                 node.tokens += tokens
                 node.changed = seq
         elif kind == "subtask_retrying":
-            self.retries += 1
+            self.count_retry()
         elif kind == "subtasks_spawned":
             for st in e["subtasks"]:
                 self._add(st, changed=seq)
@@ -171,8 +171,10 @@ class RunView:
             self.structure_seq = seq
         elif kind == "agent_turn" and e.get("spawned"):
             self._add_turn(e, seq)
+        elif kind == "spawn_refused":
+            self.count_spawn_refused()
         elif kind == "concurrency_changed":
-            self.limit = e["limit"]
+            self.limit_changed(e["limit"])
         elif kind == "run_started":
             self._start(e, seq)
         elif kind == "run_finished":
@@ -184,9 +186,7 @@ class RunView:
         self.status = "running"
         self.finished_at = None
         self.started_at = self.started_at or e["ts"]
-        limit = (e.get("settings") or {}).get("max_concurrency")
-        if limit is not None:
-            self.limit = limit
+        self.limit_from_settings(e.get("settings") or {})
         for node in self.nodes.values():
             if node.status == "running":
                 self._set_status(node, "pending", seq)
@@ -247,7 +247,7 @@ class RunView:
             "status": self.status,
             "total": self.subtask_count(),
             "in_flight": c.get("running", 0),
-            "limit": self.limit,
+            "limit": self.concurrency_limit,
             "retries": self.retries,
             "tokens": self.tokens,
             "model_calls": self.model_calls,

@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from swarm.context import SubtaskContext, Worker
+from swarm.context import SubtaskContext
 from swarm.errors import ModelError
 from swarm.executors._errors import encode_error
 from swarm.llm.types import ChatResponse, MessageLike
 from swarm.schema import NO_USAGE, Subtask, SubtaskResult
+from swarm.worker import Worker
 
 if TYPE_CHECKING:
     from swarm.llm.capabilities import Capabilities

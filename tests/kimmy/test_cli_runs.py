@@ -322,7 +322,7 @@ def test_resume_continues_with_the_run_config_it_was_made_with(
     assert code == 1, err  # one researcher failed; the rest ran (failure policy continue)
     with RunStore(Path(runs), create=False) as store:
         stored = store.load_run("latest")
-    assert stored.config == expected
+    assert RunConfig.from_settings(stored.settings) == expected
     with OpenAIServer(default=echo()) as srv:
         code, _, err = run_cli(
             capsys, "resume", "latest", "--runs-dir", runs, "--base-url", srv.base_url

@@ -119,8 +119,8 @@ async def test_every_field_survives_store_then_resume(tmp_path) -> None:  # type
     assert partial.results["b"].status == "failed"
     with RunStore(tmp_path, create=False) as store:
         stored = store.load_run("r1")
-    assert stored.config == config
-    again = Swarm(config=stored.config, runs_dir=tmp_path)
+    assert RunConfig.from_settings(stored.settings) == config
+    again = Swarm(config=RunConfig.from_settings(stored.settings), runs_dir=tmp_path)
     again.add_role("w", make().workers["w"])
     result = await again.resume("r1")
     again.close()

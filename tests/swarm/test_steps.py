@@ -21,6 +21,8 @@ from swarm.steps import (
 )
 
 S = SubtaskStatus
+#: The clock the step functions are handed (they never read one).
+NOW = 1_000.0
 
 
 def st(id_: str, *deps: str, role: str = "r") -> Subtask:
@@ -43,7 +45,7 @@ def run(state: RunState, id_: str, status: SubtaskStatus = S.DONE) -> None:
     """Take `id_` (it must be ready) and apply its result."""
     taken = [s.id for s in take_ready(state, len(state.subtasks))]
     assert id_ in taken or state.status[id_] is S.RUNNING, (id_, taken)
-    apply_result(state, result(id_, status))
+    apply_result(state, result(id_, status), now=NOW)
 
 
 def ids(results: list[SubtaskResult]) -> set[str]:
@@ -99,10 +101,10 @@ def test_take_ready_never_returns_a_subtask_twice() -> None:
 def test_done_releases_dependents_when_all_deps_finish() -> None:
     s = state_of(st("a"), st("b"), st("c", "a", "b"))
     take_ready(s, 10)
-    assert apply_result(s, result("a")).newly_ready == []
-    assert apply_result(s, result("b")).newly_ready == ["c"]
+    assert apply_result(s, result("a"), now=NOW).newly_ready == []
+    assert apply_result(s, result("b"), now=NOW).newly_ready == ["c"]
     assert [x.id for x in take_ready(s, 10)] == ["c"]
-    apply_result(s, result("c"))
+    apply_result(s, result("c"), now=NOW)
     assert s.finished and s.running == 0
 
 
@@ -119,21 +121,22 @@ def fan() -> list[Subtask]:
 def test_skip_dependents_skips_transitive_dependents_only() -> None:
     s = state_of(*fan())
     take_ready(s, 10)  # a, x
-    applied = apply_result(s, result("a", S.FAILED))
+    applied = apply_result(s, result("a", S.FAILED), now=NOW)
     assert ids(applied.skipped) == {"b", "c", "d", "e", "y"}
     assert all(r.status is S.SKIPPED for r in applied.skipped)
+    assert all(r.timings.finished_at == NOW for r in applied.skipped)  # the clock handed in
     assert all(r.error is not None and "'a'" in r.error.message for r in applied.skipped)
     assert s.status["x"] is S.RUNNING  # the sibling goes on
     assert s.stop_reason is None
-    apply_result(s, result("x"))
+    apply_result(s, result("x"), now=NOW)
     assert s.finished and s.results["x"].status is S.DONE
 
 
 def test_skip_dependents_leaves_finished_and_running_alone() -> None:
     s = state_of(st("a"), st("b"), st("c", "a", "b"))
     take_ready(s, 10)
-    apply_result(s, result("b"))
-    applied = apply_result(s, result("a", S.FAILED))
+    apply_result(s, result("b"), now=NOW)
+    applied = apply_result(s, result("a", S.FAILED), now=NOW)
     assert ids(applied.skipped) == {"c"}
     assert s.results["b"].status is S.DONE
 
@@ -141,7 +144,7 @@ def test_skip_dependents_leaves_finished_and_running_alone() -> None:
 def test_continue_releases_dependents_of_a_failure() -> None:
     s = state_of(*fan(), policy=FailurePolicy.CONTINUE)
     take_ready(s, 10)
-    applied = apply_result(s, result("a", S.FAILED))
+    applied = apply_result(s, result("a", S.FAILED), now=NOW)
     assert applied.skipped == [] and set(applied.newly_ready) == {"b", "e"}
     assert s.stop_reason is None
 
@@ -149,19 +152,19 @@ def test_continue_releases_dependents_of_a_failure() -> None:
 def test_fail_fast_stops_everything_pending() -> None:
     s = state_of(*fan(), policy=FailurePolicy.FAIL_FAST)
     take_ready(s, 10)  # a, x running
-    applied = apply_result(s, result("a", S.FAILED))
+    applied = apply_result(s, result("a", S.FAILED), now=NOW)
     assert ids(applied.skipped) == {"b", "c", "d", "e", "y"}
     assert s.stop_reason is not None and "'a'" in s.stop_reason and "fail_fast" in s.stop_reason
     assert s.status["x"] is S.RUNNING  # in flight: not cancelled, may finish
     assert take_ready(s, 10) == []
-    apply_result(s, result("x"))
+    apply_result(s, result("x"), now=NOW)
     assert s.finished
 
 
 def test_non_failure_statuses_do_not_propagate() -> None:
     s = state_of(st("a"), st("b", "a"))
     take_ready(s, 10)
-    applied = apply_result(s, result("a", S.CANCELLED))
+    applied = apply_result(s, result("a", S.CANCELLED), now=NOW)
     assert applied.newly_ready == [] and applied.skipped == []
     assert s.status["b"] is S.PENDING
 
@@ -169,14 +172,15 @@ def test_non_failure_statuses_do_not_propagate() -> None:
 def test_stop_pending() -> None:
     s = state_of(st("a"), st("b"), st("c", "a"))
     take_ready(s, 1)  # a running
-    out = stop_pending(s, S.SKIPPED_BUDGET, "budget spent")
+    out = stop_pending(s, S.SKIPPED_BUDGET, "budget spent", now=NOW)
     assert ids(out) == {"b", "c"}
     assert all(r.status is S.SKIPPED_BUDGET and r.attempts == 0 for r in out)
+    assert all(r.timings.finished_at == NOW and r.timings.started_at is None for r in out)
     assert all(r.error is not None and r.error.message == "budget spent" for r in out)
     assert s.stop_reason == "budget spent" and not s.ready
-    assert stop_pending(s, S.SKIPPED, "again") == []
+    assert stop_pending(s, S.SKIPPED, "again", now=NOW) == []
     assert s.stop_reason == "budget spent"  # the first reason stays
-    apply_result(s, result("a"))
+    apply_result(s, result("a"), now=NOW)
     assert s.finished
 
 
@@ -201,12 +205,12 @@ def test_spawn_accepted_with_parent_depth_and_feeds() -> None:
     assert s.waiting["w"] == 4
     assert s.waiting["n2"] == 1 and s.waiting["n3"] == 1
     assert [x.id for x in take_ready(s, 10)] == ["n1"]
-    apply_result(s, result("p"))
+    apply_result(s, result("p"), now=NOW)
     assert [x.id for x in take_ready(s, 10)] == ["n3"]  # w still waits for the new ones
     for k in ("n1", "n3"):
-        apply_result(s, result(k))
+        apply_result(s, result(k), now=NOW)
     assert [x.id for x in take_ready(s, 10)] == ["n2"]
-    apply_result(s, result("n2"))
+    apply_result(s, result("n2"), now=NOW)
     assert [x.id for x in take_ready(s, 10)] == ["w"]
 
 
@@ -215,7 +219,7 @@ def test_feeding_a_ready_subtask_holds_it_back() -> None:
     take_ready(s, 1)  # p running; w ready but not taken
     add_subtasks(s, "p", [st("n")], feeds=["w"])
     assert [x.id for x in take_ready(s, 10)] == ["n"]
-    apply_result(s, result("n"))
+    apply_result(s, result("n"), now=NOW)
     assert [x.id for x in take_ready(s, 10)] == ["w"]
 
 
@@ -306,7 +310,7 @@ def test_respawn_with_a_different_body_is_refused() -> None:
 def test_spawn_on_a_failed_dependency_refused() -> None:
     s = state_of(st("p"), st("bad"))
     take_ready(s, 2)
-    apply_result(s, result("bad", S.FAILED))
+    apply_result(s, result("bad", S.FAILED), now=NOW)
     with pytest.raises(SpawnError, match=r"depends on \['bad'\].*failed"):
         add_subtasks(s, "p", [st("n", "bad")])
     assert "n" not in s.subtasks
@@ -315,7 +319,7 @@ def test_spawn_on_a_failed_dependency_refused() -> None:
 def test_spawn_on_a_failed_dependency_allowed_under_continue() -> None:
     s = state_of(st("p"), st("bad"), policy=FailurePolicy.CONTINUE)
     take_ready(s, 2)
-    apply_result(s, result("bad", S.FAILED))
+    apply_result(s, result("bad", S.FAILED), now=NOW)
     add_subtasks(s, "p", [st("n", "bad")])
     assert [x.id for x in take_ready(s, 10)] == ["n"]
 
@@ -333,7 +337,7 @@ def test_spawn_on_a_failed_dependency_allowed_under_continue() -> None:
 def test_spawn_refusals(new: list[Subtask], feeds: list[str], match: str) -> None:
     s = state_of(st("p"), st("done"))
     take_ready(s, 2)
-    apply_result(s, result("done"))
+    apply_result(s, result("done"), now=NOW)
     with pytest.raises(SpawnError, match=match):
         add_subtasks(s, "p", new, feeds=feeds)
     assert set(s.subtasks) == {"p", "done"}
@@ -342,7 +346,7 @@ def test_spawn_refusals(new: list[Subtask], feeds: list[str], match: str) -> Non
 def test_spawned_dependents_are_skipped_when_the_spawner_fails() -> None:
     s = spawning_state()
     add_subtasks(s, "p", [st("n", "p")], feeds=["w"])
-    applied = apply_result(s, result("p", S.FAILED))
+    applied = apply_result(s, result("p", S.FAILED), now=NOW)
     assert ids(applied.skipped) == {"n", "w"}
 
 
@@ -381,12 +385,12 @@ def test_random_runs_finish_every_subtask_once_in_dependency_order(
         assert running, "stalled: nothing running and nothing ready"
         key = running.pop(rng.randrange(len(running)))
         status = S.FAILED if rng.random() < 0.25 else S.DONE
-        applied = apply_result(s, result(key, status))
+        applied = apply_result(s, result(key, status), now=NOW)
         finished.append(key)
         finished.extend(r.id for r in applied.skipped)
         if s.stop_reason is not None:  # fail_fast: whatever runs still finishes
             for k in running:
-                apply_result(s, result(k))
+                apply_result(s, result(k), now=NOW)
                 finished.append(k)
             running.clear()
     assert sorted(finished) == sorted(x.id for x in subtasks)  # each exactly once

@@ -169,7 +169,7 @@ def test_bad_given_values_are_refused_naming_them() -> None:
 
 
 def test_what_a_model_says_it_honours_and_its_wrappers_forward() -> None:
-    from swarm.context import MeteredModel
+    from swarm.call_meter import MeteredModel
     from swarm.executors._host import RecordingModel
 
     plain = ScriptedChat()

@@ -1,6 +1,11 @@
 """Awaiting many coroutines as one: structured (a failure cancels the rest), and the
 failure raised as itself rather than as an exception group, so that callers (the
-scheduler's retry policy) see its type."""
+scheduler's retry policy) see its type.
+
+A worker that fans out — several model calls, tool calls or reductions at once — awaits
+them with `gather_all`: no task outlives the call (as in a trio nursery), and the error
+that reaches the scheduler is the one a sub-task raised.
+"""
 
 from __future__ import annotations
 
@@ -44,3 +49,6 @@ def first_error(group: BaseExceptionGroup) -> BaseException:
 
 async def _as_coroutine(awaitable: Awaitable[T]) -> T:
     return await awaitable
+
+
+__all__ = ["first_error", "gather_all"]

@@ -31,7 +31,7 @@ from model.train import (
     train,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ICLR_JSON = ROOT.parent / "shared" / "data" / "papers" / "iclr2017_citations_in_2018.json"
 TIMING = ("tokens_per_s", "elapsed_s")  # the only fields that may differ between equal runs
 

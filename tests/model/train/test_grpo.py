@@ -13,7 +13,6 @@ import torch
 
 from model.errors import CheckpointError, ModelConfigError
 from model.serve.factory import load_model_dir, load_tiny
-from model.train._state import METRICS_FILE, TRAINER_STATE
 from model.train.grpo import (
     GRPOConfig,
     Prompt,
@@ -24,6 +23,7 @@ from model.train.grpo import (
     train_grpo,
     trainable_parameters,
 )
+from model.train.run_folder import METRICS_FILE, TRAINER_STATE
 
 PICK = {
     "type": "function",

@@ -19,7 +19,7 @@ from model.train.data import (
     tokenize_corpus,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ICLR_JSON = ROOT.parent / "shared" / "data" / "papers" / "iclr2017_citations_in_2018.json"
 needs_iclr = pytest.mark.skipif(not ICLR_JSON.exists(), reason=f"no corpus at {ICLR_JSON}")
 
