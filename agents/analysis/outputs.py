@@ -3,7 +3,7 @@ the report roles work from, and `findings.jsonl`.
 
 `findings.jsonl` has one JSON object per reported number — dataset, question, statistic,
 columns, predictors, model, level, group (and its label, `note`), value, verdict,
-recomputed, reason — so anyone can recompute it with `agents.tools.findings.recompute`;
+recomputed, reason — so anyone can recompute it with `agents.tools.recompute.recompute`;
 `fallbacks` names the analyst and fact-checker behind it whose model failed, so that their
 role's offline procedure did the work (`agents.fallback`).
 """
@@ -22,7 +22,7 @@ from agents.fallback import OFFLINE_FALLBACK
 if TYPE_CHECKING:
     from agents.analysis.schemas import DatasetAnalysis, FindingChecks
     from agents.analysis.tools import AnalysisBoard
-    from agents.tools.findings import NumericFinding, Verdict
+    from agents.tools.finding import NumericFinding, Verdict
 
 #: The verdict of a finding whose fact-check did not run (its check subtask failed).
 UNCHECKED = "unchecked"

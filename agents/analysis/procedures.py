@@ -23,7 +23,7 @@ from agents.analysis.schemas import (
     FigureOut,
     FindingChecks,
 )
-from agents.tools.findings import NumericFinding, Verdict
+from agents.tools.finding import NumericFinding, Verdict
 
 if TYPE_CHECKING:
     from agents.subagent import AgentRun

@@ -23,7 +23,8 @@ from agents.analysis.questions import match_question, named_columns
 from agents.analysis.schemas import AnalysisTask, DatasetAnalysis, DatasetInfo, FindingChecks
 from agents.toolbox import ToolBox, make_tool
 from agents.tools import diagnostics, groups, models, stats
-from agents.tools.findings import NumericFinding, verify
+from agents.tools.finding import NumericFinding
+from agents.tools.recompute import verify
 from swarm.errors import UserError
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ import pytest
 from agents.analysis import AnalysisConfig, AnalysisOutcome, run_analysis
 from agents.analysis.tools import AnalysisBoard, build_toolbox
 from agents.tools.datasets import load_dataset
-from agents.tools.findings import NumericFinding
+from agents.tools.finding import NumericFinding
 
 DATASETS = [
     "statsmodels:spector", "statsmodels:longley", "sklearn:iris", "statsmodels:cpunish",

@@ -12,7 +12,8 @@ import pytest
 import agents.analysis
 from agents.analysis import AnalysisConfig, AnalysisOutcome, DatasetLoadError, run_analysis
 from agents.tools.datasets import bundled_datasets, load_dataset
-from agents.tools.findings import NumericFinding, recompute, verify
+from agents.tools.finding import NumericFinding
+from agents.tools.recompute import recompute, verify
 from swarm.errors import ConfigError
 
 DATASETS = [

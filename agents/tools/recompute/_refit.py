@@ -6,7 +6,8 @@ here from its likelihood by Newton's method (logit, multinomial logit, Poisson),
 likelihood (negative binomial NB2) or L-BFGS on the penalised objective (L2 logit), and the
 diagnostics come from textbook formulas. Shared conventions (`families`, `models`): the
 design is [1, X] over complete rows; a binary target's larger value is the event; the
-smallest class is the multinomial base; classes are named by `level_name`; the penalised
+smallest class is the multinomial base; classes are named by
+`agents.tools.conventions.level_name`; the penalised
 fit uses predictors standardised with the population std (ddof=0), C = 1, and an
 unpenalised intercept.
 """
@@ -16,27 +17,19 @@ from __future__ import annotations
 import hashlib
 import math
 import threading
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 from scipy import linalg, optimize, special
 from scipy import stats as sps
 
-from agents.tools.stats import AnalysisError
+from agents.tools.conventions import AnalysisError, level_name
 
-if TYPE_CHECKING:
-    from agents.tools.findings import NumericFinding
+__all__ = ["refit_statistic"]
 
 Fit = dict[str, object]
 _TOL = 1e-11
-
-
-def level_name(value: float) -> str:
-    """The name of a class value ("2" for 2.0) — the convention of `families.level_name`."""
-    v = float(value)
-    return str(int(v)) if v.is_integer() else repr(v)
 
 
 def _newton(
@@ -328,27 +321,27 @@ _FITTERS: dict[str, Callable[[np.ndarray, np.ndarray], Fit]] = {
 }  # fmt: skip
 
 
-def _coefficient(fit: Fit, finding: NumericFinding, predictors: list[str]) -> float:
-    term = "const" if finding.statistic == "intercept" else finding.columns[1]
+def _coefficient(
+    fit: Fit, model: str, statistic: str, target: str, predictors: list[str], term: str,
+    level: str,
+) -> float:  # fmt: skip
+    term = "const" if statistic == "intercept" else term
     k = 0 if term == "const" else 1 + predictors.index(term)
-    if finding.model.endswith("_l2"):
+    if model.endswith("_l2"):
         levels = fit["levels"]
         assert isinstance(levels, list)
-        if finding.statistic not in ("slope", "intercept") or finding.level not in levels:
-            raise AnalysisError(
-                f"no {finding.statistic} for level {finding.level!r}; levels {levels}"
-            )
-        return float(fit["coef"][levels.index(finding.level), k])  # type: ignore[index]
-    if finding.model == "mnlogit":
+        if statistic not in ("slope", "intercept") or level not in levels:
+            raise AnalysisError(f"no {statistic} for level {level!r}; levels {levels}")
+        return float(fit["coef"][levels.index(level), k])  # type: ignore[index]
+    if model == "mnlogit":
         levels = fit["levels"]
         assert isinstance(levels, list)
-        if finding.level not in levels:
+        if level not in levels:
             raise AnalysisError(
-                f"level {finding.level!r} is not a non-base class of {finding.columns[0]!r}; "
-                f"classes: {levels}"
+                f"level {level!r} is not a non-base class of {target!r}; classes: {levels}"
             )
-        k += levels.index(finding.level) * int(fit["per_level"])  # type: ignore[call-overload]
-    key = "coef" if finding.statistic in ("slope", "intercept") else finding.statistic
+        k += levels.index(level) * int(fit["per_level"])  # type: ignore[call-overload]
+    key = "coef" if statistic in ("slope", "intercept") else statistic
     return float(fit[key][k])  # type: ignore[index]
 
 
@@ -372,37 +365,54 @@ def _fitted(model: str, y: np.ndarray, x: np.ndarray) -> Fit:
     return found
 
 
-def refit_statistic(df: pd.DataFrame, finding: NumericFinding) -> float:
+def refit_statistic(
+    df: pd.DataFrame,
+    model: str,
+    statistic: str,
+    target: str,
+    predictors: Sequence[str] | None,
+    *,
+    term: str = "const",
+    level: str = "",
+) -> float:
     """Recompute a fit measure, a diagnostic or a coefficient of a non-OLS model.
+
+    Args:
+        df: the table.
+        model: the model family ("ols" for its likelihood and diagnostics).
+        statistic: the statistic.
+        target: the dependent variable.
+        predictors: the fit's predictors (None: none given, an error).
+        term: the predictor a coefficient or a VIF is of ("const": the intercept).
+        level: the class a multinomial coefficient is of.
 
     Raises:
         AnalysisError: the fit's predictors are missing, a column is missing or not numeric,
             the model cannot be fitted, or the level names no class of the target.
     """
-    if finding.predictors is None:
-        raise AnalysisError(f"{finding.statistic!r} needs the fit's predictor list (`predictors`)")
-    predictors = list(finding.predictors)
-    y, x = _design(df, finding.columns[0], predictors)
-    stat = finding.statistic
-    if stat == "nobs":
+    if predictors is None:
+        raise AnalysisError(f"{statistic!r} needs the fit's predictor list (`predictors`)")
+    predictors = list(predictors)
+    y, x = _design(df, target, predictors)
+    if statistic == "nobs":
         return float(len(y))
     if len(y) <= x.shape[1] or np.linalg.matrix_rank(x) < x.shape[1]:
         raise AnalysisError(f"{len(y)} complete rows cannot fit {predictors} with a constant")
-    if stat == "vif":
-        return float(vif(x)[predictors.index(finding.columns[1])])
-    if stat == "cond_number":
+    if statistic == "vif":
+        return float(vif(x)[predictors.index(term)])
+    if statistic == "cond_number":
         return cond_number(x)
-    if stat in ("jb", "jb_pvalue", "bp", "bp_pvalue"):
-        return residual_tests(y, x)[stat]
-    if finding.model == "ols":
-        return ols_likelihood(y, x)[stat]
+    if statistic in ("jb", "jb_pvalue", "bp", "bp_pvalue"):
+        return residual_tests(y, x)[statistic]
+    if model == "ols":
+        return ols_likelihood(y, x)[statistic]
     try:
-        fit = _fitted(finding.model, y, x)
+        fit = _fitted(model, y, x)
     except np.linalg.LinAlgError as exc:  # a singular information matrix: separation
         raise AnalysisError(
-            f"the {finding.model} of {finding.columns[0]!r} cannot be fitted ({exc}); "
+            f"the {model} of {target!r} cannot be fitted ({exc}); "
             "perfectly separated classes have no maximum-likelihood estimate"
         ) from exc
-    if stat in ("slope", "intercept", "se", "pvalue"):
-        return _coefficient(fit, finding, predictors)
-    return float(fit[stat])  # type: ignore[arg-type]
+    if statistic in ("slope", "intercept", "se", "pvalue"):
+        return _coefficient(fit, model, statistic, target, predictors, term, level)
+    return float(fit[statistic])  # type: ignore[arg-type]
