@@ -11,10 +11,11 @@ statistic is recomputed with numpy / scipy from the raw table:
 - grouped comparisons, from the textbook ANOVA, Kruskal–Wallis and Welch formulas
   (`_groups`);
 - the other model families (logit, multinomial logit, Poisson, negative binomial, their
-  penalised fallbacks), the fit measures (AIC, log-likelihood, McFadden pseudo-R², accuracy,
-  dispersion, alpha) and the diagnostics (Jarque–Bera, Breusch–Pagan, VIF, condition
-  number), each model refitted from its likelihood, not statsmodels or scikit-learn
-  (`_refit`).
+  penalised fallbacks) and their fit measures (AIC, log-likelihood, McFadden pseudo-R²,
+  accuracy, dispersion, alpha), each model refitted from its likelihood, not statsmodels or
+  scikit-learn (`_refit`);
+- the OLS likelihood and the diagnostics (Jarque–Bera, Breusch–Pagan, VIF, condition
+  number) from textbook formulas (`_diagnostics`).
 
 Both sides share only the conventions of `agents.tools.conventions` and those documented in
 the modules they check (ddof=1, bias-corrected skew, pairwise-complete correlation,

@@ -1,16 +1,15 @@
-"""Independent recomputation of model fit measures and diagnostics (numpy / scipy only).
+"""Independent recomputation of model coefficients, fit measures and diagnostics (numpy /
+scipy only), for a model named by family, target and predictors.
 
 The fact-checker's path for the statistics `agents.tools.models` and
 `agents.tools.diagnostics` report through statsmodels / scikit-learn: every model is refitted
 here from its likelihood by Newton's method (logit, multinomial logit, Poisson), a profile
-likelihood (negative binomial NB2) or L-BFGS on the penalised objective (L2 logit), and the
-diagnostics come from textbook formulas. Shared conventions (`families`, `models`): the
-design is [1, X] over complete rows; a binary target's larger value is the event; the
-smallest class is the multinomial base; classes are named by
-`agents.tools.conventions.level_name`; the penalised
-fit uses predictors standardised with the population std (ddof=0), C = 1, and an
-unpenalised intercept.
-"""
+likelihood (negative binomial NB2) or L-BFGS on the penalised objective (L2 logit); the OLS
+likelihood and the diagnostics come from `_diagnostics`. Shared conventions (`families`,
+`models`): the design is [1, X] over complete rows; a binary target's larger value is the
+event; the smallest class is the multinomial base; classes are named by
+`agents.tools.conventions.level_name`; the penalised fit uses predictors standardised with
+the population std (ddof=0), C = 1, and an unpenalised intercept."""
 
 from __future__ import annotations
 
@@ -21,10 +20,11 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import linalg, optimize, special
+from scipy import optimize, special
 from scipy import stats as sps
 
 from agents.tools.conventions import AnalysisError, level_name
+from agents.tools.recompute._diagnostics import cond_number, ols_likelihood, residual_tests, vif
 
 __all__ = ["refit_statistic"]
 
@@ -266,40 +266,6 @@ def penalised(y: np.ndarray, x: np.ndarray, c: float = 1.0) -> Fit:
     acc = float(np.mean(np.argmax(prob, axis=1) == codes))
     return {"coef": w, "levels": [""] if k == 1 else levels, "llf": ll,
             "pseudo_r2": 1.0 - ll / llnull, "accuracy": acc}  # fmt: skip
-
-
-def ols_likelihood(y: np.ndarray, x: np.ndarray) -> dict[str, float]:
-    """Gaussian log-likelihood at the OLS fit (sigma² = RSS/N) and AIC = -2 llf + 2P."""
-    beta, *_ = np.linalg.lstsq(x, y, rcond=None)
-    rss = float(np.sum((y - x @ beta) ** 2))
-    n = len(y)
-    ll = -0.5 * n * (math.log(2 * math.pi) + math.log(rss / n) + 1)
-    return {"llf": ll, "aic": -2 * ll + 2 * x.shape[1]}
-
-
-def residual_tests(y: np.ndarray, x: np.ndarray) -> dict[str, float]:
-    """Jarque–Bera (scipy) and Koenker's Breusch–Pagan (N R² of e² on the design)."""
-    beta, *_ = np.linalg.lstsq(x, y, rcond=None)
-    e = y - x @ beta
-    jb = sps.jarque_bera(e)
-    e2 = e * e
-    gamma, *_ = np.linalg.lstsq(x, e2, rcond=None)
-    r2 = 1.0 - np.sum((e2 - x @ gamma) ** 2) / np.sum((e2 - e2.mean()) ** 2)
-    lm = len(y) * float(r2)
-    return {"jb": float(jb.statistic), "jb_pvalue": float(jb.pvalue), "bp": lm,
-            "bp_pvalue": float(sps.chi2.sf(lm, x.shape[1] - 1))}  # fmt: skip
-
-
-def vif(x: np.ndarray) -> np.ndarray:
-    """VIF of each predictor column of the design (after the constant): diag(R⁻¹)."""
-    corr = np.corrcoef(x[:, 1:], rowvar=False)  # (P, P)
-    return np.diag(np.linalg.inv(corr))
-
-
-def cond_number(x: np.ndarray) -> float:
-    """The 2-norm condition number of the design: largest / smallest singular value."""
-    s = linalg.svdvals(x)
-    return float(s[0] / s[-1])
 
 
 def _design(df: pd.DataFrame, target: str, predictors: list[str]) -> tuple[np.ndarray, np.ndarray]:

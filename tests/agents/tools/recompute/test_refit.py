@@ -29,12 +29,12 @@ def test_logit_coefficients_and_measures_match_statsmodels() -> None:
     assert got("aic") == pytest.approx(fit.aic, rel=1e-9)
 
 
-def test_diagnostics_take_the_predictor_as_term() -> None:
+def test_a_vif_is_of_the_predictor_named_as_term() -> None:
     df = load_dataset("statsmodels:spector").frame
     design = sm.add_constant(df[PREDICTORS]).to_numpy()
     for i, p in enumerate(PREDICTORS, start=1):
-        vif = refit_statistic(df, "ols", "vif", "GRADE", PREDICTORS, term=p)
-        assert vif == pytest.approx(variance_inflation_factor(design, i), rel=1e-9)
+        got = refit_statistic(df, "ols", "vif", "GRADE", PREDICTORS, term=p)
+        assert got == pytest.approx(variance_inflation_factor(design, i), rel=1e-9)
 
 
 def test_missing_predictors_and_unknown_levels_are_analysis_errors() -> None:
