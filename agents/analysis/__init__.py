@@ -8,6 +8,8 @@ recomputes every reported number, report.html, report.md and findings.jsonl.
 (verified numbers and answered questions).
 """
 
+from agents.analysis.board import AnalysisBoard
+from agents.analysis.digest import AnalysisDigest, AnalysisEntry, analysis_digest
 from agents.analysis.grader import AnalysisGrader
 from agents.analysis.pipeline import (
     AnalysisConfig,
@@ -26,12 +28,14 @@ from agents.analysis.schemas import (
     ReportPage,
     ReportText,
 )
-from agents.analysis.tools import AnalysisBoard, build_toolbox
+from agents.analysis.tools import build_toolbox
 
 __all__ = [
     "GENERAL_QUESTION",
     "AnalysisBoard",
     "AnalysisConfig",
+    "AnalysisDigest",
+    "AnalysisEntry",
     "AnalysisGrader",
     "AnalysisOutcome",
     "AnalysisPlan",
@@ -41,6 +45,7 @@ __all__ = [
     "FindingChecks",
     "ReportPage",
     "ReportText",
+    "analysis_digest",
     "analysis_roles",
     "build_toolbox",
     "resume_analysis",

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agents.analysis.interpret import FAMILY_NAMES, diagnostics_text, model_text, num
-from agents.tools.findings import NumericFinding
-from agents.tools.stats import AnalysisError
+from agents.tools.conventions import AnalysisError
+from agents.tools.finding import NumericFinding
 
 if TYPE_CHECKING:
     from agents.subagent import AgentRun

@@ -25,11 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agents.analysis.outputs import finding_records, results_digest, run_problems, write_jsonl
-from agents.analysis.procedures_report import intro_text, render_markdown
+from agents.analysis.board import AnalysisBoard
+from agents.analysis.digest import analysis_digest, run_problems
+from agents.analysis.outputs import finding_records, write_jsonl
+from agents.analysis.report_text import intro_text, render_markdown
 from agents.analysis.roles import analysis_roles
 from agents.analysis.schemas import PLAN_ID, REPORT_ID, SUMMARIZE_ID, is_check_id
-from agents.analysis.tools import AnalysisBoard, build_toolbox
+from agents.analysis.tools import build_toolbox
 from agents.analysis.workers import (
     AnalystWorker,
     CheckWorker,
@@ -280,7 +282,7 @@ def write_artifacts(board: AnalysisBoard, tools: ToolBox, result: RunResult) -> 
     summary = result.outputs.get(SUMMARIZE_ID)
     markdown = summary["markdown"] if isinstance(summary, Mapping) else None
     if markdown is None:
-        markdown = render_markdown(results_digest(board))
+        markdown = render_markdown(analysis_digest(board))
     md_path = out / "report.md"
     note = fallback_markdown(fallbacks(result.outputs))
     if note:  # whoever wrote report.md, it ends with the sub-agents that fell back
@@ -288,7 +290,7 @@ def write_artifacts(board: AnalysisBoard, tools: ToolBox, result: RunResult) -> 
     md_path.write_text(markdown, encoding="utf-8")
     html_path = out / "report.html"
     if result.outputs.get(REPORT_ID) is None or not html_path.is_file():
-        digest = results_digest(board)
+        digest = analysis_digest(board)
         tools.get_tool("render_report")(
             title="Batch data analysis", intro=intro_text(digest), order=None
         )
@@ -298,11 +300,11 @@ def write_artifacts(board: AnalysisBoard, tools: ToolBox, result: RunResult) -> 
 
 def _outcome_problems(board: AnalysisBoard) -> list[str]:
     problems = run_problems(board)
-    for e in results_digest(board)["analyses"]:
-        if e["status"] == "failed" or not e["applicable"]:  # not applicable: no failure
+    for e in analysis_digest(board).analyses:
+        if e.status == "failed" or not e.applicable:  # not applicable: no failure
             continue
-        if not e["answered"] or e["status"] == "partial":
-            problems.append(f"{e['id']} ({e['dataset']}): {e['reason'] or 'partial'}")
+        if not e.answered or e.status == "partial":
+            problems.append(f"{e.id} ({e.dataset}): {e.reason or 'partial'}")
     return problems
 
 

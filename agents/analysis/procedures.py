@@ -2,7 +2,7 @@
 
 Each is a deterministic algorithm over the run's tools (`run.call`), run in a worker thread;
 the model policy of the same role calls the same tools. The report roles' procedures are
-in `agents.analysis.procedures_report`.
+in `agents.analysis.report_roles`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from agents.analysis.schemas import (
     FigureOut,
     FindingChecks,
 )
-from agents.tools.findings import NumericFinding, Verdict
+from agents.tools.finding import NumericFinding, Verdict
 
 if TYPE_CHECKING:
     from agents.subagent import AgentRun

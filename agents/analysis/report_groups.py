@@ -6,7 +6,8 @@ answer to the question (interpretation "question"), shown first in the analysis.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+
+from agents.analysis.digest import AnalysisEntry, FindingRecord
 
 __all__ = ["group_paragraphs", "group_tables"]
 
@@ -18,18 +19,17 @@ _TESTS = (
     ("Welch t-test", "welch_t", "welch_pvalue", "t"),
 )
 _GROUP_STATS = frozenset({*_PER_GROUP, "eta_squared"} | {s for t in _TESTS for s in t[1:3]})
+_Slots = dict[tuple[str, str], dict[tuple[str, str | None], FindingRecord]]
 
 
-def _slots(
-    recs: list[dict[str, Any]], placed: set[int]
-) -> dict[tuple[str, str], dict[tuple[str, str | None], dict[str, Any]]]:
+def _slots(recs: list[FindingRecord], placed: set[int]) -> _Slots:
     """The group findings by (value, group column), then by (statistic, group key)."""
-    out: dict[tuple[str, str], dict[tuple[str, str | None], dict[str, Any]]] = {}
+    out: _Slots = {}
     for i, r in enumerate(recs):
-        if r["statistic"] not in _GROUP_STATS:
+        if r.statistic not in _GROUP_STATS:
             continue
-        slot = out.setdefault((r["columns"][0], r["columns"][1]), {})
-        key = (r["statistic"], r.get("group"))
+        slot = out.setdefault((r.columns[0], r.columns[1]), {})
+        key = (r.statistic, r.group)
         if key not in slot:
             slot[key] = r
             placed.add(i)
@@ -37,17 +37,17 @@ def _slots(
 
 
 def group_tables(
-    recs: list[dict[str, Any]], placed: set[int], cell: Callable[[dict[str, Any]], str]
+    recs: list[FindingRecord], placed: set[int], cell: Callable[[FindingRecord], str]
 ) -> list[Tab]:
     """Per compared (value, group column): the groups table and the tests table."""
     tables: list[Tab] = []
     for (value, by), slot in _slots(recs, placed).items():
         keys = list(dict.fromkeys(k for (stat, k) in slot if stat in _PER_GROUP and k))
-        labels = {k: next(r.get("note") or k for (s, g), r in slot.items() if g == k) for k in keys}
+        labels = {k: next(r.note or k for (s, g), r in slot.items() if g == k) for k in keys}
         rows = []
         for k in keys:
             found = [slot[(s, k)] for s in _PER_GROUP if (s, k) in slot]
-            label = found[0].get("note") or k
+            label = found[0].note or k
             named = label != k and not label.startswith(f"{by} = ")  # a class name
             name = f"{label} ({by} = {k})" if named else label
             rows.append([name, *(cell(slot[(s, k)]) if (s, k) in slot else "" for s in _PER_GROUP)])
@@ -70,8 +70,8 @@ def group_tables(
     return tables
 
 
-def group_paragraphs(entry: dict[str, Any]) -> list[str]:
+def group_paragraphs(entry: AnalysisEntry) -> list[str]:
     """The direct answer to the question, first in its section (empty: none); the
     comparison in words ("groups") is the reading of the grouped-comparison section."""
-    answer = (entry.get("interpretation") or {}).get("question")
+    answer = entry.interpretation.get("question")
     return [f"Answer: {answer}"] if answer else []

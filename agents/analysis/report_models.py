@@ -10,15 +10,15 @@ negative binomial — VIFs, condition number). Every number carries its fact-che
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
+from agents.analysis.digest import FindingRecord
 from agents.analysis.interpret import FAMILY_NAMES
 from agents.analysis.model_step import LEFT_OUT
 
 __all__ = ["DIAGNOSTIC_STATS", "diagnostic_tables", "model_tables"]
 
 Tab = tuple[str, list[str], list[list[str]]]  # caption, header, rows
-Cell = Callable[[dict[str, Any]], str]
+Cell = Callable[[FindingRecord], str]
 DIAGNOSTIC_STATS = frozenset(
     {"jb", "jb_pvalue", "bp", "bp_pvalue", "vif", "cond_number", "dispersion"}
 )
@@ -29,22 +29,22 @@ _FIT_COLUMNS = (
     ("alpha", "NB alpha"), ("nobs", "observations"),
 )  # fmt: skip
 
-Slot = dict[tuple[str, str, str], dict[str, Any]]  # (statistic, level, term) -> record
+Slot = dict[tuple[str, str, str], FindingRecord]  # (statistic, level, term) -> record
 
 
-def _fits(recs: list[dict[str, Any]], placed: set[int], diagnostic: bool) -> dict[tuple, Slot]:
+def _fits(recs: list[FindingRecord], placed: set[int], diagnostic: bool) -> dict[tuple, Slot]:
     """Model records by (target, predictors, model); diagnostics or the rest."""
     out: dict[tuple, Slot] = {}
     for i, r in enumerate(recs):
-        if r["predictors"] is None or i in placed:
+        if r.predictors is None or i in placed:
             continue
-        if (r["statistic"] in DIAGNOSTIC_STATS) != diagnostic:
+        if (r.statistic in DIAGNOSTIC_STATS) != diagnostic:
             continue
-        model = r.get("model") or "ols"
-        key = (r["columns"][0], tuple(r["predictors"]), model if not diagnostic else "")
-        term = "const" if r["statistic"] == "intercept" else (r["columns"][1:] or [""])[0]
+        model = r.model or "ols"
+        key = (r.columns[0], tuple(r.predictors), model if not diagnostic else "")
+        term = "const" if r.statistic == "intercept" else (r.columns[1:] or [""])[0]
         slot = out.setdefault(key, {})
-        name = (r["statistic"], r.get("level") or "", term)
+        name = (r.statistic, r.level or "", term)
         if name not in slot:
             slot[name] = r
             placed.add(i)
@@ -63,7 +63,7 @@ def _coef_table(key: tuple, slot: Slot, cell: Cell) -> Tab:
             coef = slot.get(("intercept" if term == "const" else "slope", level, term))
             if coef is None:
                 continue
-            shown = f"{level} ({coef['note']})" if coef.get("note") else level
+            shown = f"{level} ({coef.note})" if coef.note else level
             row = [term, *([shown] if any(levels) else []), cell(coef)]
             if not penalised:
                 row += [cell(s) if (s := slot.get((stat, level, term))) else ""
@@ -78,7 +78,7 @@ def _coef_table(key: tuple, slot: Slot, cell: Cell) -> Tab:
     return caption, header, rows
 
 
-def model_tables(recs: list[dict[str, Any]], placed: set[int], cell: Cell) -> list[Tab]:
+def model_tables(recs: list[FindingRecord], placed: set[int], cell: Cell) -> list[Tab]:
     """Per fitted model: its coefficient table and its fit-measures table."""
     tables: list[Tab] = []
     for key, slot in _fits(recs, placed, diagnostic=False).items():
@@ -98,7 +98,7 @@ _CHECKS = (
 )
 
 
-def diagnostic_tables(recs: list[dict[str, Any]], placed: set[int], cell: Cell) -> list[Tab]:
+def diagnostic_tables(recs: list[FindingRecord], placed: set[int], cell: Cell) -> list[Tab]:
     """Per model: residual tests, the Poisson dispersion, VIFs and the condition number."""
     tables: list[Tab] = []
     for (target, preds, _), slot in _fits(recs, placed, diagnostic=True).items():
@@ -115,9 +115,9 @@ def diagnostic_tables(recs: list[dict[str, Any]], placed: set[int], cell: Cell) 
         if ("cond_number", "", "") in slot:
             rows.append(["condition number of [1, X]", cell(slot[("cond_number", "", "")]), ""])
         for i, r in enumerate(recs):  # why predictors were left out (the first model's)
-            if r["statistic"] == "corr" and r.get("note") == LEFT_OUT and i not in placed:
+            if r.statistic == "corr" and r.note == LEFT_OUT and i not in placed:
                 placed.add(i)
-                a, b = r["columns"]
+                a, b = r.columns
                 rows.append([f"{a} left out: r with {b}", cell(r), ""])
         if rows:
             caption = f"Diagnostics: {target} ~ const + {' + '.join(preds)}"

@@ -11,8 +11,9 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agents.analysis.digest import AnalysisDigest
 from agents.analysis.procedures import analyze_dataset, check_findings, plan_analyses
-from agents.analysis.procedures_report import build_report_page, write_summary
+from agents.analysis.report_roles import build_report_page, write_summary
 from agents.analysis.schemas import (
     GENERAL_QUESTION,
     AnalysisPlan,
@@ -163,17 +164,17 @@ def check_text(answer: ReportText, run: AgentRun) -> None:
     """report.md names every dataset and flags every mismatched number."""
     if not _model_only(run):
         return
-    digest = run.tools.get_tool("collect_results")(detail=True)
+    digest = AnalysisDigest.model_validate(run.tools.get_tool("collect_results")(detail=True))
     text = answer.markdown
-    absent = [e["dataset"] for e in digest["analyses"] if e["dataset"] not in text]
+    absent = [e.dataset for e in digest.analyses if e.dataset not in text]
     if absent:
         raise ValueError(f"the report must cover every dataset; missing: {absent}")
     flagged = [ln for ln in text.splitlines() if "mismatch" in ln.lower()]
-    for e in digest["analyses"]:
-        for r in e["findings"]:
-            if r["verdict"] == "mismatch" and not any(r["columns"][0] in ln for ln in flagged):
+    for e in digest.analyses:
+        for r in e.findings:
+            if r.verdict == "mismatch" and not any(r.columns[0] in ln for ln in flagged):
                 raise ValueError(
-                    f"flag the mismatched {r['statistic']} of {r['columns']} in {e['dataset']} "
+                    f"flag the mismatched {r.statistic} of {r.columns} in {e.dataset} "
                     "on a line that says MISMATCH"
                 )
 

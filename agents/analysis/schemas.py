@@ -1,6 +1,6 @@
 """What each sub-agent of the batch data analysis returns (both policies), and its subtask id.
 
-Every number an analyst reports is a `NumericFinding` (`agents.tools.findings`), so the
+Every number an analyst reports is a `NumericFinding` (`agents.tools.finding`), so the
 fact-checker can recompute it from the raw data; figures travel as base64 PNG. Each
 sub-agent's output says who made it (`made_by`, see `agents.fallback.Provenance`). The ids
 are built and recognised only through the helpers below, so the pipeline, its files and its
@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.fallback import Provenance
-from agents.tools.findings import NumericFinding, Verdict
+from agents.tools.finding import NumericFinding, Verdict
 
 #: The question asked of every dataset when the user asks none.
 GENERAL_QUESTION = "profile and model the data"

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from pydantic import BaseModel
 
-    from agents.analysis.tools import AnalysisBoard
+    from agents.analysis.board import AnalysisBoard
     from agents.subagent import SubAgent
     from swarm.context import SubtaskContext
     from swarm.schema import SubtaskResult

@@ -13,7 +13,7 @@ from agents.orchestrator.prompts import Resources
 from agents.toolbox import ToolBox
 
 if TYPE_CHECKING:
-    from agents.analysis.tools import AnalysisBoard
+    from agents.analysis.board import AnalysisBoard
     from agents.tools.corpus import Corpus
 
 
@@ -63,8 +63,9 @@ def load_resources(
         for tool in wide_toolbox(loaded_corpus).values():
             tools.add(tool)
     if datasets:
+        from agents.analysis.board import AnalysisBoard
         from agents.analysis.pipeline import _sandbox, load_datasets
-        from agents.analysis.tools import AnalysisBoard, build_toolbox
+        from agents.analysis.tools import build_toolbox
 
         found, errors = load_datasets(
             datasets, root=(root or Path.cwd()).expanduser().resolve(), executor=executor

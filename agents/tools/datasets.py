@@ -73,7 +73,7 @@ class Dataset:
         target: the dependent variable the source designates, if it is a column, else None.
         description: a one-line title.
         labels: display names of coded values per column: {column: {code: name}}, codes
-            as `agents.tools.groups.group_key` writes them (sklearn's class names of its
+            as `agents.tools.conventions.group_key` writes them (sklearn's class names of its
             integer target: {"target": {"0": "setosa", ...}}).
     """
 

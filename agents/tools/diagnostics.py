@@ -4,7 +4,7 @@ What applies depends on the family: the residual checks — Jarque–Bera normal
 Breusch–Pagan test of constant variance (Koenker's studentised form, statsmodels' default)
 — are OLS assumptions; the collinearity checks — the variance inflation factor (VIF) of
 each predictor and the condition number of the design [1, X] — concern the predictors and
-apply to every family. `agents.tools.findings` recomputes each number independently.
+apply to every family. `agents.tools.recompute` recomputes each number independently.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from statsmodels.stats.outliers_influence import variance_inflation_factor
 from statsmodels.stats.stattools import jarque_bera
 
 from agents.tools import stats
-from agents.tools.stats import AnalysisError
+from agents.tools.conventions import AnalysisError
 
 __all__ = ["VIF_HIGH", "Diagnostics", "diagnose"]
 

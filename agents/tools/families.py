@@ -29,7 +29,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from agents.tools.stats import AnalysisError
+from agents.tools.conventions import AnalysisError, level_name
 
 __all__ = [
     "COUNT_MEDIAN_MAX",
@@ -39,7 +39,6 @@ __all__ = [
     "ModelFamily",
     "TargetKind",
     "choose_family",
-    "level_name",
 ]
 
 ModelFamily = Literal["ols", "logit", "mnlogit", "poisson", "negbin", "logit_l2", "mnlogit_l2"]
@@ -50,12 +49,6 @@ MAX_CLASSES = 10
 COUNT_MEDIAN_MAX = 20
 #: Share of zeros from which a continuous target's reason warns that OLS ignores them.
 ZERO_HEAVY = 0.3
-
-
-def level_name(value: float) -> str:
-    """How a class value is named in findings ("2" for 2.0, "0.5" for 0.5)."""
-    v = float(value)
-    return str(int(v)) if v.is_integer() else repr(v)
 
 
 @dataclass(frozen=True)

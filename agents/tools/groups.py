@@ -2,12 +2,13 @@
 statsmodels).
 
 These are the numbers an analyst reports for "which group has the highest Y" and "does Y
-differ by X"; `agents.tools.findings` recomputes each from the textbook formulas. The
+differ by X"; `agents.tools.recompute` recomputes each from the textbook formulas. The
 conventions both sides share: rows with a missing value or group are dropped; a group is
-named by `group_key` of its value (an integer-valued number as digits, "2"; another number
-as `repr(float)`; text as is); groups are ordered by value; one-way ANOVA assumes equal
-variances; Kruskal–Wallis corrects for ties; the Welch t-test compares one group with all
-the other rows (for two groups: the one with the other); eta² = SS_between / SS_total.
+named by `agents.tools.conventions.group_key` of its value (an integer-valued number as
+digits, "2"; another number as `repr(float)`; text as is); groups are ordered by value;
+one-way ANOVA assumes equal variances; Kruskal–Wallis corrects for ties; the Welch t-test
+compares one group with all the other rows (for two groups: the one with the other);
+eta² = SS_between / SS_total.
 
 Example:
     >>> cmp = compare_groups(load_dataset("sklearn:iris").frame, "sepal length (cm)", "target")
@@ -25,31 +26,19 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from agents.tools.stats import AnalysisError, numeric_columns
+from agents.tools.conventions import AnalysisError, group_key
+from agents.tools.stats import numeric_columns
 
 __all__ = [
     "MAX_GROUPS",
     "GroupComparison",
     "GroupSummary",
     "compare_groups",
-    "group_key",
     "groupable",
 ]
 
 #: A column with more distinct values than this is not compared as groups.
 MAX_GROUPS = 20
-
-
-def group_key(value: object) -> str:
-    """The name of a group in findings: "2" for 2 or 2.0, repr for other floats, else str."""
-    if isinstance(value, bool | np.bool_):
-        return str(bool(value))
-    if isinstance(value, int | np.integer):
-        return str(int(value))
-    if isinstance(value, float | np.floating):
-        number = float(value)
-        return str(int(number)) if number.is_integer() else repr(number)
-    return str(value)
 
 
 def groupable(df: pd.DataFrame, column: str) -> bool:

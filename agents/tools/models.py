@@ -10,7 +10,7 @@ pseudo-R², AIC, log-likelihood and in-sample accuracy; counts McFadden pseudo-R
 log-likelihood and the dispersion (Poisson) or alpha (NB2). When the classes are perfectly
 separated (the maximum-likelihood coefficients are infinite) the logit is refitted with an
 L2 penalty (scikit-learn, C = 1, predictors standardised) and that is said in `notes`; such
-a fit has no standard errors or p-values. `agents.tools.findings` recomputes every number
+a fit has no standard errors or p-values. `agents.tools.recompute` recomputes every number
 independently.
 """
 
@@ -27,7 +27,8 @@ import statsmodels.api as sm
 from statsmodels.tools.sm_exceptions import HessianInversionWarning, PerfectSeparationError
 
 from agents.tools import stats
-from agents.tools.families import ModelFamily, TargetKind, choose_family, level_name
+from agents.tools.conventions import level_name
+from agents.tools.families import ModelFamily, TargetKind, choose_family
 
 __all__ = [
     "MIN_ALPHA",

@@ -1,6 +1,6 @@
 """Descriptive statistics, correlations and OLS on a DataFrame (pandas / statsmodels).
 
-These are the numbers an analyst reports; `agents.tools.findings` recomputes them through an
+These are the numbers an analyst reports; `agents.tools.recompute` recomputes them through an
 independent numpy/scipy path. Conventions both sides share: `std` uses ddof=1, `skew` is the
 bias-corrected sample skewness (pandas `Series.skew`, scipy `skew(bias=False)`), correlations
 and descriptive statistics use the non-missing values of each column (pairwise for `corr`),
@@ -21,11 +21,10 @@ import numpy as np
 import pandas as pd
 import statsmodels.api as sm
 
-from swarm.errors import UserError
+from agents.tools.conventions import AnalysisError
 
 __all__ = [
     "CORR_METHODS",
-    "AnalysisError",
     "OLSFit",
     "PredictorChoice",
     "check_predictors",
@@ -43,10 +42,6 @@ __all__ = [
 
 CORR_METHODS = ("pearson", "spearman", "kendall")
 _COLLINEAR = 0.98  # |r| above which a candidate predictor duplicates a chosen one
-
-
-class AnalysisError(UserError):
-    """A statistic cannot be computed: unknown or non-numeric column, too few rows, etc."""
 
 
 def numeric_columns(df: pd.DataFrame) -> list[str]:

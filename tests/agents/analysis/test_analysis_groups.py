@@ -12,7 +12,8 @@ import pytest
 
 from agents.analysis import AnalysisConfig, AnalysisOutcome, run_analysis
 from agents.tools.datasets import load_dataset
-from agents.tools.findings import INTEGER_STATISTICS, NumericFinding, verify
+from agents.tools.finding import INTEGER_STATISTICS, NumericFinding
+from agents.tools.recompute import verify
 
 SEPALS = "Which species has the longest sepals?"
 BMI = "Does bmi differ by sex?"

@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 from agents.analysis import AnalysisConfig, AnalysisOutcome, run_analysis
-from agents.analysis.tools import AnalysisBoard, build_toolbox
+from agents.analysis.board import AnalysisBoard
+from agents.analysis.tools import build_toolbox
 from agents.tools.datasets import load_dataset
-from agents.tools.findings import NumericFinding
+from agents.tools.finding import NumericFinding
 
 DATASETS = [
     "statsmodels:spector", "statsmodels:longley", "sklearn:iris", "statsmodels:cpunish",

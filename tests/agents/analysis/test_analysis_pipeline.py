@@ -12,7 +12,8 @@ import pytest
 import agents.analysis
 from agents.analysis import AnalysisConfig, AnalysisOutcome, DatasetLoadError, run_analysis
 from agents.tools.datasets import bundled_datasets, load_dataset
-from agents.tools.findings import NumericFinding, recompute, verify
+from agents.tools.finding import NumericFinding
+from agents.tools.recompute import recompute, verify
 from swarm.errors import ConfigError
 
 DATASETS = [
@@ -159,8 +160,8 @@ def test_missing_and_unknown_datasets_are_named_in_one_line(tmp_path: Path) -> N
 
 def test_public_api_is_pinned() -> None:
     assert set(agents.analysis.__all__) == {
-        "GENERAL_QUESTION", "AnalysisBoard", "AnalysisConfig", "AnalysisGrader", "AnalysisOutcome",
-        "AnalysisPlan", "AnalysisTask", "DatasetAnalysis", "DatasetLoadError", "FindingChecks",
-        "ReportPage",
-        "ReportText", "analysis_roles", "build_toolbox", "resume_analysis", "run_analysis",
+        "GENERAL_QUESTION", "AnalysisBoard", "AnalysisConfig", "AnalysisDigest", "AnalysisEntry",
+        "AnalysisGrader", "AnalysisOutcome", "AnalysisPlan", "AnalysisTask", "DatasetAnalysis",
+        "DatasetLoadError", "FindingChecks", "ReportPage", "ReportText", "analysis_digest",
+        "analysis_roles", "build_toolbox", "resume_analysis", "run_analysis",
     }  # fmt: skip

@@ -15,11 +15,12 @@ import pytest
 import statsmodels.api as sm
 
 from agents import SubAgent
+from agents.analysis.board import AnalysisBoard
 from agents.analysis.pipeline import AnalysisConfig, build_swarm, load_datasets
 from agents.analysis.roles import analysis_roles
 from agents.analysis.schemas import DatasetAnalysis
-from agents.analysis.tools import AnalysisBoard, build_toolbox
-from agents.tools.findings import NumericFinding
+from agents.analysis.tools import build_toolbox
+from agents.tools.finding import NumericFinding
 from swarm import Swarm
 from swarm.events import Event, ToolCalled
 from swarm.schema import Plan, Subtask, SubtaskStatus

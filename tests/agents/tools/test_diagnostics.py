@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
+from agents.tools.conventions import AnalysisError
 from agents.tools.datasets import load_dataset
 from agents.tools.diagnostics import diagnose
-from agents.tools.findings import NumericFinding, verify
-from agents.tools.stats import AnalysisError
+from agents.tools.finding import NumericFinding
+from agents.tools.recompute import verify
 
 LONGLEY_ALL = ["GNPDEFL", "GNP", "UNEMP", "ARMED", "POP", "YEAR"]
 # R: car::vif(lm(Employed ~ ., data = longley)) — the classic collinearity example.

@@ -1,5 +1,5 @@
 """The model family chosen from the target, the fits against published values, and the
-independent recomputation of every coefficient and fit measure (`agents.tools._refit`)."""
+independent recomputation of every coefficient and fit measure (`agents.tools.recompute`)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,12 @@ import pandas as pd
 import pytest
 import statsmodels.api as sm
 
+from agents.tools.conventions import AnalysisError
 from agents.tools.datasets import load_dataset
 from agents.tools.families import MAX_CLASSES, choose_family
-from agents.tools.findings import NumericFinding, verify
+from agents.tools.finding import NumericFinding
 from agents.tools.models import OVERDISPERSED, ModelFit, fit_model
-from agents.tools.stats import AnalysisError
+from agents.tools.recompute import verify
 
 IRIS_LABELS = ["setosa", "versicolor", "virginica"]
 

@@ -3,8 +3,8 @@ formulas (numpy, and scipy only for distribution tails and ranks).
 
 `agents.tools.groups` computes the same numbers with pandas' groupby, statsmodels'
 `anova_oneway` and scipy's `kruskal` / `ttest_ind`; only the conventions documented there
-are shared (`group_key`, missing rows dropped, tie-corrected H, Welch: a group against
-the other rows).
+are shared (`agents.tools.conventions.group_key`, missing rows dropped, tie-corrected H,
+Welch: a group against the other rows).
 """
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from agents.tools.groups import group_key
-from agents.tools.stats import AnalysisError
+from agents.tools.conventions import AnalysisError, group_key
 
 __all__ = ["group_statistic"]
 

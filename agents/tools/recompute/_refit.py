@@ -1,42 +1,35 @@
-"""Independent recomputation of model fit measures and diagnostics (numpy / scipy only).
+"""Independent recomputation of model coefficients, fit measures and diagnostics (numpy /
+scipy only), for a model named by family, target and predictors.
 
 The fact-checker's path for the statistics `agents.tools.models` and
 `agents.tools.diagnostics` report through statsmodels / scikit-learn: every model is refitted
 here from its likelihood by Newton's method (logit, multinomial logit, Poisson), a profile
-likelihood (negative binomial NB2) or L-BFGS on the penalised objective (L2 logit), and the
-diagnostics come from textbook formulas. Shared conventions (`families`, `models`): the
-design is [1, X] over complete rows; a binary target's larger value is the event; the
-smallest class is the multinomial base; classes are named by `level_name`; the penalised
-fit uses predictors standardised with the population std (ddof=0), C = 1, and an
-unpenalised intercept.
-"""
+likelihood (negative binomial NB2) or L-BFGS on the penalised objective (L2 logit); the OLS
+likelihood and the diagnostics come from `_diagnostics`. Shared conventions (`families`,
+`models`): the design is [1, X] over complete rows; a binary target's larger value is the
+event; the smallest class is the multinomial base; classes are named by
+`agents.tools.conventions.level_name`; the penalised fit uses predictors standardised with
+the population std (ddof=0), C = 1, and an unpenalised intercept."""
 
 from __future__ import annotations
 
 import hashlib
 import math
 import threading
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import linalg, optimize, special
+from scipy import optimize, special
 from scipy import stats as sps
 
-from agents.tools.stats import AnalysisError
+from agents.tools.conventions import AnalysisError, level_name
+from agents.tools.recompute._diagnostics import cond_number, ols_likelihood, residual_tests, vif
 
-if TYPE_CHECKING:
-    from agents.tools.findings import NumericFinding
+__all__ = ["refit_statistic"]
 
 Fit = dict[str, object]
 _TOL = 1e-11
-
-
-def level_name(value: float) -> str:
-    """The name of a class value ("2" for 2.0) — the convention of `families.level_name`."""
-    v = float(value)
-    return str(int(v)) if v.is_integer() else repr(v)
 
 
 def _newton(
@@ -275,40 +268,6 @@ def penalised(y: np.ndarray, x: np.ndarray, c: float = 1.0) -> Fit:
             "pseudo_r2": 1.0 - ll / llnull, "accuracy": acc}  # fmt: skip
 
 
-def ols_likelihood(y: np.ndarray, x: np.ndarray) -> dict[str, float]:
-    """Gaussian log-likelihood at the OLS fit (sigma² = RSS/N) and AIC = -2 llf + 2P."""
-    beta, *_ = np.linalg.lstsq(x, y, rcond=None)
-    rss = float(np.sum((y - x @ beta) ** 2))
-    n = len(y)
-    ll = -0.5 * n * (math.log(2 * math.pi) + math.log(rss / n) + 1)
-    return {"llf": ll, "aic": -2 * ll + 2 * x.shape[1]}
-
-
-def residual_tests(y: np.ndarray, x: np.ndarray) -> dict[str, float]:
-    """Jarque–Bera (scipy) and Koenker's Breusch–Pagan (N R² of e² on the design)."""
-    beta, *_ = np.linalg.lstsq(x, y, rcond=None)
-    e = y - x @ beta
-    jb = sps.jarque_bera(e)
-    e2 = e * e
-    gamma, *_ = np.linalg.lstsq(x, e2, rcond=None)
-    r2 = 1.0 - np.sum((e2 - x @ gamma) ** 2) / np.sum((e2 - e2.mean()) ** 2)
-    lm = len(y) * float(r2)
-    return {"jb": float(jb.statistic), "jb_pvalue": float(jb.pvalue), "bp": lm,
-            "bp_pvalue": float(sps.chi2.sf(lm, x.shape[1] - 1))}  # fmt: skip
-
-
-def vif(x: np.ndarray) -> np.ndarray:
-    """VIF of each predictor column of the design (after the constant): diag(R⁻¹)."""
-    corr = np.corrcoef(x[:, 1:], rowvar=False)  # (P, P)
-    return np.diag(np.linalg.inv(corr))
-
-
-def cond_number(x: np.ndarray) -> float:
-    """The 2-norm condition number of the design: largest / smallest singular value."""
-    s = linalg.svdvals(x)
-    return float(s[0] / s[-1])
-
-
 def _design(df: pd.DataFrame, target: str, predictors: list[str]) -> tuple[np.ndarray, np.ndarray]:
     for name in (target, *predictors):
         if name not in df.columns:
@@ -328,27 +287,27 @@ _FITTERS: dict[str, Callable[[np.ndarray, np.ndarray], Fit]] = {
 }  # fmt: skip
 
 
-def _coefficient(fit: Fit, finding: NumericFinding, predictors: list[str]) -> float:
-    term = "const" if finding.statistic == "intercept" else finding.columns[1]
+def _coefficient(
+    fit: Fit, model: str, statistic: str, target: str, predictors: list[str], term: str,
+    level: str,
+) -> float:  # fmt: skip
+    term = "const" if statistic == "intercept" else term
     k = 0 if term == "const" else 1 + predictors.index(term)
-    if finding.model.endswith("_l2"):
+    if model.endswith("_l2"):
         levels = fit["levels"]
         assert isinstance(levels, list)
-        if finding.statistic not in ("slope", "intercept") or finding.level not in levels:
-            raise AnalysisError(
-                f"no {finding.statistic} for level {finding.level!r}; levels {levels}"
-            )
-        return float(fit["coef"][levels.index(finding.level), k])  # type: ignore[index]
-    if finding.model == "mnlogit":
+        if statistic not in ("slope", "intercept") or level not in levels:
+            raise AnalysisError(f"no {statistic} for level {level!r}; levels {levels}")
+        return float(fit["coef"][levels.index(level), k])  # type: ignore[index]
+    if model == "mnlogit":
         levels = fit["levels"]
         assert isinstance(levels, list)
-        if finding.level not in levels:
+        if level not in levels:
             raise AnalysisError(
-                f"level {finding.level!r} is not a non-base class of {finding.columns[0]!r}; "
-                f"classes: {levels}"
+                f"level {level!r} is not a non-base class of {target!r}; classes: {levels}"
             )
-        k += levels.index(finding.level) * int(fit["per_level"])  # type: ignore[call-overload]
-    key = "coef" if finding.statistic in ("slope", "intercept") else finding.statistic
+        k += levels.index(level) * int(fit["per_level"])  # type: ignore[call-overload]
+    key = "coef" if statistic in ("slope", "intercept") else statistic
     return float(fit[key][k])  # type: ignore[index]
 
 
@@ -372,37 +331,54 @@ def _fitted(model: str, y: np.ndarray, x: np.ndarray) -> Fit:
     return found
 
 
-def refit_statistic(df: pd.DataFrame, finding: NumericFinding) -> float:
+def refit_statistic(
+    df: pd.DataFrame,
+    model: str,
+    statistic: str,
+    target: str,
+    predictors: Sequence[str] | None,
+    *,
+    term: str = "const",
+    level: str = "",
+) -> float:
     """Recompute a fit measure, a diagnostic or a coefficient of a non-OLS model.
+
+    Args:
+        df: the table.
+        model: the model family ("ols" for its likelihood and diagnostics).
+        statistic: the statistic.
+        target: the dependent variable.
+        predictors: the fit's predictors (None: none given, an error).
+        term: the predictor a coefficient or a VIF is of ("const": the intercept).
+        level: the class a multinomial coefficient is of.
 
     Raises:
         AnalysisError: the fit's predictors are missing, a column is missing or not numeric,
             the model cannot be fitted, or the level names no class of the target.
     """
-    if finding.predictors is None:
-        raise AnalysisError(f"{finding.statistic!r} needs the fit's predictor list (`predictors`)")
-    predictors = list(finding.predictors)
-    y, x = _design(df, finding.columns[0], predictors)
-    stat = finding.statistic
-    if stat == "nobs":
+    if predictors is None:
+        raise AnalysisError(f"{statistic!r} needs the fit's predictor list (`predictors`)")
+    predictors = list(predictors)
+    y, x = _design(df, target, predictors)
+    if statistic == "nobs":
         return float(len(y))
     if len(y) <= x.shape[1] or np.linalg.matrix_rank(x) < x.shape[1]:
         raise AnalysisError(f"{len(y)} complete rows cannot fit {predictors} with a constant")
-    if stat == "vif":
-        return float(vif(x)[predictors.index(finding.columns[1])])
-    if stat == "cond_number":
+    if statistic == "vif":
+        return float(vif(x)[predictors.index(term)])
+    if statistic == "cond_number":
         return cond_number(x)
-    if stat in ("jb", "jb_pvalue", "bp", "bp_pvalue"):
-        return residual_tests(y, x)[stat]
-    if finding.model == "ols":
-        return ols_likelihood(y, x)[stat]
+    if statistic in ("jb", "jb_pvalue", "bp", "bp_pvalue"):
+        return residual_tests(y, x)[statistic]
+    if model == "ols":
+        return ols_likelihood(y, x)[statistic]
     try:
-        fit = _fitted(finding.model, y, x)
+        fit = _fitted(model, y, x)
     except np.linalg.LinAlgError as exc:  # a singular information matrix: separation
         raise AnalysisError(
-            f"the {finding.model} of {finding.columns[0]!r} cannot be fitted ({exc}); "
+            f"the {model} of {target!r} cannot be fitted ({exc}); "
             "perfectly separated classes have no maximum-likelihood estimate"
         ) from exc
-    if stat in ("slope", "intercept", "se", "pvalue"):
-        return _coefficient(fit, finding, predictors)
-    return float(fit[stat])  # type: ignore[arg-type]
+    if statistic in ("slope", "intercept", "se", "pvalue"):
+        return _coefficient(fit, model, statistic, target, predictors, term, level)
+    return float(fit[statistic])  # type: ignore[arg-type]

@@ -1,0 +1,167 @@
+"""The number an analyst reports (`NumericFinding`) and the fact-checker's verdict on it
+(`Verdict`): the schema both sides of the fact-check speak, and nothing that computes.
+
+The analyst builds findings through the statistics tools (`agents.tools.stats`, `groups`,
+`models`, `diagnostics`); the fact-checker recomputes each with `agents.tools.recompute`.
+Keeping the schema apart from both lets each side import it without importing the other.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from agents.tools.families import ModelFamily
+
+__all__ = [
+    "COLUMN_STATISTICS",
+    "DIAGNOSTIC_STATISTICS",
+    "FIT_STATISTICS",
+    "GROUP_STATISTICS",
+    "INTEGER_STATISTICS",
+    "PAIR_STATISTICS",
+    "STATISTICS",
+    "NumericFinding",
+    "Statistic",
+    "Verdict",
+]
+
+Statistic = Literal[
+    "count", "missing", "mean", "median", "std", "min", "max", "skew", "corr", "slope",
+    "intercept", "se", "pvalue", "r2", "adj_r2", "nobs", "outliers",
+    # grouped comparisons: columns [value, group] (`agents.tools.groups`)
+    "group_count", "group_mean", "group_median", "welch_t", "welch_pvalue",
+    "anova_f", "anova_pvalue", "kruskal_h", "kruskal_pvalue", "eta_squared",
+    # model fit measures and diagnostics (`agents.tools.models`, `agents.tools.diagnostics`)
+    "aic", "llf", "pseudo_r2", "accuracy", "dispersion", "alpha",
+    "jb", "jb_pvalue", "bp", "bp_pvalue", "vif", "cond_number",
+]  # fmt: skip
+#: The model a model statistic belongs to.
+Model = ModelFamily
+STATISTICS: tuple[str, ...] = get_args(Statistic)
+#: Counts, compared exactly: a relative tolerance would accept a wrong row count.
+INTEGER_STATISTICS = frozenset({"count", "missing", "nobs", "outliers", "group_count"})
+#: Statistics of one column: columns [col].
+COLUMN_STATISTICS = frozenset({"count", "missing", "mean", "median", "std", "min", "max", "skew"})
+#: Statistics of two columns: [a, b] (corr) or [target, predictor].
+PAIR_STATISTICS = frozenset({"corr", "slope", "se", "pvalue", "vif"})
+#: A model's fit measures: columns [target].
+FIT_STATISTICS = frozenset({"aic", "llf", "pseudo_r2", "accuracy", "dispersion", "alpha"})
+#: A model's diagnostics: columns [target], vif [target, predictor].
+DIAGNOSTIC_STATISTICS = frozenset({"jb", "jb_pvalue", "bp", "bp_pvalue", "vif", "cond_number"})
+_MODEL_STATS = frozenset({
+    "slope", "intercept", "se", "pvalue", "r2", "adj_r2", "nobs", *FIT_STATISTICS,
+    *DIAGNOSTIC_STATISTICS,
+})  # fmt: skip
+_WALD_MODELS = frozenset({"ols", "logit", "mnlogit", "poisson", "negbin"})  # not penalised
+_GLMS = frozenset({"logit", "mnlogit", "poisson", "negbin", "logit_l2", "mnlogit_l2"})
+_CLASSIFIERS = frozenset({"logit", "mnlogit", "logit_l2", "mnlogit_l2"})
+# Which models report which statistics (coefficients, nobs, llf, vif, cond_number: all).
+_ONLY_FOR: dict[str, frozenset[str]] = {
+    **dict.fromkeys(("r2", "adj_r2", "jb", "jb_pvalue", "bp", "bp_pvalue"), frozenset({"ols"})),
+    **dict.fromkeys(("se", "pvalue", "aic"), _WALD_MODELS),
+    "pseudo_r2": _GLMS, "accuracy": _CLASSIFIERS,
+    "dispersion": frozenset({"poisson"}), "alpha": frozenset({"negbin"}),
+}  # fmt: skip
+_LEVELLED = frozenset({"mnlogit", "mnlogit_l2"})  # coefficients per class (`level`)
+#: Statistics of one group (`group` names it; welch: that group against the other rows).
+_PER_GROUP_STATS = frozenset(
+    {"group_count", "group_mean", "group_median", "welch_t", "welch_pvalue"}
+)
+#: Grouped-comparison statistics: columns [value, group].
+GROUP_STATISTICS = _PER_GROUP_STATS | {
+    "anova_f", "anova_pvalue", "kruskal_h", "kruskal_pvalue", "eta_squared"
+}  # fmt: skip
+
+
+class NumericFinding(BaseModel):
+    """One reported number and what it is a statistic of.
+
+    `columns`: [col] for count/missing/mean/median/std/min/max/skew/outliers; [a, b] for corr;
+    [target, predictor] for slope/se/pvalue (predictor "const" means the intercept);
+    [target] for intercept/r2/adj_r2/nobs. `predictors` is the fit's full predictor list for
+    model statistics (default for slope/se/pvalue: the one predictor, a simple regression).
+    `method` applies to corr only. `outliers` counts values beyond Tukey fences with k=1.5.
+    Grouped comparisons (`agents.tools.groups`) take [value, group column]: group_count,
+    group_mean, group_median, welch_t, welch_pvalue of the group `group` names (its
+    `group_key`; welch: that group against the other rows), and anova_f, anova_pvalue,
+    kruskal_h, kruskal_pvalue, eta_squared of all groups (`group` None). `note` may carry a
+    group's display name (sklearn's class name of a target code).
+
+    Model statistics also name their `model` (default "ols"; `agents.tools.models`): fit
+    measures aic, llf, pseudo_r2 (McFadden), accuracy (in-sample share classified right),
+    dispersion (Poisson Pearson chi²/df), alpha (NB2) take [target]; diagnostics jb,
+    jb_pvalue, bp, bp_pvalue (OLS residuals) and cond_number take [target], vif
+    [target, predictor]. A multinomial model's coefficients name their class in `level`
+    (the class value, e.g. "2"; the base class has none, except in "mnlogit_l2").
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    statistic: Statistic
+    columns: list[str]
+    value: float
+    predictors: list[str] | None = None
+    note: str = ""
+    method: Literal["pearson", "spearman", "kendall"] = "pearson"
+    group: str | None = None
+    model: Model = "ols"
+    level: str = ""
+
+    @model_validator(mode="after")
+    def _check_shape(self) -> NumericFinding:
+        if (self.group is not None) != (self.statistic in _PER_GROUP_STATS):
+            raise ValueError(
+                f"`group` names the group of {sorted(_PER_GROUP_STATS)} only; "
+                f"statistic {self.statistic!r} got group={self.group!r}"
+            )
+        want = 2 if self.statistic in PAIR_STATISTICS | GROUP_STATISTICS else 1
+        if len(self.columns) != want:
+            raise ValueError(
+                f"statistic {self.statistic!r} takes {want} column(s), got {self.columns}"
+            )
+        if self.predictors is not None:
+            if self.statistic not in _MODEL_STATS:
+                raise ValueError(
+                    f"predictors apply to model statistics only, not {self.statistic!r}"
+                )
+            if not self.predictors or self.columns[0] in self.predictors:
+                raise ValueError(
+                    f"predictors must be non-empty and exclude the target {self.columns[0]!r}"
+                )
+            named = (*self.predictors, "const")
+            if self.statistic in PAIR_STATISTICS and self.columns[1] not in named:
+                raise ValueError(
+                    f"predictor {self.columns[1]!r} is not among the fit's predictors "
+                    f"{self.predictors}"
+                )
+        return self._check_model()
+
+    def _check_model(self) -> NumericFinding:
+        allowed = _ONLY_FOR.get(self.statistic)
+        if allowed is not None and self.model not in allowed:
+            raise ValueError(
+                f"statistic {self.statistic!r} does not apply to model {self.model!r}; "
+                f"it applies to {sorted(allowed)}"
+            )
+        if self.model != "ols" and self.statistic not in _MODEL_STATS:
+            raise ValueError(f"model applies to model statistics only, not {self.statistic!r}")
+        coefficient = self.statistic in ("slope", "intercept", "se", "pvalue")
+        if self.level and not (coefficient and self.model in _LEVELLED):
+            raise ValueError(
+                f"level applies to the coefficients of {sorted(_LEVELLED)} only, "
+                f"not {self.statistic!r} of {self.model!r}"
+            )
+        return self
+
+
+class Verdict(BaseModel):
+    """The fact-checker's judgement of one finding."""
+
+    model_config = ConfigDict(frozen=True)
+
+    finding: NumericFinding
+    recomputed: float | None
+    verdict: Literal["verified", "mismatch", "unverifiable"]
+    reason: str = ""

@@ -1,0 +1,130 @@
+"""The fact-checker's independent recomputation of a reported number, and its verdict.
+
+A fact-check vouches for a number only if it was computed a second, independent way, so
+this package never imports the statistics code it checks (`agents.tools.stats`, `groups`,
+`models`, `diagnostics`); an import-linter contract in pyproject.toml enforces that. Each
+statistic is recomputed with numpy / scipy from the raw table:
+
+- describe statistics, correlations and outlier counts (`_columns`);
+- OLS coefficients, R², adjusted R², standard errors and p-values by least squares and
+  the textbook formulas (`_ols`);
+- grouped comparisons, from the textbook ANOVA, Kruskal–Wallis and Welch formulas
+  (`_groups`);
+- the other model families (logit, multinomial logit, Poisson, negative binomial, their
+  penalised fallbacks) and their fit measures (AIC, log-likelihood, McFadden pseudo-R²,
+  accuracy, dispersion, alpha), each model refitted from its likelihood, not statsmodels or
+  scikit-learn (`_refit`);
+- the OLS likelihood and the diagnostics (Jarque–Bera, Breusch–Pagan, VIF, condition
+  number) from textbook formulas (`_diagnostics`).
+
+Both sides share only the conventions of `agents.tools.conventions` and those documented in
+the modules they check (ddof=1, bias-corrected skew, pairwise-complete correlation,
+complete-case regression with a constant, linear quartiles, Tukey k=1.5).
+
+Example:
+    >>> f = NumericFinding(statistic="mean", columns=["TOTEMP"], value=65317.0)
+    >>> verify(load_dataset("statsmodels:longley").frame, f).verdict
+    'verified'
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+
+import pandas as pd
+
+from agents.tools.conventions import AnalysisError
+from agents.tools.finding import (
+    COLUMN_STATISTICS,
+    DIAGNOSTIC_STATISTICS,
+    FIT_STATISTICS,
+    GROUP_STATISTICS,
+    INTEGER_STATISTICS,
+    NumericFinding,
+    Verdict,
+)
+from agents.tools.recompute._columns import (
+    column_statistic,
+    correlation,
+    numeric_values,
+    outlier_count,
+)
+from agents.tools.recompute._groups import group_statistic
+from agents.tools.recompute._ols import ols_statistic
+from agents.tools.recompute._refit import refit_statistic
+
+__all__ = ["recompute", "verify"]
+
+
+def recompute(df: pd.DataFrame, finding: NumericFinding) -> float:
+    """Recompute a finding's statistic from the raw table.
+
+    Returns:
+        The value (NaN where the statistic is undefined, e.g. std of one value).
+
+    Raises:
+        AnalysisError: a column is missing or not numeric, predictors are missing for a model
+            statistic, or the regression cannot be fit.
+    """
+    stat = finding.statistic
+    if stat in COLUMN_STATISTICS:
+        return column_statistic(stat, df, finding.columns[0])
+    if stat == "outliers":
+        return outlier_count(numeric_values(df, finding.columns[0]))
+    if stat == "corr":
+        return correlation(df, finding.columns[0], finding.columns[1], finding.method)
+    if stat in GROUP_STATISTICS:
+        return group_statistic(df, stat, list(finding.columns), finding.group)
+    target = finding.columns[0]
+    term = finding.columns[1] if len(finding.columns) > 1 else "const"
+    if stat in FIT_STATISTICS or stat in DIAGNOSTIC_STATISTICS or finding.model != "ols":
+        return refit_statistic(
+            df, finding.model, stat, target, finding.predictors, term=term, level=finding.level
+        )
+    return ols_statistic(df, stat, target, finding.predictors, term)
+
+
+def _decimals(value: float) -> int:
+    """Decimal places `value` was written with (negative for 1.5e20-style magnitudes)."""
+    exponent = Decimal(repr(value)).as_tuple().exponent
+    return -int(exponent) if isinstance(exponent, int) else 0
+
+
+def _matches(stat: str, value: float, ref: float, rel_tol: float, abs_tol: float) -> bool:
+    if math.isnan(value) or math.isnan(ref):
+        return math.isnan(value) and math.isnan(ref)
+    if math.isinf(value) or math.isinf(ref):
+        return value == ref
+    diff = abs(value - ref)
+    if stat in INTEGER_STATISTICS:
+        return diff == 0
+    if diff <= max(abs_tol, rel_tol * abs(ref)):
+        return True
+    # `value` may be `ref` rounded to the decimals it was reported with (3.14 for 3.14159).
+    half_unit = 0.5 * 10.0 ** (-_decimals(value))
+    return diff <= half_unit * (1 + 1e-9)
+
+
+def verify(
+    df: pd.DataFrame, finding: NumericFinding, *, rel_tol: float = 1e-3, abs_tol: float = 1e-6
+) -> Verdict:
+    """Check a reported number against its recomputation.
+
+    Verified when |v - r| <= max(abs_tol, rel_tol * |r|), or when v is r rounded to the
+    decimals v was written with; counts (count, missing, nobs, outliers) must match exactly;
+    a reported NaN matches an undefined statistic. Unverifiable when a column is missing or
+    not numeric, the fit lacks its predictors, or the statistic is undefined on the data
+    (reason says why).
+    """
+    try:
+        ref = recompute(df, finding)
+    except AnalysisError as exc:
+        return Verdict(finding=finding, recomputed=None, verdict="unverifiable", reason=str(exc))
+    if math.isnan(ref) and not math.isnan(finding.value):
+        reason = f"{finding.statistic} is undefined on this data (e.g. too few or constant values)"
+        return Verdict(finding=finding, recomputed=None, verdict="unverifiable", reason=reason)
+    if _matches(finding.statistic, finding.value, ref, rel_tol, abs_tol):
+        return Verdict(finding=finding, recomputed=ref, verdict="verified")
+    reason = f"reported {finding.value!r}, recomputed {ref!r}"
+    return Verdict(finding=finding, recomputed=ref, verdict="mismatch", reason=reason)

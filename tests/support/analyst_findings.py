@@ -1,0 +1,100 @@
+"""A standard set of findings computed the analyst's way (`agents.tools.stats`, `models`,
+`diagnostics`), for tests that check the fact-checker's recomputation against it.
+
+The analysis pipeline builds its findings through its tools (`agents.analysis.model_step`,
+`agents.analysis.procedures`); this is the same set without a pipeline, so a test can ask
+that every number of a dataset verifies and every tampered one does not.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import pandas as pd
+
+from agents.tools import diagnostics, models, stats
+from agents.tools.finding import NumericFinding
+
+__all__ = ["findings_from_analysis"]
+
+
+def _finding(statistic: str, columns: list[str], value: float, **extra: object) -> NumericFinding:
+    return NumericFinding.model_validate(
+        {"statistic": statistic, "columns": columns, "value": value, **extra}
+    )
+
+
+def _model_findings(fit: models.ModelFit, diag: diagnostics.Diagnostics) -> list[NumericFinding]:
+    """The coefficients, fit measures and diagnostics of a fit as findings."""
+    t, model = fit.target, {"predictors": fit.predictors, "model": fit.family}
+    out = []
+    for c in fit.coefficients:
+        extra = {**model, **({"level": c.level} if c.level else {})}
+        if c.term == "const":
+            out.append(_finding("intercept", [t], c.coef, **extra))
+        else:
+            out.append(_finding("slope", [t, c.term], c.coef, **extra))
+        if math.isfinite(c.se):
+            out.append(_finding("se", [t, c.term], c.se, **extra))
+            out.append(_finding("pvalue", [t, c.term], c.pvalue, **extra))
+    out.extend(_finding(name, [t], v, **model) for name, v in fit.measures.items())
+    out.append(_finding("nobs", [t], fit.nobs, **model))
+    if fit.family == "negbin" and fit.poisson_dispersion is not None:
+        out.append(_finding("dispersion", [t], fit.poisson_dispersion,
+                            predictors=fit.predictors, model="poisson"))  # fmt: skip
+    out.extend(_finding(name, [t], v, **model) for name, v in diag.residual.items())
+    out.extend(_finding("vif", [t, p], v, **model) for p, v in diag.vif.items())
+    out.append(_finding("cond_number", [t], diag.cond_number, **model))
+    return out
+
+
+def findings_from_analysis(
+    df: pd.DataFrame,
+    *,
+    target: str | None,
+    predictors: Sequence[str] | None = None,
+    columns: Sequence[str] | None = None,
+    top_corr: int = 3,
+    max_predictors: int = 6,
+    labels: Sequence[str] | None = None,
+) -> list[NumericFinding]:
+    """Compute a standard finding set with `stats`, `models` and `diagnostics` (the
+    analyst's path).
+
+    Args:
+        df: the table.
+        target: the dependent variable; None skips the model findings.
+        predictors: the fit's predictors; default chosen by `stats.select_predictors`.
+        columns: the columns to describe; default the target and the fit's predictors (or
+            the first six numeric columns when there is no target).
+        top_corr: how many of the strongest correlations to report.
+        max_predictors: passed to `models.fit_model` when `predictors` is None.
+        labels: the target's class names, when the source designates it a class label.
+
+    Returns:
+        Findings for describe statistics, missing counts, outliers, the top correlations
+        and, with a target, the model `families.choose_family` picks: its coefficients, fit
+        measures and diagnostics. Non-finite values (e.g. std of one value) are left out.
+
+    Raises:
+        AnalysisError: as `stats.describe`, `stats.correlations` and `models.fit_model` do.
+    """
+    fit = None
+    if target:
+        fit = models.fit_model(df, target, predictors, max_predictors=max_predictors,
+                               labels=labels)  # fmt: skip
+    if columns is None:
+        columns = [target, *fit.predictors] if fit else stats.numeric_columns(df)[:6]
+    out: list[NumericFinding] = []
+    counts = stats.missing(df)
+    for col, desc in stats.describe(df, columns).items():
+        out.extend(_finding(name, [col], v) for name, v in desc.items())
+        out.append(_finding("missing", [col], counts[str(col)]))
+        out.append(_finding("outliers", [col], stats.outliers(df, col)))
+    for a, b, r in stats.correlations(df, top=top_corr):
+        out.append(_finding("corr", [a, b], r))
+    if fit is not None:
+        diag = diagnostics.diagnose(df, target, fit.predictors, ols=fit.family == "ols")
+        out.extend(_model_findings(fit, diag))
+    return [f for f in out if math.isfinite(f.value)]
