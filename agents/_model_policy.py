@@ -14,7 +14,7 @@ are not supported they are described in the system prompt and called in text
 
 Every call sets the role's `max_tokens`, and the opening conversation must fit the model's
 context with it: when the upstream results would not fit (by the learned `TokenBudget` of
-`agents.synthesis`, or because the server rejected the first call as too long), they are
+`swarm.llm`, or because the server rejected the first call as too long), they are
 first reduced with `reduce_outputs` over the sub-agent's own task, and the task message
 carries that digest instead of the raw results.
 """
@@ -29,17 +29,13 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from agents._replies import parse_answer
-from agents.synthesis import (
-    ContextOverflowError,
-    Reduced,
-    TokenBudget,
-    context_overflow,
-    reduce_outputs,
-    shared_budget,
-)
+from agents.synthesis import ContextOverflowError, Reduced, reduce_outputs
 from agents.text_tools import TextToolCall, TextTools
 from swarm.errors import LimitError, ModelBehaviourError, ModelRequestError, validation_problems
+from swarm.llm.budget import TokenBudget
 from swarm.llm.capabilities import capabilities_of
+from swarm.llm.overflow import context_overflow
+from swarm.llm.server_profile import shared_budget
 
 if TYPE_CHECKING:
     from pydantic import BaseModel

@@ -15,81 +15,22 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agents.tools.search import Relevance
 from swarm.errors import ConfigError
-from swarm.llm import redact_url
-from swarm.llm.capabilities import Capabilities
+from swarm.llm.endpoint import ModelEndpoint
 
 if TYPE_CHECKING:
     from swarm import EventSink, RunResult, Swarm
-    from swarm.llm.protocol import ChatModel
     from swarm.store import StoredRun
 
 #: The key of a run's settings that holds its `PipelineRecord`.
 PIPELINE_KEY = "pipeline"
 
-EndpointKind = Literal["offline", "http", "local", "other"]
-
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class ModelEndpoint(_Frozen):
-    """How the run's sub-agents reached their model, without secrets.
-
-    Attributes:
-        kind: `offline` (the roles' procedures), `http` (an OpenAI-compatible server),
-            `local` (a model served in the process, `--local SOURCE`), or `other` (a model
-            object given by a library caller: it must be given again to resume).
-        base_url: the server's URL, its credentials masked (`redact_url` runs on every
-            value given, so nothing else can be stored).
-        model: the model id (None: the first model the server lists).
-        local: the `--local` source (smollm2, a .gguf file, a checkpoint folder).
-        context_tokens: `--context-tokens`, when given.
-        max_tokens: `--max-answer-tokens` (the most tokens one model call may generate), when given.
-        capabilities: what the server honours, as probed or given by flags
-            (`swarm.llm.capabilities`); a resumed run adapts the same way without probing
-            again. None: not known (everything taken as honoured).
-    """
-
-    kind: EndpointKind = "offline"
-    base_url: str | None = None
-    model: str | None = None
-    local: str | None = None
-    context_tokens: int | None = None
-    max_tokens: int | None = Field(default=None, ge=1)
-    capabilities: Capabilities | None = None
-
-    @field_validator("base_url")
-    @classmethod
-    def _redacted(cls, value: str | None) -> str | None:
-        return redact_url(value) if value is not None else None
-
-    @field_validator("model")
-    @classmethod
-    def _named(cls, value: str | None) -> str | None:
-        # `auto@<base_url>` is a client's name before the server told it the model: it
-        # holds the unredacted URL and names no model.
-        return None if value is None or value.startswith("auto@") else value
-
-    @classmethod
-    def of(cls, model: ChatModel | None) -> ModelEndpoint:
-        """The endpoint of a model object: offline, an HTTP client's, or `other`."""
-        if model is None:
-            return cls()
-        from swarm.llm import OpenAIChat
-
-        if isinstance(model, OpenAIChat):
-            return cls(
-                kind="http",
-                base_url=model.base_url,
-                model=model.model,
-                capabilities=model.capabilities,
-            )
-        return cls(kind="other")
 
 
 class AnalysisSettings(_Frozen):
@@ -185,7 +126,6 @@ def resume_sync(swarm: Swarm, run_id: str, *, sinks: Sequence[EventSink] = ()) -
 __all__ = [
     "PIPELINE_KEY",
     "AnalysisSettings",
-    "ModelEndpoint",
     "PipelineRecord",
     "PipelineSettings",
     "ReviewSettings",

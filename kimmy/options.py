@@ -1,5 +1,8 @@
 """What the `kimmy` commands share: option types, flag checks, the error line, the model client.
 
+The model client is the flags parsed into a `swarm.llm.ModelEndpoint` (the API key, a
+secret, beside it) and connected by `swarm.llm.connect`, as a library caller would.
+
 Only typer is imported here (the model client loads `swarm.llm` when it is built), so every
 command module can import this at its top and still start fast.
 """
@@ -18,7 +21,7 @@ import typer
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from swarm.llm import LocalModel, OpenAIChat
+    from swarm.llm import Capabilities, LocalModel, ModelEndpoint, OpenAIChat
 
 __all__ = [
     "DEFAULT_RUNS_DIR",
@@ -33,13 +36,12 @@ __all__ = [
     "Probe",
     "RunsDir",
     "StructuredOutput",
-    "adopt_capabilities",
     "at_least",
     "command_group",
     "fail",
     "int_option",
-    "local_model",
     "model_client",
+    "model_endpoint",
     "positive_seconds",
     "stored_base_url",
 ]
@@ -150,41 +152,6 @@ Probe = Annotated[
 ]
 
 
-def adopt_capabilities(
-    client: OpenAIChat | LocalModel | None,
-    flags: Mapping[str, bool | None],
-    *,
-    probe: bool,
-    json_lines: bool,
-) -> None:
-    """Set what the model's server honours (`swarm.llm.capabilities`): `flags` given (not
-    None) as they say, the rest probed (an HTTP server, with `probe`) or taken as honoured.
-    Says what it found in one line, unless nothing was probed or given.
-
-    Raises:
-        ModelError: the server could not be reached while probing.
-    """
-    from kimmy.summaries import say
-    from swarm.llm import OpenAIChat
-    from swarm.llm.capabilities import CAPABILITY_NAMES, Capabilities, probe_endpoint
-
-    if client is None:
-        return
-    given = {name: value for name, value in flags.items() if value is not None}
-    if probe and isinstance(client, OpenAIChat):
-        found, rest = asyncio.run(probe_endpoint(client, given=given)), "probed"
-    elif given:  # a local engine (as `kimmy serve`, it honours everything) or --no-probe
-        found, rest = Capabilities(**given), "assumed"
-    else:
-        return
-    client.capabilities = found
-    how = dict.fromkeys(CAPABILITY_NAMES, rest)
-    how.update({n: f"--{'' if v else 'no-'}{n.replace('_', '-')}" for n, v in given.items()})
-    if given.get("tools") is False and "parallel_tool_calls" not in given:
-        how["parallel_tool_calls"] = "--no-tools"
-    say(f"model capabilities: {found.describe(how)}", json_lines)
-
-
 def at_least(low: int) -> Callable[[int | None], int | None]:
     """A flag check whose message names the bad value and what is allowed."""
 
@@ -218,22 +185,6 @@ def command_group() -> typer.Typer:
     )
 
 
-def local_model(source: str, *, pool: int = 64, call_timeout: float | None = None) -> LocalModel:
-    """The model `source` names (smollm2, a .gguf file, a checkpoint folder), started in
-    this process; one clear error line (exit 2) when it cannot be loaded. `call_timeout`
-    replaces its client's fixed limit per call (`LocalModel`'s 600 s)."""
-    from model.errors import KimiModelError
-    from swarm.llm import LocalModel
-
-    limit = {} if call_timeout is None else {"timeout_s": call_timeout}
-    local = LocalModel.load(source, max_connections=pool, **limit)
-    try:
-        asyncio.run(local.start())
-    except KimiModelError as e:
-        raise fail(f"--local {source}: {e}") from e
-    return local
-
-
 def stored_base_url(stored: str | None) -> str | None:
     """The base URL a stored run names, to reach its model again on resume.
 
@@ -254,6 +205,38 @@ def stored_base_url(stored: str | None) -> str | None:
     )
 
 
+def model_endpoint(
+    base_url: str | None,
+    model: str | None,
+    *,
+    required: bool,
+    local: str | None = None,
+    context_tokens: int | None = None,
+    max_tokens: int | None = None,
+    capabilities: Capabilities | None = None,
+) -> ModelEndpoint | None:
+    """The model endpoint the flags name (the URL's credentials masked); None: offline.
+
+    `required`: the command needs a model, so an HTTP endpoint even when no flag names one
+    (`KIMMY_BASE_URL` then does, or `connect` says how to name one). Otherwise a model only
+    when `--base-url` / `--model` or `KIMMY_BASE_URL` ask for model mode.
+    """
+    from swarm.llm.endpoint import ModelEndpoint
+
+    if local is not None:
+        if base_url or model:
+            raise fail(f"give one model: --base-url/--model or --local {local}, not both")
+        return ModelEndpoint(
+            kind="local", local=local, max_tokens=max_tokens, capabilities=capabilities
+        )
+    if not required and not (base_url or model or os.environ.get("KIMMY_BASE_URL")):
+        return None
+    return ModelEndpoint(
+        kind="http", base_url=base_url, model=model, context_tokens=context_tokens,
+        max_tokens=max_tokens, capabilities=capabilities,
+    )  # fmt: skip
+
+
 @overload
 def model_client(
     base_url: str | None,
@@ -265,6 +248,11 @@ def model_client(
     context_tokens: int | None = ...,
     local: str | None = ...,
     call_timeout: float | None = ...,
+    max_tokens: int | None = ...,
+    capabilities: Capabilities | None = ...,
+    honours: Mapping[str, bool | None] | None = ...,
+    probe: bool = ...,
+    json_lines: bool = ...,
 ) -> OpenAIChat | LocalModel: ...
 
 
@@ -279,6 +267,11 @@ def model_client(
     context_tokens: int | None = ...,
     local: str | None = ...,
     call_timeout: float | None = ...,
+    max_tokens: int | None = ...,
+    capabilities: Capabilities | None = ...,
+    honours: Mapping[str, bool | None] | None = ...,
+    probe: bool = ...,
+    json_lines: bool = ...,
 ) -> OpenAIChat | LocalModel | None: ...
 
 
@@ -292,44 +285,90 @@ def model_client(
     context_tokens: int | None = None,
     local: str | None = None,
     call_timeout: float | None = None,
+    max_tokens: int | None = None,
+    capabilities: Capabilities | None = None,
+    honours: Mapping[str, bool | None] | None = None,
+    probe: bool = False,
+    json_lines: bool = False,
 ) -> OpenAIChat | LocalModel | None:
-    """The model server the flags (or `KIMMY_BASE_URL`, `KIMMY_MODEL`, `KIMMY_API_KEY`) name,
-    after a preflight call: one clear error line when it is unreachable.
+    """The model the flags (or `KIMMY_BASE_URL`, `KIMMY_MODEL`, `KIMMY_API_KEY`) name,
+    connected as `swarm.llm.connect` does: one clear error line when it is unreachable.
 
     Args:
-        required: the command needs a model (`kimmy run`, `kimmy resume`): always connect
-            (with no server configured the error says how to name one). Otherwise the
-            command runs offline by default (the pipelines, rollouts): a client only when
-            `--base-url` / `--model` or `KIMMY_BASE_URL` ask for model mode, else None.
+        required: the command needs a model (`kimmy run`, `kimmy resume`); see
+            `model_endpoint`. Otherwise None when no flag asks for model mode.
         pool: the client's connection pool (the run's concurrency).
         context_tokens: the model's context length when the server's `/models` does not
             say it (`--context-tokens`); None: the server's, else the sub-agents' default.
-        local: `--local SOURCE`: serve that model in this process instead (`local_model`);
-            not with `--base-url` / `--model`.
+        local: `--local SOURCE`: serve that model in this process instead; not with
+            `--base-url` / `--model`.
         call_timeout: `--call-timeout`: a fixed limit per call to the server; None: limits
-            that scale with each request and the server's speed (`OpenAIChat`'s default;
-            a `local` model's client keeps its fixed 600 s).
+            that scale with each request and the server's speed (a `local` model's client
+            keeps its fixed 600 s).
+        max_tokens: `--max-answer-tokens`: the most tokens any call may generate.
+        capabilities: what the server honours, as a stored run found it: not probed again.
+        honours: `--structured-output` / `--tools` by capability name (None: not given).
+        probe: ask an HTTP server what it honours of what `honours` does not say.
+        json_lines: where the line saying what the server honours goes (see `say`).
 
     Raises:
         ConfigError: no server configured (when required) or a bad base URL.
         ModelError: the server cannot be reached or refuses the key.
     """
-    if local is not None:
-        if base_url or model:
-            raise fail(f"give one model: --base-url/--model or --local {local}, not both")
-        return local_model(local, pool=pool, call_timeout=call_timeout)
-    if not required and not (base_url or model or os.environ.get("KIMMY_BASE_URL")):
+    endpoint = model_endpoint(
+        base_url, model, required=required, local=local, context_tokens=context_tokens,
+        max_tokens=max_tokens, capabilities=capabilities,
+    )  # fmt: skip
+    if endpoint is None:
         return None
-    from swarm.llm import OpenAIChat
-
-    client = OpenAIChat.from_env(
-        base_url=base_url,
-        model=model,
-        api_key=api_key,
-        max_connections=pool,
-        timeout_s=call_timeout,
-    )
-    asyncio.run(client.check())  # preflight: one clear line if the server is unreachable
-    if client.context_length is None and context_tokens is not None:
-        client.context_length = context_tokens
+    given = {name: value for name, value in (honours or {}).items() if value is not None}
+    client = _connect(endpoint, base_url, api_key, given, probe, pool, call_timeout)
+    if capabilities is None:
+        probed = probe and endpoint.kind == "http"
+        _say_capabilities(client, given, probed=probed, json_lines=json_lines)
     return client
+
+
+def _connect(
+    endpoint: ModelEndpoint,
+    base_url: str | None,
+    api_key: str | None,
+    given: Mapping[str, bool],
+    probe: bool,
+    pool: int,
+    call_timeout: float | None,
+) -> OpenAIChat | LocalModel:
+    """`swarm.llm.connect` in its own event loop; a local model that cannot be loaded is one
+    error line (exit 2)."""
+    from swarm.llm.endpoint import connect
+
+    connecting = connect(
+        endpoint, base_url=base_url, api_key=api_key, probe=probe, given=given,
+        max_connections=pool, timeout_s=call_timeout,
+    )  # fmt: skip
+    if endpoint.kind != "local":
+        return asyncio.run(connecting)
+    from model.errors import KimiModelError  # the model side loads only for a local model
+
+    try:
+        return asyncio.run(connecting)
+    except KimiModelError as e:
+        raise fail(f"--local {endpoint.local}: {e}") from e
+
+
+def _say_capabilities(
+    client: OpenAIChat | LocalModel, given: Mapping[str, bool], *, probed: bool, json_lines: bool
+) -> None:
+    """One line saying what the server honours and where each value came from, unless
+    nothing was probed or given."""
+    from kimmy.summaries import say
+    from swarm.llm.capabilities import CAPABILITY_NAMES
+
+    found = client.capabilities
+    if found is None or not (probed or given):
+        return
+    how = dict.fromkeys(CAPABILITY_NAMES, "probed" if probed else "assumed")
+    how.update({n: f"--{'' if v else 'no-'}{n.replace('_', '-')}" for n, v in given.items()})
+    if given.get("tools") is False and "parallel_tool_calls" not in given:
+        how["parallel_tool_calls"] = "--no-tools"
+    say(f"model capabilities: {found.describe(how)}", json_lines)

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from swarm.journal import Journal
     from swarm.llm.capabilities import Capabilities
     from swarm.llm.protocol import ChatModel
+    from swarm.llm.server_profile import ServerProfile
     from swarm.llm.types import ChatResponse, MessageLike
     from swarm.schema import Subtask
     from swarm.transcript_capture import TranscriptCapture
@@ -153,6 +154,11 @@ class MeteredModel:
     def capabilities(self) -> Capabilities | None:
         """What the inner model's server honours, when it says (`swarm.llm.capabilities`)."""
         return getattr(self._inner, "capabilities", None)
+
+    @property
+    def profile(self) -> ServerProfile | None:
+        """The inner model's server profile, when it has one (`swarm.llm.server_profile`)."""
+        return getattr(self._inner, "profile", None)
 
 
 

@@ -44,7 +44,6 @@ from agents.fallback import fallback_markdown, fallbacks, made_by_counts
 from agents.pipeline_record import (
     PIPELINE_KEY,
     AnalysisSettings,
-    ModelEndpoint,
     PipelineRecord,
     load_pipeline_run,
     resume_sync,
@@ -53,6 +52,7 @@ from agents.subagent import SubAgent
 from agents.tracking import RoleConcurrency
 from swarm import Swarm
 from swarm.errors import ConfigError, UserError
+from swarm.llm.endpoint import ModelEndpoint
 from swarm.schema import Plan, RunResult, Subtask, SubtaskStatus
 
 if TYPE_CHECKING:

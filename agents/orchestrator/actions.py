@@ -197,7 +197,8 @@ class Actions:
         if not args.synthesize:
             self.state.answer = args.answer
             return Outcome(json.dumps({"finished": True}))
-        from agents.synthesis import context_tokens, reduce_outputs
+        from agents.synthesis import reduce_outputs
+        from swarm.llm import context_tokens
 
         done = [
             (key, output_text(r.output))

@@ -76,7 +76,7 @@ class ModelTurns:
     name: str = "model"
 
     def _budget(self, ctx: SubtaskContext) -> Any:
-        from agents.synthesis import context_tokens, shared_budget
+        from swarm.llm import context_tokens, shared_budget
 
         budget = shared_budget(ctx.model)
         if not budget.context_known:
@@ -86,7 +86,7 @@ class ModelTurns:
     async def next_turn(
         self, ctx: SubtaskContext, messages: Sequence[dict[str, Any]], actions: Actions
     ) -> ChatResponse:
-        from agents.synthesis import context_overflow
+        from swarm.llm import context_overflow
 
         tools = tool_specs()
         options: dict[str, Any] = {"tools": tools, "tool_choice": "required"}

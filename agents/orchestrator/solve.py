@@ -33,6 +33,7 @@ from agents.orchestrator.resources import Loaded, load_resources
 from agents.roles import builtin_roles
 from agents.subagent import install
 from swarm.errors import ConfigError
+from swarm.llm.budget import DEFAULT_CHARS_PER_TOKEN, context_tokens
 from swarm.schema import Plan, Subtask
 
 if TYPE_CHECKING:
@@ -42,8 +43,6 @@ if TYPE_CHECKING:
 
 #: Where the run's settings keep what `resume_solve` needs to rebuild it.
 SOLVE_SETTINGS_KEY = "solve"
-#: Characters per token assumed when sizing what the orchestrator is shown.
-_CHARS_PER_TOKEN = 2.5
 
 
 @dataclass(frozen=True)
@@ -133,13 +132,6 @@ class SolveOutcome:
     problems: list[str] = field(default_factory=list)
 
 
-def _context_tokens(config: SolveConfig) -> int:
-    if config.context_tokens is not None:
-        return config.context_tokens
-    told = getattr(config.model, "context_length", None)
-    return told if isinstance(told, int) and told > 0 else 4_096
-
-
 def _policy(config: SolveConfig, loaded: Loaded) -> tuple[TurnPolicy, Any]:
     """The orchestrator's policy, and the offline rules it follows (None with a model)."""
     if config.model is not None:
@@ -210,14 +202,15 @@ def _build(
     policy, rules = _policy(config, loaded)
     roles = _install_roles(swarm, loaded, rules, pool)
     swarm.set_role_factory(spec_role_factory(loaded.tools, executor=pool))
-    budget = int(_context_tokens(config) * _CHARS_PER_TOKEN * 0.25)
+    context = config.context_tokens or context_tokens(config.model)
+    budget = int(context * DEFAULT_CHARS_PER_TOKEN * 0.25)
     agent = OrchestratorAgent(
         loaded.describe(roles, config.corpus),
         policy,
         roles=[r for r in swarm.workers if r != "orchestrator"],
         max_turns=config.max_turns,
         budget_chars=max(2_000, budget),
-        context_tokens=_context_tokens(config),
+        context_tokens=context,
         max_tokens=config.max_tokens,
     )
     swarm.add_role("orchestrator", agent, output=OrchestratorOutput)

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 from agents.fallback import fallbacks, made_by_counts
 from agents.pipeline_record import (
     PIPELINE_KEY,
-    ModelEndpoint,
     PipelineRecord,
     ReviewSettings,
     load_pipeline_run,
@@ -36,6 +35,7 @@ from agents.tools.search import Relevance
 from agents.tracking import RoleConcurrency
 from swarm import Swarm
 from swarm.errors import ConfigError, UserError
+from swarm.llm.endpoint import ModelEndpoint
 from swarm.schema import Plan, Subtask
 
 if TYPE_CHECKING:

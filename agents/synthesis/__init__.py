@@ -1,43 +1,27 @@
-"""Synthesis that scales past one context: a learned token budget and a reduce tree.
+"""Synthesis that scales past one context: a reduce tree over a learned token budget.
 
-- `TokenBudget`: a conservative token estimate for a tokenizer we do not have, corrected by
-  every server count (it only moves to the pessimistic side), and the prompt room of a call
-  (`context - max_tokens - margin`); `context_tokens(model, default)` reads a client's
-  context length; `shared_budget(model)` is the process's budget for a model.
 - `reduce_outputs`: (id, text) items, however many, packed into chunks that fit, condensed
   level by level (concurrently), then one final synthesis; `Reduced` says what it covers.
-- `context_overflow`: a server's "prompt too long" rejection, with the numbers it gives.
+- `pack`, `cut_to`, `block_tokens`, `Block`: the packing of one level into chunks that fit
+  one prompt by a `swarm.llm.TokenBudget`.
+- `ContextOverflowError`: a prompt no split or retry could make fit.
+
+The budget itself (`TokenBudget`, `shared_budget`, `context_tokens`) and the reading of a
+server's "prompt too long" rejection (`context_overflow`) are the model client's concerns:
+`swarm.llm`.
 """
 
-from agents.synthesis.budget import (
-    DEFAULT_CHARS_PER_TOKEN,
-    DEFAULT_CONTEXT_TOKENS,
-    TokenBudget,
-    context_tokens,
-    forget_shared_budgets,
-    message_chars,
-    shared_budget,
-)
-from agents.synthesis.overflow import ContextOverflow, ContextOverflowError, context_overflow
+from agents.synthesis.overflow import ContextOverflowError
 from agents.synthesis.packing import Block, block_tokens, cut_to, pack
 from agents.synthesis.reduce import Digest, Reduced, reduce_outputs
 
 __all__ = [
-    "DEFAULT_CHARS_PER_TOKEN",
-    "DEFAULT_CONTEXT_TOKENS",
     "Block",
-    "ContextOverflow",
     "ContextOverflowError",
     "Digest",
     "Reduced",
-    "TokenBudget",
     "block_tokens",
-    "context_overflow",
-    "context_tokens",
     "cut_to",
-    "forget_shared_budgets",
-    "message_chars",
     "pack",
     "reduce_outputs",
-    "shared_budget",
 ]

@@ -27,10 +27,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from agents.synthesis._prompts import final_messages, summary_messages
-from agents.synthesis.budget import TokenBudget
-from agents.synthesis.overflow import ContextOverflowError, context_overflow
+from agents.synthesis.overflow import ContextOverflowError
 from agents.synthesis.packing import Block, block_tokens, cut_to, take
 from swarm.errors import ConfigError, ModelRequestError
+from swarm.llm.budget import PROBE_CHARS_PER_TOKEN, TokenBudget
+from swarm.llm.overflow import context_overflow
 from swarm.llm.protocol import ChatModel
 from swarm.llm.types import ChatResponse
 from swarm.schema import Usage
@@ -43,9 +44,6 @@ _MIN_BLOCK_TOKENS = 32
 #: Chunks are packed to this share of the room a prompt may take, so that a chunk packed
 #: while other calls were in flight still fits when their counts lower the ratio a little.
 _PACK_FILL = 0.97
-#: Before any server count, the first call of a level is packed as if a token took only
-#: this many characters: it fits nearly any tokenizer, and its usage calibrates the rest.
-_PROBE_CHARS_PER_TOKEN = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,7 +266,7 @@ class _Reducer:
                 f"results in a context of {self.budget.context_tokens} tokens"
             )
         if probe:
-            scale = _PROBE_CHARS_PER_TOKEN / self.budget.chars_per_token
+            scale = PROBE_CHARS_PER_TOKEN / self.budget.chars_per_token
             capacity = min(capacity, max(_MIN_BLOCK_TOKENS, int(room * scale)))
         fitted = (self._fit(block, cap) for block in blocks)
         chunk, _ = take(fitted, capacity, lambda block: block_tokens(block, self.budget))

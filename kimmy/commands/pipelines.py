@@ -31,17 +31,16 @@ from kimmy.options import (
     Probe,
     RunsDir,
     StructuredOutput,
-    adopt_capabilities,
     at_least,
     command_group,
 )
 
 if TYPE_CHECKING:
     from agents.analysis import AnalysisOutcome
-    from agents.pipeline_record import ModelEndpoint, PipelineRecord
+    from agents.pipeline_record import PipelineRecord
     from agents.review import ReviewOutcome
     from swarm import EventSink
-    from swarm.llm import LocalModel, OpenAIChat
+    from swarm.llm import LocalModel, ModelEndpoint, OpenAIChat
 
 app = command_group()
 
@@ -93,23 +92,18 @@ def _client(
     local: str | None,
     max_tokens: int | None,
     call_timeout: float | None,
+    honours: dict[str, bool | None],
+    probe: bool,
+    json_lines: bool,
 ) -> OpenAIChat | LocalModel | None:
+    """The model the flags name, probed for what it honours (offline: None)."""
     from kimmy.options import model_client
 
-    client = model_client(
+    return model_client(
         base_url, model, api_key, required=False, context_tokens=context_tokens, local=local,
-        call_timeout=call_timeout,
+        call_timeout=call_timeout, max_tokens=max_tokens, honours=honours, probe=probe,
+        json_lines=json_lines,
     )  # fmt: skip
-    return _capped(client, max_tokens)
-
-
-def _capped(
-    client: OpenAIChat | LocalModel | None, max_tokens: int | None
-) -> OpenAIChat | LocalModel | None:
-    """The client with `--max-answer-tokens` as its cap (offline: nothing to cap)."""
-    if client is not None and max_tokens is not None:
-        client.max_tokens_cap = max_tokens
-    return client
 
 
 def _endpoint(
@@ -119,7 +113,7 @@ def _endpoint(
     max_tokens: int | None,
 ) -> ModelEndpoint:
     """How the run reached its model, stored with it (no API key; the URL redacted)."""
-    from agents.pipeline_record import ModelEndpoint
+    from swarm.llm import ModelEndpoint
 
     if client is None:
         return ModelEndpoint()
@@ -206,9 +200,9 @@ def review(
         "fallback": fallback,
     }
     ReviewConfig(**options)  # a bad option fails before a model server is asked
-    client = _client(base_url, model, api_key, context_tokens, local, max_tokens, call_timeout)
     honours = {"structured_output": structured_output, "tools": tools}
-    adopt_capabilities(client, honours, probe=probe, json_lines=json_lines)
+    client = _client(base_url, model, api_key, context_tokens, local, max_tokens, call_timeout,
+                     honours, probe, json_lines)  # fmt: skip
     config = ReviewConfig(**options, model=client)
     endpoint = _endpoint(client, local, context_tokens, max_tokens)
     _run_pipeline(
@@ -253,9 +247,9 @@ def analyze(
         "fallback": fallback,
     }
     AnalysisConfig(**options)  # a bad option fails before a model server is asked
-    client = _client(base_url, model, api_key, context_tokens, local, max_tokens, call_timeout)
     honours = {"structured_output": structured_output, "tools": tools}
-    adopt_capabilities(client, honours, probe=probe, json_lines=json_lines)
+    client = _client(base_url, model, api_key, context_tokens, local, max_tokens, call_timeout,
+                     honours, probe, json_lines)  # fmt: skip
     config = AnalysisConfig(**options, model=client)
     endpoint = _endpoint(client, local, context_tokens, max_tokens)
     _run_pipeline(
@@ -273,22 +267,25 @@ def _resume_client(
     context_tokens: int | None,
     call_timeout: float | None,
 ) -> OpenAIChat | LocalModel | None:
-    """The model a stored pipeline run called: its endpoint's, or the one the flags name."""
+    """The model a stored pipeline run called: its endpoint's, or the one the flags name;
+    capped and adapted to as the run's was (its capabilities are not probed again)."""
     from kimmy.options import fail, model_client, stored_base_url
 
     endpoint = record.endpoint
     tokens = context_tokens or endpoint.context_tokens
+    stored = {"max_tokens": endpoint.max_tokens, "capabilities": endpoint.capabilities}
     if base_url or model:  # given again: that server (e.g. a URL with credentials)
         return model_client(
             base_url, model or endpoint.model, api_key, required=True, context_tokens=tokens,
-            call_timeout=call_timeout,
+            call_timeout=call_timeout, **stored,
         )  # fmt: skip
     if endpoint.kind == "offline":
         return None
     if endpoint.kind == "local":
         return model_client(
-            None, None, None, required=True, local=endpoint.local, call_timeout=call_timeout
-        )
+            None, None, None, required=True, local=endpoint.local, call_timeout=call_timeout,
+            **stored,
+        )  # fmt: skip
     if endpoint.kind == "other":
         raise fail(
             f"run {run_id} called a model object that is not stored; "
@@ -297,7 +294,7 @@ def _resume_client(
     url = stored_base_url(endpoint.base_url)  # one that had credentials needs them again
     return model_client(
         url, endpoint.model, api_key, required=True, context_tokens=tokens,
-        call_timeout=call_timeout,
+        call_timeout=call_timeout, **stored,
     )  # fmt: skip
 
 
@@ -321,12 +318,7 @@ def resume_pipeline(
     record = pipeline_record(settings)
     assert record is not None
     changes = {"max_concurrency": max_concurrency} if max_concurrency is not None else {}
-    client = _capped(
-        _resume_client(record, run_id, base_url, model, api_key, context_tokens, call_timeout),
-        record.endpoint.max_tokens,
-    )
-    if client is not None and record.endpoint.capabilities is not None:
-        client.capabilities = record.endpoint.capabilities  # as the run found: no new probe
+    client = _resume_client(record, run_id, base_url, model, api_key, context_tokens, call_timeout)
     if record.settings.kind == "review":
         _quiet_readers()
         from agents.review import resume_review

@@ -55,16 +55,15 @@ def open_model(
     kind = source.get("kind")
     if kind == "offline":
         return None
-    if kind == "http":
-        from kimmy.options import model_client, stored_base_url
+    from kimmy.options import model_client, stored_base_url
 
+    if kind == "http":
         url = stored_base_url(source.get("base_url"))
         return model_client(
             url, source.get("model"), api_key, required=True, call_timeout=call_timeout
         )
-    from kimmy.options import local_model
-
-    return local_model("tiny" if kind == "tiny" else source["path"], call_timeout=call_timeout)
+    local = "tiny" if kind == "tiny" else source["path"]
+    return model_client(None, None, None, required=True, local=local, call_timeout=call_timeout)
 
 
 def _source(

@@ -26,6 +26,7 @@ from swarm.worker import Worker
 
 if TYPE_CHECKING:
     from swarm.llm.capabilities import Capabilities
+    from swarm.llm.server_profile import ServerProfile
 
 #: One model call made on a host: (latency_s, response or None, error or None).
 RecordedCall = tuple[float, ChatResponse | None, ModelError | None]
@@ -69,6 +70,11 @@ class RecordingModel:
     def capabilities(self) -> Capabilities | None:
         """What the inner model's server honours, when it says (`swarm.llm.capabilities`)."""
         return getattr(self._inner, "capabilities", None)
+
+    @property
+    def profile(self) -> ServerProfile | None:
+        """The inner model's server profile, when it has one (`swarm.llm.server_profile`)."""
+        return getattr(self._inner, "profile", None)
 
 
 class RemoteContext(SubtaskContext):

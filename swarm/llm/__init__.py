@@ -4,8 +4,16 @@
 - `ScriptedChat`: a strict scripted model for tests.
 - `BalancedChat`: several endpoints behind one model (least outstanding requests).
 - `redact_url`: an endpoint URL with its credentials masked, for storing and printing.
-- `Capabilities`, `probe_capabilities`, `probe_endpoint`, `capabilities_of`: what a server
-  honours (structured output, tools, …), probed with tiny requests; the agent loop adapts.
+- `ModelEndpoint`, `connect`: how a model is reached (stored with a run, without secrets),
+  and the one way to build its client: preflight, context length, capability probe, answer
+  cap and call timeouts, as `kimmy` builds it.
+- `ServerProfile`, `profile_of`: what a client knows of its server (capabilities, context
+  length, one learned token estimate shared by its call timeouts and its token budget).
+- `TokenBudget`, `TokenEstimate`, `shared_budget`, `context_tokens`: a prompt's tokens
+  estimated without the server's tokenizer, corrected by its counts, and the room a call
+  leaves; `context_overflow`, `ContextOverflow`: a server's "prompt too long" rejection read.
+- `Capabilities`, `probe_capabilities`, `capabilities_of`: what a server honours
+  (structured output, tools, …), probed with tiny requests; the agent loop adapts.
 - `LocalModel`: `model.serve`'s engine and server started in this process, spoken to
   through an `OpenAIChat` (needs the `model` and `serve` extras).
 
@@ -17,15 +25,14 @@ likewise, and torch only when a `LocalModel` starts.
 from typing import TYPE_CHECKING, Any
 
 from swarm.llm.balanced import BalancedChat
-from swarm.llm.capabilities import (
-    Capabilities,
-    capabilities_of,
-    probe_capabilities,
-    probe_endpoint,
-)
+from swarm.llm.budget import TokenBudget, TokenEstimate, context_tokens
+from swarm.llm.capabilities import Capabilities, capabilities_of, probe_capabilities
+from swarm.llm.endpoint import ModelEndpoint, connect
+from swarm.llm.overflow import ContextOverflow, context_overflow
 from swarm.llm.protocol import ChatModel
 from swarm.llm.redact import redact_url
 from swarm.llm.scripted import ScriptedChat, UnexpectedModelCall
+from swarm.llm.server_profile import ServerProfile, profile_of, shared_budget
 from swarm.llm.types import (
     ChatResponse,
     FunctionCall,
@@ -57,17 +64,26 @@ __all__ = [
     "Capabilities",
     "ChatModel",
     "ChatResponse",
+    "ContextOverflow",
     "FunctionCall",
     "LocalModel",
     "Message",
+    "ModelEndpoint",
     "OpenAIChat",
     "ScriptedChat",
+    "ServerProfile",
+    "TokenBudget",
+    "TokenEstimate",
     "TokenLogprob",
     "ToolCall",
     "TopLogprob",
     "UnexpectedModelCall",
     "capabilities_of",
+    "connect",
+    "context_overflow",
+    "context_tokens",
     "probe_capabilities",
-    "probe_endpoint",
+    "profile_of",
     "redact_url",
+    "shared_budget",
 ]

@@ -17,30 +17,29 @@ one. A call observed with `k_i` of this client's calls in flight predicts, for a
 `k > k_i` in flight, a speed `k_i / k` as high (the server's throughput shared by more
 requests); never higher when the load drops.
 
-The limit of a call of about P prompt tokens (its characters over the characters per token
-the server's `usage.prompt_tokens` showed) that may generate M tokens (its `max_tokens`) is
-`floor + safety * (P / prefill + M / decode)`, at most `ceiling`; before any call has finished,
-speeds are assumed (`prior_*_tps`) and the limit is at least `first_s`, the old fixed 120 s.
+The limit of a call of about P prompt tokens that may generate M tokens (its `max_tokens`)
+is `floor + safety * (P / prefill + M / decode)`, at most `ceiling`; before any call has
+finished, speeds are assumed (`prior_*_tps`) and the limit is at least `first_s`, 120 s. The
+client estimates P with its server profile's learned `TokenEstimate`
+(`swarm.llm.server_profile`), the one its token budget uses: a pessimistic estimate, which
+here only makes a limit longer.
 A call that times out makes the client forget the speeds (the server got slower than learned:
 a longer queue, another load), so later calls get those untrained limits until calls finish
 again.
 
 Example:
     timeouts = CallTimeouts()
-    limit = timeouts.limit(chars=12_000, max_tokens=512)   # before learning: >= 120 s
-    timeouts.observe(chars=12_000, usage=usage, seconds=41.0)
-    limit = timeouts.limit(chars=12_000, max_tokens=512)   # from the speeds seen
+    limit = timeouts.limit(prompt_tokens=4_000, max_tokens=512)   # before learning: >= 120 s
+    timeouts.observe(prompt_tokens=4_000, usage=usage, seconds=41.0)
+    limit = timeouts.limit(prompt_tokens=4_000, max_tokens=512)   # from the speeds seen
 """
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from collections import deque
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from swarm.errors import ConfigError
 from swarm.schema import Usage
@@ -55,12 +54,10 @@ class CallTimeoutPolicy:
             the server's fixed cost per call. A dead server fails a short call about this fast.
         ceiling_s: The longest limit (a call that sets no `max_tokens` on a slow server).
         safety: The expected time is multiplied by this.
-        first_s: The least limit while no call has finished (the old fixed limit).
+        first_s: The least limit while no call has finished.
         prior_prefill_tps: Prompt tokens/s assumed before any call has finished (a small
             model on a laptop CPU).
         prior_decode_tps: Generated tokens/s assumed likewise.
-        chars_per_token: Characters of a request per prompt token, until the server's usage
-            shows its own (few: code and JSON run about 3).
         assumed_max_tokens: What a call that sets no `max_tokens` is assumed to generate.
         window: How many recent calls the speeds are taken over.
     """
@@ -71,14 +68,13 @@ class CallTimeoutPolicy:
     first_s: float = 120.0
     prior_prefill_tps: float = 50.0
     prior_decode_tps: float = 10.0
-    chars_per_token: float = 3.0
     assumed_max_tokens: int = 2048
     window: int = 32
 
     def __post_init__(self) -> None:
         for name in (
             "floor_s", "ceiling_s", "safety", "first_s", "prior_prefill_tps",
-            "prior_decode_tps", "chars_per_token",
+            "prior_decode_tps",
         ):  # fmt: skip
             value = getattr(self, name)
             ok = isinstance(value, int | float) and not isinstance(value, bool)
@@ -103,7 +99,7 @@ class CallLimit:
 
     Attributes:
         seconds: The limit.
-        prompt_tokens: The request's prompt tokens, estimated from its characters.
+        prompt_tokens: The request's prompt tokens, as estimated.
         max_tokens: The tokens it may generate (its `max_tokens`, else the policy's guess).
         prefill_tps: Prompt tokens/s used.
         decode_tps: Generated tokens/s used.
@@ -174,13 +170,6 @@ def read_timeout(
     )
 
 
-def request_chars(messages: Sequence[dict[str, Any]], tools: Sequence[Any] | None) -> int:
-    """The size of a request's prompt in characters: its messages and tools as JSON (the
-    keys and roles stand in for the chat template's tokens)."""
-    size = len(json.dumps(list(messages), ensure_ascii=False))
-    return size + (len(json.dumps(list(tools), ensure_ascii=False)) if tools else 0)
-
-
 @dataclass(frozen=True, slots=True)
 class _Seen:
     """One finished call: the lower bounds on each speed it gives, and its load."""
@@ -199,35 +188,22 @@ class CallTimeouts:
     def __init__(self, policy: CallTimeoutPolicy | None = None) -> None:
         self.policy = policy or CallTimeoutPolicy()
         self._seen: deque[_Seen] = deque(maxlen=self.policy.window)
-        #: (characters, prompt tokens) of recent calls whose usage reported prompt tokens;
-        #: kept across timeouts (a slower server still tokenizes the same).
-        self._sizes: deque[tuple[int, int]] = deque(maxlen=self.policy.window)
-
-    @property
-    def chars_per_token(self) -> float:
-        """Characters per prompt token: the recent calls' together, else the policy's."""
-        tokens = sum(t for _, t in self._sizes)
-        return sum(c for c, _ in self._sizes) / tokens if tokens else self.policy.chars_per_token
 
     @property
     def observed(self) -> int:
         """How many finished calls the speeds now come from."""
         return len(self._seen)
 
-    def prompt_tokens(self, chars: int) -> int:
-        """The prompt tokens `chars` characters of request are estimated to be."""
-        return round(chars / self.chars_per_token)
-
-    def limit(self, chars: int, max_tokens: int | None, *, load: int = 1) -> CallLimit:
-        """The limit for a request of `chars` characters that may generate `max_tokens`
-        (None: the policy's `assumed_max_tokens`), sent with `load` of this client's calls
-        in flight (itself included)."""
+    def limit(self, prompt_tokens: int, max_tokens: int | None, *, load: int = 1) -> CallLimit:
+        """The limit for a request of about `prompt_tokens` prompt tokens that may generate
+        `max_tokens` (None: the policy's `assumed_max_tokens`), sent with `load` of this
+        client's calls in flight (itself included)."""
         policy = self.policy
         prefill = self._median([s.prefill_tps * min(1.0, s.load / load) for s in self._seen])
         decode = self._median([s.decode_tps * min(1.0, s.load / load) for s in self._seen])
         return read_timeout(
             policy,
-            self.prompt_tokens(chars),
+            prompt_tokens,
             policy.assumed_max_tokens if max_tokens is None else max_tokens,
             prefill or policy.prior_prefill_tps,
             decode or policy.prior_decode_tps,
@@ -235,15 +211,13 @@ class CallTimeouts:
             load=load,
         )
 
-    def observe(self, chars: int, usage: Usage, seconds: float, *, load: int = 1) -> None:
-        """Learn from a call of `chars` characters that finished in `seconds` with `usage`
-        (`load`: as given to `limit`). Usage the server left out (zeros) teaches nothing of
-        its kind; the prompt then counts as estimated from its characters."""
-        if usage.prompt_tokens > 0:
-            self._sizes.append((chars, usage.prompt_tokens))
+    def observe(self, prompt_tokens: int, usage: Usage, seconds: float, *, load: int = 1) -> None:
+        """Learn from a call estimated at `prompt_tokens` that finished in `seconds` with
+        `usage` (`load`: as given to `limit`). Usage the server left out (zeros) teaches
+        nothing of its kind; the prompt then counts as estimated."""
         if seconds <= 0 or not math.isfinite(seconds):
             return
-        prompt = usage.prompt_tokens or self.prompt_tokens(chars)
+        prompt = usage.prompt_tokens or prompt_tokens
         self._seen.append(_Seen(prompt / seconds, usage.completion_tokens / seconds, load))
 
     def timed_out(self) -> None:
@@ -261,4 +235,4 @@ def _num(value: float) -> str:
     return f"{value:,.0f}" if value >= 10 else f"{value:.2g}"
 
 
-__all__ = ["CallLimit", "CallTimeoutPolicy", "CallTimeouts", "read_timeout", "request_chars"]
+__all__ = ["CallLimit", "CallTimeoutPolicy", "CallTimeouts", "read_timeout"]

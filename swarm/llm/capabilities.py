@@ -4,12 +4,12 @@ Servers that speak the API do not all honour it: llama.cpp's server (llama-cpp-p
 ignores OpenAI's `json_schema` response format, so a weak model answers in prose, though it
 enforces a schema given its own way (`{"type": "json_object", "schema": …}`), and some of
 its chat formats have no tool calls. `probe_capabilities` asks a few tiny questions whose
-right answers only an honouring server gives; `probe_endpoint` does it once per endpoint
-(base URL + model) in this process. The agent loop reads the result with `capabilities_of(model)`
-and adapts (JSON asked for in the prompt, tools described in the prompt).
+right answers only an honouring server gives; `swarm.llm.connect` runs it once, before it
+builds the client, which keeps the result in its `ServerProfile`. The agent loop reads it
+with `capabilities_of(model)` and adapts (JSON asked for in the prompt, tools described in
+the prompt).
 
-    found = await probe_endpoint(client, given={"tools": False})   # --no-tools: not probed
-    client.capabilities = found
+    found = await probe_capabilities(client, given={"tools": False})   # --no-tools: not probed
 
 A model says what it honours through an optional `capabilities` attribute (`OpenAIChat`,
 `LocalModel`; wrappers such as the swarm's metered model forward it). A model without one,
@@ -18,7 +18,6 @@ or with None there (no probe ran), honours everything: scripted test models, `ki
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -28,13 +27,13 @@ from pydantic import BaseModel, ConfigDict
 from swarm.errors import ConfigError, ModelError
 
 if TYPE_CHECKING:
-    from swarm.llm.openai_chat import OpenAIChat
     from swarm.llm.protocol import ChatModel
     from swarm.llm.types import ChatResponse, MessageLike
 
 #: The most tokens one probe request asks for: room for the forced tool call's JSON even
 #: one byte a token, small enough to cost nothing. Probes are not answers, so
-#: `--max-answer-tokens` (the client's `max_tokens_cap`) does not cut them.
+#: `--max-answer-tokens` (the client's `max_tokens_cap`) does not cut them: `connect` probes
+#: before it builds the capped client.
 PROBE_MAX_TOKENS = 64
 #: How every probe request's message begins (it tells a server's logs, and test servers,
 #: what the request is).
@@ -110,11 +109,6 @@ CAPABILITY_NAMES: tuple[str, ...] = (
 #: What a model that says nothing honours: everything.
 HONOURS_ALL = Capabilities()
 
-#: Probed values by endpoint (base URL, model id), for this process (capability names, and
-#: `schema_format` where structured output was probed).
-_found: dict[tuple[str, str], dict[str, Any]] = {}
-
-
 def capabilities_of(model: object) -> Capabilities:
     """What `model` honours: its `capabilities` when set, else everything (`HONOURS_ALL`)."""
     told = getattr(model, "capabilities", None)  # an optional attribute of a ChatModel
@@ -166,43 +160,6 @@ async def probe_capabilities(
         else:
             known[name] = await _PROBES[name](model)
     return Capabilities(**known)
-
-
-async def probe_endpoint(
-    client: OpenAIChat, *, given: Mapping[str, Any] | None = None
-) -> Capabilities:
-    """`probe_capabilities` for an HTTP client, each capability probed at most once per
-    endpoint (base URL + model id) in this process: a second call with the same endpoint
-    makes no requests. `given` values are used as they are and not cached.
-
-    The probes go through a twin of `client` with its own connections (closed before this
-    returns, so it may run in its own `asyncio.run`) and without its answer cap.
-    """
-    given_ = _checked(given)
-    key = (client.base_url, client.model or client.name)
-    cached = _found.setdefault(key, {})
-    known = {**cached, **given_}
-    # no parallel tool calls without tools: a verdict of the flag's, not the server's (not
-    # cached)
-    flagged = set(given_)
-    if "structured_output" in given_:  # the format then is the flag's too
-        flagged.add("schema_format")
-    if given_.get("tools") is False and "parallel_tool_calls" not in given_:
-        flagged.add("parallel_tool_calls")
-        known["parallel_tool_calls"] = False
-    if set(CAPABILITY_NAMES) <= set(known):
-        return Capabilities(**known)
-    twin = copy.copy(client)  # a rebuilt client: see `OpenAIChat.__reduce__`
-    twin.max_tokens_cap = None
-    async with twin:
-        found = await probe_capabilities(twin, given=known)
-    cached.update({k: v for k, v in found.model_dump().items() if k not in flagged})
-    return found
-
-
-def forget_endpoints() -> None:
-    """Drop every cached probe result (the next `probe_endpoint` asks again)."""
-    _found.clear()
 
 
 async def _ask(
@@ -294,7 +251,5 @@ __all__ = [
     "Capabilities",
     "SchemaFormat",
     "capabilities_of",
-    "forget_endpoints",
     "probe_capabilities",
-    "probe_endpoint",
 ]

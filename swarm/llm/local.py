@@ -26,6 +26,7 @@ from swarm.llm.types import ChatResponse, MessageLike
 
 if TYPE_CHECKING:
     from swarm.llm.capabilities import Capabilities
+    from swarm.llm.server_profile import ServerProfile
 
 __all__ = ["LocalModel"]
 
@@ -41,17 +42,16 @@ class LocalModel:
         load: returns `(model, tokenizer, name)`; called in a worker thread at start.
         max_connections: the client's connection pool (pass the swarm's concurrency).
         timeout_s: the client's limit for one call.
+        capabilities: what its server honours, when the caller says (None: everything, as
+            `kimmy serve` does; see `swarm.llm.capabilities`).
+        max_tokens_cap: the most tokens any call may generate (None: as each call asks);
+            see `OpenAIChat`.
         engine_options: `model.serve.factory.build_engine` options (`max_num_seqs`,
             `max_model_len`, `page_size`, `num_pages`, other `EngineConfig` fields).
 
-    Attributes:
-        context_length: the engine's `max_model_len` (prompt + completion tokens), once
-            started; None before.
-        capabilities: what its server honours, when flags said (None: everything, as
-            `kimmy serve` does; see `swarm.llm.capabilities`).
+    Raises:
+        ConfigError: a bad answer cap.
     """
-
-    capabilities: Capabilities | None = None
 
     def __init__(
         self,
@@ -59,18 +59,20 @@ class LocalModel:
         *,
         max_connections: int = 256,
         timeout_s: float = 600.0,
+        capabilities: Capabilities | None = None,
+        max_tokens_cap: int | None = None,
         **engine_options: Any,
     ) -> None:
+        capped_max_tokens(None, max_tokens_cap)  # refuses a bad cap
         self._load = load
         self._client_options = {"max_connections": max_connections, "timeout_s": timeout_s}
+        self._capabilities = capabilities
+        self._max_tokens_cap = max_tokens_cap
         self._engine_options = engine_options
         self._server: Any = None  # model.serve.server.ServerThread once started
         self._client: OpenAIChat | None = None
+        self._context_length: int | None = None
         self.name = "local"
-        self.context_length: int | None = None
-        #: The most tokens any call may generate (None: as each call asks); see
-        #: `OpenAIChat.max_tokens_cap`.
-        self.max_tokens_cap: int | None = None
 
     @classmethod
     def tiny(cls, *, seed: int = 0, **options: Any) -> LocalModel:
@@ -115,6 +117,28 @@ class LocalModel:
         return cls(load, **options)
 
     @property
+    def context_length(self) -> int | None:
+        """The engine's `max_model_len` (prompt + completion tokens) once started; None
+        before."""
+        return self._context_length
+
+    @property
+    def capabilities(self) -> Capabilities | None:
+        """What its server honours, as the caller said (None: everything)."""
+        return self._capabilities
+
+    @property
+    def max_tokens_cap(self) -> int | None:
+        """The most tokens any call may generate (None: as each call asks)."""
+        return self._max_tokens_cap
+
+    @property
+    def profile(self) -> ServerProfile | None:
+        """Its client's `ServerProfile` once started (what the token budgets of its
+        sub-agents share); None before."""
+        return None if self._client is None else self._client.profile
+
+    @property
     def base_url(self) -> str:
         """The server's API root (for other clients), once started."""
         if self._server is None:
@@ -129,7 +153,9 @@ class LocalModel:
         self._client = OpenAIChat(
             self._server.base_url,
             self.name,
-            context_length=self.context_length,
+            context_length=self._context_length,
+            capabilities=self._capabilities,
+            max_tokens_cap=self._max_tokens_cap,
             **self._client_options,
         )
 
@@ -142,7 +168,7 @@ class LocalModel:
         built = build_engine(model, tokenizer, **self._engine_options)
         engine = AsyncEngine(built, model_name=name)
         self.name = name
-        self.context_length = int(built.config.max_model_len)
+        self._context_length = int(built.config.max_model_len)
         return ServerThread(create_app(engine, model_name=name)).start()
 
     async def chat(
@@ -168,7 +194,7 @@ class LocalModel:
             tool_choice=tool_choice,
             response_format=response_format,
             temperature=temperature,
-            max_tokens=capped_max_tokens(max_tokens, self.max_tokens_cap),
+            max_tokens=max_tokens,
             stop=stop,
             seed=seed,
             logprobs=logprobs,
@@ -179,7 +205,7 @@ class LocalModel:
         """Close the client, then stop the server and its engine."""
         client, server = self._client, self._server
         self._client = self._server = None
-        self.context_length = None
+        self._context_length = None
         if client is not None:
             await client.aclose()
         if server is not None:

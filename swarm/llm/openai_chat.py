@@ -36,8 +36,9 @@ from swarm.llm._openai_wire import (
     validate_base_url,
     wire_message,
 )
-from swarm.llm.call_timeout import CallLimit, CallTimeoutPolicy, CallTimeouts, request_chars
+from swarm.llm.call_timeout import CallLimit, CallTimeoutPolicy, CallTimeouts
 from swarm.llm.redact import redact_url
+from swarm.llm.server_profile import ServerProfile
 from swarm.llm.types import ChatResponse, MessageLike
 
 if TYPE_CHECKING:
@@ -83,22 +84,22 @@ class OpenAIChat:
         context_length: The model's context length in tokens (prompt + completion), when
             known otherwise; `check()` replaces it with what the server's `/models` card
             says (`max_model_len`, `context_length` or `context_window`), if it says.
-
-    Attributes:
-        context_length: The context length: the server's, else the one given, else None.
+        capabilities: What the server honours (`swarm.llm.connect` probes it); None: not
+            known, taken to honour everything.
         max_tokens_cap: The most tokens any call may ask the model to generate (None: as
             each call asks). A slow or weak model that rambles to its roles' `max_tokens`
             gets shorter answers (`--max-answer-tokens`); a call asking less is sent as it is.
+
+    Attributes:
+        profile: What the client knows of its server (`ServerProfile`): capabilities,
+            context length, and the learned token estimate its call timeouts and its
+            sub-agents' token budget share. It pickles with the client.
         call_timeouts: The adaptive read timeouts and the speeds learned for them; None with
-            a fixed `timeout_s`. Not pickled: a rebuilt client learns afresh.
-        capabilities: What the server honours (`swarm.llm.capabilities.probe_endpoint`
-            finds it); None: not probed, taken to honour everything.
+            a fixed `timeout_s`. Not pickled: a rebuilt client learns the speeds afresh.
 
     Raises:
-        ConfigError: A bad URL, model, timeout, pool size or context length.
+        ConfigError: A bad URL, model, timeout, pool size, context length or answer cap.
     """
-
-    capabilities: Capabilities | None = None
 
     def __init__(
         self,
@@ -112,6 +113,8 @@ class OpenAIChat:
         max_connections: int = 256,
         headers: Mapping[str, str] | None = None,
         context_length: int | None = None,
+        capabilities: Capabilities | None = None,
+        max_tokens_cap: int | None = None,
     ) -> None:
         self.base_url = validate_base_url(base_url)
         if model is not None and not (isinstance(model, str) and model.strip()):
@@ -128,15 +131,10 @@ class OpenAIChat:
             raise ConfigError(f"max_connections {max_connections!r} is not an integer >= 1")
         if max_connections < 1:
             raise ConfigError(f"max_connections {max_connections!r} is not an integer >= 1")
-        if context_length is not None and (
-            isinstance(context_length, bool)
-            or not isinstance(context_length, int)
-            or context_length < 1
-        ):
-            raise ConfigError(f"context_length {context_length!r} is not an integer >= 1")
+        capped_max_tokens(None, max_tokens_cap)  # refuses a bad cap
         self._model = model
-        self.context_length: int | None = context_length
-        self.max_tokens_cap: int | None = None
+        self.profile = ServerProfile(capabilities=capabilities, context_length=context_length)
+        self._max_tokens_cap = max_tokens_cap
         #: The constructor's options, to rebuild the client elsewhere (see `__reduce__`).
         self._options: dict[str, Any] = {
             "api_key": api_key,
@@ -145,6 +143,7 @@ class OpenAIChat:
             "connect_timeout_s": connect_timeout_s,
             "max_connections": max_connections,
             "headers": dict(headers or {}),
+            "max_tokens_cap": max_tokens_cap,
         }
         #: The model id, or `auto@<base_url>` until the first call has asked the server
         #: (credentials in the URL masked: names and messages get stored and printed).
@@ -199,6 +198,21 @@ class OpenAIChat:
         """The model id requested, or `None` while it is still to be asked of the server."""
         return self._model
 
+    @property
+    def context_length(self) -> int | None:
+        """The context length: the server's, else the one given, else None."""
+        return self.profile.context_length
+
+    @property
+    def capabilities(self) -> Capabilities | None:
+        """What the server honours; None: not known, taken to honour everything."""
+        return self.profile.capabilities
+
+    @property
+    def max_tokens_cap(self) -> int | None:
+        """The most tokens any call may ask the model to generate (None: as each asks)."""
+        return self._max_tokens_cap
+
     async def chat(
         self,
         messages: Sequence[MessageLike],
@@ -226,7 +240,7 @@ class OpenAIChat:
                 JSON, fields missing); retryable, as the server accepted the request.
             ConfigError: No model given and the server lists none.
         """
-        max_tokens = capped_max_tokens(max_tokens, self.max_tokens_cap)
+        max_tokens = capped_max_tokens(max_tokens, self._max_tokens_cap)
         body: dict[str, Any] = {
             "model": await self._model_id(),
             "messages": [wire_message(m) for m in messages],
@@ -301,12 +315,10 @@ class OpenAIChat:
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle as the constructor's arguments (a Ray host rebuilds the model so): the
-        copy opens its own connections; a model id and context length already looked up
-        travel with it."""
-        options = {**self._options, "context_length": self.context_length}
-        # what the server honours travels too: a Ray host's agent loop adapts the same way
-        state = {"capabilities": self.capabilities}
-        return (_rebuild, (self.base_url, self._model, options), state)
+        copy opens its own connections; a model id already looked up, the answer cap and
+        the profile (capabilities, context length, token estimate) travel with it, so a Ray
+        host's agent loop adapts and sizes prompts the same way."""
+        return (_rebuild, (self.base_url, self._model, self._options), {"profile": self.profile})
 
     # --- internals ---------------------------------------------------------------------
 
@@ -315,18 +327,19 @@ class OpenAIChat:
     ) -> ChatResponse:
         """POST `body` under its own read timeout (`CallTimeouts.limit`) and learn from it:
         the time it took (pool waits included: a longer limit, never a shorter one) and the
-        usage the server reports."""
-        chars = request_chars(body["messages"], body.get("tools"))
+        usage the server reports. The prompt's tokens are estimated by the profile's learned
+        `TokenEstimate`."""
+        prompt_tokens = self.profile.tokens.prompt_tokens(body["messages"], body.get("tools"))
         self._calls_in_flight += 1
         try:
-            limit = timeouts.limit(chars, max_tokens, load=self._calls_in_flight)
+            limit = timeouts.limit(prompt_tokens, max_tokens, load=self._calls_in_flight)
             started = time.monotonic()
             response, data = await self._send(self._http(), "POST", url, body, limit)
             seconds = time.monotonic() - started
         finally:
             self._calls_in_flight -= 1
         answer = parse_completion(data, redact_url(url), response.status_code)
-        timeouts.observe(chars, answer.usage, seconds, load=limit.load)
+        timeouts.observe(prompt_tokens, answer.usage, seconds, load=limit.load)
         return answer
 
     def _http(self) -> _ShardedClient:
@@ -387,7 +400,7 @@ class OpenAIChat:
             card = cards[0]
         told = card_context_length(card) if card is not None else None
         if told is not None:
-            self.context_length = told
+            self.profile.context_length = told
 
     def _ensure_open(self) -> None:
         if self._closed:

@@ -13,7 +13,7 @@ import pytest
 
 from agents import AgentStepLimitError, Role, ToolBox, install
 from swarm import Swarm
-from swarm.llm import Capabilities, OpenAIChat, probe_endpoint
+from swarm.llm import Capabilities, ModelEndpoint, OpenAIChat, connect
 from swarm.schema import SubtaskStatus
 from tests.support.openai_server import OpenAIServer, ServerRequest, reply
 from tests.support.summing_role import Sink, Total, check_total
@@ -70,8 +70,7 @@ def _no_native_tools_on_the_wire(bodies: list[dict[str, Any]]) -> None:
 def test_a_server_without_tools_gets_the_text_tool_protocol_end_to_end() -> None:
     tools = Tools()
     with OpenAIServer(default=PROSE) as srv:
-        client = OpenAIChat(srv.base_url, "test-model")
-        client.capabilities = asyncio.run(probe_endpoint(client))  # it honours nothing
+        client = asyncio.run(connect(ModelEndpoint(kind="http", base_url=srv.base_url)))
         probes = len(srv.chat_requests)
         srv.add(
             reply(LOOKUP),
@@ -118,8 +117,8 @@ def test_text_tool_errors_go_back_to_the_model_and_a_call_on_the_last_turn_is_in
         ],
         default=PROSE,
     ) as srv:
-        client = OpenAIChat(srv.base_url, "test-model")
-        client.capabilities = Capabilities(tools=False, structured_output=False)
+        honoured = Capabilities(tools=False, structured_output=False)
+        client = OpenAIChat(srv.base_url, "test-model", capabilities=honoured)
         result, sink = _run(client, tools, role)
         bodies = _wire(srv.chat_requests)
     assert result.status is SubtaskStatus.FAILED
@@ -144,8 +143,8 @@ def test_without_structured_output_no_response_format_is_sent_and_the_repair_rea
             reply('Sorry! Here it is:\n```json\n{"numbers": [2, 3, 5, 7], "total": 17}\n```'),
         ]
     ) as srv:
-        client = OpenAIChat(srv.base_url, "test-model")
-        client.capabilities = Capabilities(structured_output=False)
+        honoured = Capabilities(structured_output=False)
+        client = OpenAIChat(srv.base_url, "test-model", capabilities=honoured)
         result, sink = _run(client, tools, plain)
         bodies = _wire(srv.chat_requests)
     assert result.output == {"numbers": [2, 3, 5, 7], "total": 17}
@@ -169,8 +168,8 @@ def test_native_tools_without_structured_output() -> None:
             reply('Done: {"numbers": [2, 3, 5, 7], "total": 17}'),
         ]
     ) as srv:
-        client = OpenAIChat(srv.base_url, "test-model")
-        client.capabilities = Capabilities(structured_output=False)
+        honoured = Capabilities(structured_output=False)
+        client = OpenAIChat(srv.base_url, "test-model", capabilities=honoured)
         result, _ = _run(client, tools, role)
         first, last = _wire(srv.chat_requests)
     assert result.output == {"numbers": [2, 3, 5, 7], "total": 17}
@@ -190,8 +189,7 @@ def test_a_server_that_enforces_the_schema_still_gets_it_on_answer_turns(
     with OpenAIServer(
         [reply("I think it is seventeen."), reply('{"numbers": [2, 3, 5, 7], "total": 17}')]
     ) as srv:
-        client = OpenAIChat(srv.base_url, "test-model")
-        client.capabilities = honoured
+        client = OpenAIChat(srv.base_url, "test-model", capabilities=honoured)
         result, _ = _run(client, tools)
         first, repair = _wire(srv.chat_requests)
     assert result.status is SubtaskStatus.DONE
@@ -209,8 +207,8 @@ def test_a_server_that_enforces_the_schema_its_own_way_gets_it_that_way() -> Non
     tools = Tools()
     plain = ROLE.derive(name="plain", tools=())
     with OpenAIServer([reply('{"numbers": [2, 3, 5, 7], "total": 17}')]) as srv:
-        client = OpenAIChat(srv.base_url, "test-model")
-        client.capabilities = Capabilities(schema_format="json_object")
+        honoured = Capabilities(schema_format="json_object")
+        client = OpenAIChat(srv.base_url, "test-model", capabilities=honoured)
         result, _ = _run(client, tools, plain)
         (body,) = _wire(srv.chat_requests)
     assert result.output == {"numbers": [2, 3, 5, 7], "total": 17}

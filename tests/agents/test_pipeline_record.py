@@ -1,5 +1,6 @@
 """What a pipeline run stores to be resumed (`agents.pipeline_record`): its settings, typed,
-and its model endpoint without secrets; and `resume_*` refusing another pipeline's run."""
+and its model endpoint (`swarm.llm.ModelEndpoint`, without secrets: `tests/swarm/llm/
+test_endpoint.py`); and `resume_*` refusing another pipeline's run."""
 
 from __future__ import annotations
 
@@ -11,29 +12,13 @@ from agents.analysis import AnalysisConfig, run_analysis
 from agents.pipeline_record import (
     PIPELINE_KEY,
     AnalysisSettings,
-    ModelEndpoint,
     PipelineRecord,
     pipeline_record,
 )
 from agents.review import ReviewConfig, resume_review
 from swarm.errors import ConfigError
-from swarm.llm import OpenAIChat
+from swarm.llm import ModelEndpoint
 from swarm.store import RunStore
-
-
-def test_endpoint_never_holds_a_secret() -> None:
-    endpoint = ModelEndpoint(
-        kind="http", base_url="http://u:pw@host:8000/v1?token=abc", model="auto@http://u:pw@h"
-    )
-    assert endpoint.base_url == "http://***@host:8000/v1?token=***"
-    assert endpoint.model is None  # a client's name before the server told it the model
-    client = OpenAIChat("http://u:pw@host:8000/v1", "m", api_key="sk-secret")
-    stored = ModelEndpoint.of(client).model_dump_json()
-    assert "pw" not in stored and "sk-secret" not in stored
-    assert ModelEndpoint.of(client) == ModelEndpoint(
-        kind="http", base_url="http://***@host:8000/v1", model="m"
-    )
-    assert ModelEndpoint.of(None).kind == "offline"
 
 
 def test_configs_round_trip_through_their_settings(

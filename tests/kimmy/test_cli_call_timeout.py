@@ -1,5 +1,5 @@
-"""`--call-timeout`: a fixed limit per model call; without it, limits that scale with each
-request and the server's observed speed (`swarm.llm.call_timeout`)."""
+"""`--call-timeout`: a fixed limit per model call reaches the client `kimmy run` calls (the
+client's adaptive and fixed limits are `swarm.llm`'s, tested in `tests/swarm/llm`)."""
 
 from __future__ import annotations
 
@@ -9,18 +9,7 @@ from pathlib import Path
 import pytest
 
 from kimmy.app import main
-from kimmy.options import model_client
-from swarm.llm import OpenAIChat
 from tests.support.openai_server import OpenAIServer, delay, echo
-
-
-def test_the_model_client_is_adaptive_unless_the_flag_fixes_the_limit() -> None:
-    with OpenAIServer() as srv:
-        adaptive = model_client(srv.base_url, None, None, required=True)
-        fixed = model_client(srv.base_url, None, None, required=True, call_timeout=7.5)
-    assert isinstance(adaptive, OpenAIChat) and isinstance(fixed, OpenAIChat)
-    assert adaptive.timeout_s is None and adaptive.call_timeouts is not None
-    assert fixed.timeout_s == 7.5 and fixed.call_timeouts is None
 
 
 def test_kimmy_run_calls_the_server_under_the_fixed_limit(

@@ -1,4 +1,5 @@
-"""`kimmy demo` (the README's first command) and `kimmy analyze` on the command line."""
+"""`kimmy demo` (the README's first command) and `kimmy analyze` on the command line
+(`--max-answer-tokens` caps every call and is stored with the run)."""
 
 from __future__ import annotations
 
@@ -94,3 +95,21 @@ def test_cli_analyze_missing_file_is_bad_input(
     captured = capsys.readouterr()
     assert len(captured.err.splitlines()) == 1 and "nope.csv" in captured.err
     assert not out.exists() and "analyses" not in captured.out
+
+
+def test_kimmy_analyze_max_tokens_caps_every_call_and_is_stored(tmp_path: Path) -> None:
+    from swarm.store import RunStore
+    from tests.support.openai_server import OpenAIServer
+
+    with OpenAIServer() as srv:  # echo(): schema-shaped answers, as a constrained server
+        code = main(["analyze", "statsmodels:longley", "--out", str(tmp_path / "a"),
+                     "--base-url", srv.base_url, "--model", "test-model",
+                     "--max-answer-tokens", "64", "--runs-dir", str(tmp_path / "runs"),
+                     "--json"])  # fmt: skip
+        asked = [r.body.get("max_tokens") for r in srv.chat_requests]
+    assert code in (0, 1)
+    assert asked and all(a is not None and a <= 64 for a in asked), asked
+    with RunStore(tmp_path / "runs") as store:
+        run = store.list_runs()[0]
+        settings = json.loads(json.dumps(store.load_run(run.run_id).settings))
+    assert settings["pipeline"]["endpoint"]["max_tokens"] == 64

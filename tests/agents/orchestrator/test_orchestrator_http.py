@@ -78,9 +78,6 @@ def test_tool_calls_of_a_grammar_constrained_server_are_always_valid(
     """Random weights answer noise, but every turn the server finished (not cut at
     max_tokens) is a call of one of the orchestrator's tools with arguments that parse (the
     server decodes them from the tools' schemas); a cut turn is a prefix of such a call."""
-    from agents.synthesis import forget_shared_budgets
-
-    forget_shared_budgets()  # what other tests taught the process about "kimmy-tiny"
     model = OpenAIChat(tiny_url, "kimmy-tiny", timeout_s=120)
     # Unseeded sampling from random weights: in about 1 run of 5 every turn runs on in a
     # string until max_tokens and the orchestrator stops after two such turns, leaving no

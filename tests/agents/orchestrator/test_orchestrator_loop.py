@@ -227,9 +227,9 @@ def test_finish_can_synthesize_every_output_through_the_reduce_tree(tmp_path: Pa
 def test_a_turn_fits_its_max_tokens_to_the_context_and_learns_from_a_rejection(
     tmp_path: Path,
 ) -> None:
-    from agents.synthesis import forget_shared_budgets
     from swarm.errors import ModelRequestError
     from swarm.llm.scripted import ScriptedChat
+    from swarm.llm.server_profile import forget_shared_budgets
     from swarm.llm.types import ChatResponse, FunctionCall, ToolCall
 
     forget_shared_budgets()

@@ -4,7 +4,8 @@
 template (so the counts are what that server would say), rejects a call whose prompt +
 `max_tokens` exceeds its context with `kimmy serve`'s own wording, and answers naming the
 tags (`[id]` at the start of a line) it was shown — so provenance can be followed through
-the reduce tree. Shared budgets are forgotten after every test.
+the reduce tree. It carries no server profile, so its budget is the one kept by its name
+(`swarm.llm.profile_of`); those are forgotten after every test.
 """
 
 from __future__ import annotations
@@ -19,11 +20,11 @@ from typing import Any
 
 import pytest
 
-from agents.synthesis import forget_shared_budgets
 from model.presets import tiny_tokenizer
 from model.serve.chat import render_chat
 from model.serve.protocol import ChatMessage
 from swarm.errors import ModelRequestError
+from swarm.llm.server_profile import forget_shared_budgets
 from swarm.llm.types import ChatResponse, Message, MessageLike
 from swarm.schema import Usage
 

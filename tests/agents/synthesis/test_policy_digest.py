@@ -7,8 +7,8 @@ import json
 from typing import Any
 
 from agents import AgentRun, Answer, Role, builtin_roles, install
-from agents.synthesis import shared_budget
 from swarm import Swarm
+from swarm.llm import shared_budget
 from swarm.schema import SubtaskStatus
 from tests.agents.synthesis.conftest import TokenModel, varied_texts
 

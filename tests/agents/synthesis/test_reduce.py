@@ -9,13 +9,9 @@ from typing import Any
 
 import pytest
 
-from agents.synthesis import (
-    ContextOverflowError,
-    Reduced,
-    TokenBudget,
-    reduce_outputs,
-)
+from agents.synthesis import ContextOverflowError, Reduced, reduce_outputs
 from swarm.errors import ConfigError, ModelRateLimitedError, ModelRequestError
+from swarm.llm import TokenBudget
 from tests.agents.synthesis.conftest import TokenModel, varied_texts
 
 TASK = "Write one report of what the researchers found, citing the ids."
@@ -120,7 +116,7 @@ async def test_an_overflow_rejection_shrinks_the_chunk_and_succeeds(tokenizer: A
     # far too optimistic for this tokenizer, so its first chunks are rejected.
     model = TokenModel(tokenizer, context_length=2048)
     budget = TokenBudget(2048, chars_per_token=3.0)
-    budget.observations = 1  # skip the small probe call: the first chunk is full size
+    budget.estimate.observations = 1  # skip the small probe call: the first chunk is full size
     items = list(zip([f"r{n}" for n in range(60)], varied_texts(60, seed=3), strict=True))
     reduced = await reduce_outputs(
         model, instructions=TASK, items=items, context_tokens=2048, max_tokens=256, budget=budget
@@ -142,7 +138,7 @@ async def test_an_overflow_rejection_shrinks_the_chunk_and_succeeds(tokenizer: A
 async def test_other_servers_rejections_are_understood(tokenizer: Any, wording: str) -> None:
     model = TokenModel(tokenizer, context_length=2048, wording=wording)
     budget = TokenBudget(2048, chars_per_token=3.0)
-    budget.observations = 1
+    budget.estimate.observations = 1
     items = list(zip([f"r{n}" for n in range(40)], varied_texts(40, seed=5), strict=True))
     reduced = await reduce_outputs(
         model, instructions=TASK, items=items, context_tokens=2048, max_tokens=256, budget=budget
@@ -168,7 +164,7 @@ async def test_an_item_larger_than_a_chunk_is_cut_and_says_so(tokenizer: Any) ->
 async def test_a_rejection_that_is_not_about_length_is_raised(tokenizer: Any) -> None:
     model = TokenModel(tokenizer, context_length=2048, wording="unknown model {prompt}")
     budget = TokenBudget(2048, chars_per_token=3.0)
-    budget.observations = 1
+    budget.estimate.observations = 1
     items = list(zip([f"r{n}" for n in range(40)], varied_texts(40, seed=5), strict=True))
     with pytest.raises(ModelRequestError, match="unknown model"):
         await reduce_outputs(

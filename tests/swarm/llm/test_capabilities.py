@@ -1,6 +1,7 @@
 """The capability probe: what a server honours, found with tiny real requests over HTTP —
 against `kimmy serve --tiny` (a real server process), and against the loopback test server
-honouring everything or nothing; cached per endpoint; flags skip probing."""
+honouring everything or nothing (when `connect` probes, and with what it is given:
+`test_endpoint.py`); models and their wrappers say what they honour."""
 
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ from swarm.llm.capabilities import (
     PROBE_PREFIX,
     PROBE_TOOL,
     probe_capabilities,
-    probe_endpoint,
 )
 from tests.support.openai_server import (
     OpenAIServer,
@@ -37,12 +37,12 @@ NOTHING = Capabilities(
 )
 
 
-def _probe(url: str, model: str | None = "test-model", **given: bool) -> Capabilities:
+def _probe(url: str, model: str | None = "test-model") -> Capabilities:
     async def main() -> Capabilities:
-        client = OpenAIChat(url, model)
-        if model is None:
-            await client.check()
-        return await probe_endpoint(client, given=given)
+        async with OpenAIChat(url, model) as client:
+            if model is None:
+                await client.check()
+            return await probe_capabilities(client)
 
     return asyncio.run(main())
 
@@ -115,52 +115,6 @@ def test_an_unreachable_server_is_an_error_not_a_verdict() -> None:
         _probe(srv.base_url)
 
 
-def test_each_endpoint_is_probed_once_per_process() -> None:
-    with OpenAIServer(default=honouring(), models=["a", "b"]) as srv:
-        first = _probe(srv.base_url, "a")
-        asked = len(srv.chat_requests)
-        again = _probe(srv.base_url, "a")  # another client of the same endpoint
-        after_again = len(srv.chat_requests)
-        _probe(srv.base_url, "b")  # another model: another endpoint
-        after_other = len(srv.chat_requests)
-    assert first == again == HONOURS_ALL
-    assert asked == 4 and after_again == 4 and after_other == 8
-
-
-def test_given_values_are_not_probed_nor_cached() -> None:
-    with OpenAIServer(default=honouring()) as srv:
-        found = _probe(srv.base_url, structured_output=False, tools=False)
-        bodies = [r.body for r in srv.chat_requests]
-        # the next run without flags probes what the flags said before, and only that
-        again = _probe(srv.base_url)
-        later = [r.body for r in srv.chat_requests[len(bodies) :]]
-    assert found == Capabilities(structured_output=False, tools=False, parallel_tool_calls=False)
-    assert len(bodies) == 1 and bodies[0]["logprobs"] is True  # only logprobs was asked
-    assert again == HONOURS_ALL
-    assert ["response_format" in b for b in later] == [True, False, False]
-    assert [b.get("tool_choice") for b in later][1:] == [
-        {"type": "function", "function": {"name": PROBE_TOOL}},
-        "required",
-    ]
-
-
-def test_probes_ignore_the_clients_answer_cap_and_leave_it_open() -> None:
-    async def main(url: str) -> OpenAIChat:
-        client = OpenAIChat(url, "test-model")
-        client.max_tokens_cap = 8
-        await probe_endpoint(client)
-        # the probes used a twin with its own connections; the client itself still works
-        await client.chat([{"role": "user", "content": "hi"}])
-        await client.aclose()
-        return client
-
-    with OpenAIServer(default=honouring()) as srv:
-        asyncio.run(main(srv.base_url))
-        asked = [r.body["max_tokens"] for r in srv.chat_requests]
-    assert asked[:4] == [PROBE_MAX_TOKENS, PROBE_MAX_TOKENS, PROBE_MAX_TOKENS, 2]
-    assert asked[4] == 8
-
-
 def test_bad_given_values_are_refused_naming_them() -> None:
     with pytest.raises(ConfigError, match="colour"):
         asyncio.run(probe_capabilities(ScriptedChat(), given={"colour": True}))
@@ -174,9 +128,8 @@ def test_what_a_model_says_it_honours_and_its_wrappers_forward() -> None:
 
     plain = ScriptedChat()
     assert capabilities_of(plain) == HONOURS_ALL  # says nothing: honours everything
-    client = OpenAIChat("http://127.0.0.1:9/v1", "m")
-    assert client.capabilities is None and capabilities_of(client) == HONOURS_ALL
-    client.capabilities = NOTHING
+    assert capabilities_of(OpenAIChat("http://127.0.0.1:9/v1", "m")) == HONOURS_ALL
+    client = OpenAIChat("http://127.0.0.1:9/v1", "m", capabilities=NOTHING)
     observer: Any = object()
     assert capabilities_of(MeteredModel(client, observer, None)) == NOTHING  # type: ignore[arg-type]
     assert capabilities_of(RecordingModel(client)) == NOTHING
@@ -187,8 +140,7 @@ def test_what_a_model_says_it_honours_and_its_wrappers_forward() -> None:
 
 def test_the_capabilities_travel_with_a_pickled_client() -> None:
     """A Ray host rebuilds the client from its pickle: its agent loop must adapt the same."""
-    client = OpenAIChat("http://127.0.0.1:9/v1", "m")
-    client.capabilities = Capabilities(tools=False)
+    client = OpenAIChat("http://127.0.0.1:9/v1", "m", capabilities=Capabilities(tools=False))
     assert pickle.loads(pickle.dumps(client)).capabilities == Capabilities(tools=False)
 
 

@@ -60,9 +60,10 @@ async def test_bad_card_values_are_ignored() -> None:
             assert client.context_length is None
 
 
-def test_a_pickled_client_keeps_its_context_length() -> None:
-    client = OpenAIChat("http://127.0.0.1:9/v1", "m")
-    client.context_length = 6000  # as `check()` sets it
+async def test_a_pickled_client_keeps_the_context_length_its_server_said() -> None:
+    with OpenAIServer(models=["m"], card_fields={"max_model_len": 6000}) as srv:
+        async with OpenAIChat(srv.base_url, "m", context_length=2048) as client:
+            await client.check()
     assert pickle.loads(pickle.dumps(client)).context_length == 6000
 
 

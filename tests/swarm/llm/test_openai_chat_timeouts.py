@@ -9,8 +9,8 @@ import re
 import pytest
 
 from swarm.errors import ConfigError, ModelTimeoutError
-from swarm.llm import OpenAIChat
-from swarm.llm.call_timeout import CallTimeoutPolicy, request_chars
+from swarm.llm import OpenAIChat, TokenEstimate
+from swarm.llm.call_timeout import CallTimeoutPolicy
 from tests.support.openai_server import OpenAIServer, delay, reply
 
 #: Sub-second limits: a 0.05 s floor, no safety margin, 5 s before any call has finished.
@@ -21,7 +21,8 @@ LARGE = [{"role": "user", "content": "word " * 1000}]
 
 def limit_of(client: OpenAIChat, messages: list[dict[str, str]], max_tokens: int) -> float:
     assert client.call_timeouts is not None
-    return client.call_timeouts.limit(request_chars(messages, None), max_tokens).seconds
+    prompt_tokens = client.profile.tokens.prompt_tokens(messages)
+    return client.call_timeouts.limit(prompt_tokens, max_tokens).seconds
 
 
 async def test_a_large_request_gets_the_time_a_small_fixed_limit_would_cut() -> None:
@@ -31,7 +32,7 @@ async def test_a_large_request_gets_the_time_a_small_fixed_limit_would_cut() -> 
     with OpenAIServer(server) as srv:
         async with OpenAIChat(srv.base_url, "test-model", timeout_policy=FAST) as client:
             await client.chat(SMALL, max_tokens=10)
-            assert limit_of(client, LARGE, 10) > 1.0  # ~950 / 1,000 + 10 / 100 s at least
+            assert limit_of(client, LARGE, 10) > 1.0  # ~2,000 / 1,000 + 10 / 100 s at least
             answer = await client.chat(LARGE, max_tokens=10)
     assert answer.content == "done"
     with OpenAIServer([delay(0.5, reply("done"))]) as srv:
@@ -55,7 +56,9 @@ async def test_a_small_request_to_a_server_that_stopped_answering_fails_fast() -
     assert found, message
     assert float(found[1]) < FAST.first_s  # learned from the first call: not the untrained 5 s
     assert "0.05 s + 1 × " in message
-    assert re.search(r"~100 prompt tokens \+ 10 max tokens at [\d,.]+ prompt / ", message)
+    # the prompt as the profile's (untaught) estimate counts it
+    estimated = TokenEstimate().prompt_tokens(SMALL)
+    assert re.search(rf"~{estimated} prompt tokens \+ 10 max tokens at [\d,.]+ prompt / ", message)
     assert message.endswith("generated tokens/s (median of 1 call observed))")
     assert info.value.retryable is True and info.value.status is None
 

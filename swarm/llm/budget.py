@@ -1,4 +1,5 @@
-"""`TokenBudget`: how many tokens a prompt may take, and a token estimate that learns.
+"""`TokenEstimate` and `TokenBudget`: a prompt's tokens estimated without the server's
+tokenizer, and how many of them a call may send.
 
 The swarm talks to servers whose tokenizer it does not have, so it estimates a prompt's
 tokens from its characters at a conservative characters-per-token ratio, and lets the server
@@ -6,6 +7,11 @@ correct it: after every call the estimate is compared with the `usage.prompt_tok
 server counted, and after a "prompt too long" rejection with what the error says. The ratio
 only ever moves to the pessimistic side — the most tokens per character seen wins — so a
 prompt that once fitted by the estimate is never later judged to fit when it does not.
+
+`TokenEstimate` is that ratio, one per server: a client's `ServerProfile`
+(`swarm.llm.server_profile`) holds one, which its call timeouts read to size each call's
+limit and its `TokenBudget` reads to size prompts. A pessimistic estimate is what both need:
+a prompt judged to fit must fit, and a timeout from an estimate too high is only longer.
 
 A call with `max_tokens` may send `context_tokens - max_tokens - margin` prompt tokens; the
 margin covers what the estimate cannot see (chat-template tokens, a tokenizer that splits
@@ -19,8 +25,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agents.synthesis.overflow import ContextOverflow
 from swarm.errors import ConfigError
+from swarm.llm.overflow import ContextOverflow
 from swarm.llm.types import Message, MessageLike
 
 #: The context length assumed when neither the server nor the user says one.
@@ -41,6 +47,10 @@ MIN_OBSERVED_TOKENS = 64
 _REJECTION_SHRINK = 0.95
 #: When a rejection does not say how long the prompt was.
 _BLIND_SHRINK = 0.8
+#: A call sized as if a token took only this many characters fits nearly any tokenizer
+#: before any server count has corrected the estimate; its usage then calibrates the rest
+#: (`agents.synthesis.reduce` sizes the first call of each level so).
+PROBE_CHARS_PER_TOKEN = 1.0
 
 
 def message_chars(
@@ -59,8 +69,93 @@ def message_chars(
     return total
 
 
+class TokenEstimate:
+    """Characters per token of one server's tokenizer: a conservative start, corrected by
+    every count the server gives, and only ever towards more tokens per character.
+
+    Not thread-safe; share one across the coroutines of one event loop (updates never await).
+
+    Args:
+        chars_per_token: the starting ratio; it only goes down from here.
+
+    Raises:
+        ConfigError: a ratio below `MIN_CHARS_PER_TOKEN`.
+    """
+
+    def __init__(self, chars_per_token: float = DEFAULT_CHARS_PER_TOKEN) -> None:
+        if not (math.isfinite(chars_per_token) and chars_per_token >= MIN_CHARS_PER_TOKEN):
+            raise ConfigError(
+                f"chars_per_token {chars_per_token!r} is not a number >= {MIN_CHARS_PER_TOKEN}"
+            )
+        self._ratio = float(chars_per_token)
+        #: Server counts the estimate has been compared with.
+        self.observations = 0
+        #: Rejections as too long it learned from.
+        self.rejections = 0
+
+    @property
+    def chars_per_token(self) -> float:
+        """The ratio estimates use: the starting one or the most pessimistic one seen."""
+        return self._ratio
+
+    @property
+    def calibrated(self) -> bool:
+        """Whether any server count has corrected the starting ratio's guess yet."""
+        return self.observations > 0 or self.rejections > 0
+
+    def tokens(self, text: str | int) -> int:
+        """The estimated tokens of a text (or of that many characters), rounded up."""
+        chars = text if isinstance(text, int) else len(text)
+        return math.ceil(chars / self._ratio)
+
+    def chars(self, tokens: int) -> int:
+        """The most characters that are estimated at no more than `tokens` tokens."""
+        return max(0, math.floor(tokens * self._ratio))
+
+    def prompt_tokens(
+        self, messages: Sequence[MessageLike], tools: Sequence[Mapping[str, Any]] | None = None
+    ) -> int:
+        """The estimated prompt tokens of a conversation, chat template included."""
+        return self.tokens(message_chars(messages, tools)) + _overhead(len(messages))
+
+    def observe(
+        self,
+        messages: Sequence[MessageLike],
+        prompt_tokens: int,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> None:
+        """Compare with the prompt tokens the server counted; keep the lower ratio."""
+        if prompt_tokens < MIN_OBSERVED_TOKENS:
+            return  # no count (a scripted model), or too short to tell
+        self.observations += 1
+        implied = _implied_ratio(message_chars(messages, tools), prompt_tokens, len(messages))
+        if implied is not None and implied < self._ratio:
+            self._ratio = max(MIN_CHARS_PER_TOKEN, implied)
+
+    def reject(
+        self,
+        messages: Sequence[MessageLike],
+        prompt_tokens: int | None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> None:
+        """Learn from a rejection as too long of a prompt the server counted at
+        `prompt_tokens` (None: it did not say): a lower ratio, always, down to a floor."""
+        chars = message_chars(messages, tools)
+        implied = None
+        if prompt_tokens is not None:
+            implied = _implied_ratio(chars, prompt_tokens, len(messages))
+        ratio = self._ratio * (_BLIND_SHRINK if implied is None else _REJECTION_SHRINK)
+        if implied is not None:
+            ratio = min(ratio, implied)
+        self._ratio = max(MIN_CHARS_PER_TOKEN, ratio)
+        self.rejections += 1
+
+    def __repr__(self) -> str:
+        return f"TokenEstimate(chars_per_token={self._ratio:.3f})"
+
+
 class TokenBudget:
-    """A learned token estimate for one model, and the prompt room it leaves per call.
+    """The prompt room a model's context leaves per call, by a learned `TokenEstimate`.
 
     Not thread-safe; share one across the coroutines of one event loop (updates never await).
 
@@ -68,37 +163,43 @@ class TokenBudget:
         context_tokens: the model's context length (prompt + completion), in tokens; None
             when nobody said: `DEFAULT_CONTEXT_TOKENS` is assumed until a server rejection
             names the real one (`context_known` tells which).
-        chars_per_token: the starting ratio; it only goes down from here.
+        chars_per_token: the starting ratio of a new estimate; it only goes down from here.
         margin: prompt tokens kept free on every call (default: max(64, context / 32)).
+        estimate: the estimate to read and teach (a `ServerProfile`'s, shared with the
+            client's call timeouts); default a new one starting at `chars_per_token`.
 
     Raises:
-        ConfigError: a context, ratio or margin that leaves no room for a prompt.
+        ConfigError: a context, ratio or margin that leaves no room for a prompt, or both
+            `chars_per_token` and `estimate`.
     """
 
     def __init__(
         self,
         context_tokens: int | None = None,
         *,
-        chars_per_token: float = DEFAULT_CHARS_PER_TOKEN,
+        chars_per_token: float | None = None,
         margin: int | None = None,
+        estimate: TokenEstimate | None = None,
     ) -> None:
         if context_tokens is not None:
             _check_context(context_tokens)
-        if not (math.isfinite(chars_per_token) and chars_per_token >= MIN_CHARS_PER_TOKEN):
+        if estimate is not None and chars_per_token is not None:
             raise ConfigError(
-                f"chars_per_token {chars_per_token!r} is not a number >= {MIN_CHARS_PER_TOKEN}"
+                f"chars_per_token {chars_per_token!r} is the start of a new estimate; "
+                "give it or an estimate, not both"
             )
         context = DEFAULT_CONTEXT_TOKENS if context_tokens is None else context_tokens
         if margin is not None and not 0 <= margin < context:
             raise ConfigError(f"margin {margin!r} must be in [0, context_tokens)")
+        if estimate is None:
+            estimate = TokenEstimate(
+                DEFAULT_CHARS_PER_TOKEN if chars_per_token is None else chars_per_token
+            )
+        #: The learned characters per token this budget reads and teaches.
+        self.estimate = estimate
         self._context_tokens = context
         self._known = context_tokens is not None
-        self._ratio = float(chars_per_token)
         self._margin = margin
-        #: Calls whose usage the estimate has been compared with.
-        self.observations = 0
-        #: Rejections as too long that lowered the ratio.
-        self.rejections = 0
 
     @property
     def context_tokens(self) -> int:
@@ -126,31 +227,39 @@ class TokenBudget:
 
     @property
     def chars_per_token(self) -> float:
-        """The ratio estimates use: the starting one or the most pessimistic one seen."""
-        return self._ratio
+        """The estimate's ratio (`TokenEstimate.chars_per_token`)."""
+        return self.estimate.chars_per_token
 
     @property
     def calibrated(self) -> bool:
-        """Whether any server count has corrected the starting ratio's guess yet."""
-        return self.observations > 0 or self.rejections > 0
+        """Whether any server count has corrected the estimate's starting guess yet."""
+        return self.estimate.calibrated
+
+    @property
+    def observations(self) -> int:
+        """Server counts the estimate has been compared with."""
+        return self.estimate.observations
+
+    @property
+    def rejections(self) -> int:
+        """Rejections as too long the estimate learned from."""
+        return self.estimate.rejections
 
     # --- estimates ---------------------------------------------------------------------
 
     def tokens(self, text: str | int) -> int:
         """The estimated tokens of a text (or of that many characters), rounded up."""
-        chars = text if isinstance(text, int) else len(text)
-        return math.ceil(chars / self._ratio)
+        return self.estimate.tokens(text)
 
     def chars(self, tokens: int) -> int:
         """The most characters that are estimated at no more than `tokens` tokens."""
-        return max(0, math.floor(tokens * self._ratio))
+        return self.estimate.chars(tokens)
 
     def prompt_tokens(
         self, messages: Sequence[MessageLike], tools: Sequence[Mapping[str, Any]] | None = None
     ) -> int:
         """The estimated prompt tokens of a conversation, chat template included."""
-        chars = message_chars(messages, tools)
-        return self.tokens(chars) + _overhead(len(messages))
+        return self.estimate.prompt_tokens(messages, tools)
 
     def prompt_limit(self, max_tokens: int) -> int:
         """The prompt tokens a call with `max_tokens` may send (may be <= 0: none fits)."""
@@ -174,12 +283,7 @@ class TokenBudget:
         tools: Sequence[Mapping[str, Any]] | None = None,
     ) -> None:
         """Compare with the prompt tokens the server counted; keep the lower ratio."""
-        if prompt_tokens < MIN_OBSERVED_TOKENS:
-            return  # no count (a scripted model), or too short to tell
-        self.observations += 1
-        implied = _implied_ratio(message_chars(messages, tools), prompt_tokens, len(messages))
-        if implied is not None and implied < self._ratio:
-            self._ratio = max(MIN_CHARS_PER_TOKEN, implied)
+        self.estimate.observe(messages, prompt_tokens, tools)
 
     def reject(
         self,
@@ -194,25 +298,19 @@ class TokenBudget:
             False when the ratio is already at its floor and the context unchanged: nothing
             was learned, and a retry would be rejected the same way.
         """
-        before = (self._ratio, self._context_tokens, self._known)
+        before = (self.chars_per_token, self._context_tokens, self._known)
         if overflow.context_tokens is not None and overflow.context_tokens >= 16:
             self.tell_context(overflow.context_tokens)
-        chars = message_chars(messages, tools)
         prompt = overflow.prompt_tokens
         if prompt is None and overflow.context_tokens is not None:
             prompt = overflow.context_tokens - max_tokens + 1  # the least that overflows
-        implied = None if prompt is None else _implied_ratio(chars, prompt, len(messages))
-        ratio = self._ratio * (_BLIND_SHRINK if implied is None else _REJECTION_SHRINK)
-        if implied is not None:
-            ratio = min(ratio, implied)
-        self._ratio = max(MIN_CHARS_PER_TOKEN, ratio)
-        self.rejections += 1
-        return (self._ratio, self._context_tokens, self._known) != before
+        self.estimate.reject(messages, prompt, tools)
+        return (self.chars_per_token, self._context_tokens, self._known) != before
 
     def __repr__(self) -> str:
         return (
             f"TokenBudget(context_tokens={self._context_tokens}, "
-            f"chars_per_token={self._ratio:.3f}, margin={self.margin})"
+            f"chars_per_token={self.chars_per_token:.3f}, margin={self.margin})"
         )
 
 
@@ -239,54 +337,26 @@ def context_tokens(model: object, default: int = DEFAULT_CONTEXT_TOKENS) -> int:
     `OpenAIChat` learns it from the server's `/models` in `check()`, `LocalModel` from its
     engine; a model without one (`ScriptedChat`) gets the default.
     """
-    told = _told(model)
+    told = told_context(model)
     return default if told is None else told
 
 
-def _told(model: object) -> int | None:
+def told_context(model: object) -> int | None:
+    """The context length `model` says (`context_length`), if it is one (>= 16 tokens)."""
     told = getattr(model, "context_length", None)
     if isinstance(told, int) and not isinstance(told, bool) and told >= 16:
         return told
     return None
 
 
-#: Budgets shared by the sub-agents of a process, by model name: the tokenizer is the
-#: model's, so what one sub-agent learned saves the next one a rejection.
-_SHARED: dict[str, TokenBudget] = {}
-_SHARED_LIMIT = 256
-
-
-def shared_budget(model: object) -> TokenBudget:
-    """The process's budget for the model called `model.name`, made on first use.
-
-    A model that says its context length (`context_length`) tells it to the budget: the
-    budget of a model that does not (a swarm's metered view of one, a scripted model) knows
-    its context only when another view of the same model told it, or a server rejection did.
-    `kimmy` tells it for the client it builds.
-    """
-    name = str(getattr(model, "name", ""))
-    budget = _SHARED.get(name)
-    if budget is None:
-        if len(_SHARED) >= _SHARED_LIMIT:
-            _SHARED.pop(next(iter(_SHARED)))
-        budget = _SHARED[name] = TokenBudget()
-    told = _told(model)
-    if told is not None:
-        budget.tell_context(told)
-    return budget
-
-
-def forget_shared_budgets() -> None:
-    """Drop every shared budget (a process that switches servers; tests)."""
-    _SHARED.clear()
-
-
 __all__ = [
     "DEFAULT_CHARS_PER_TOKEN",
     "DEFAULT_CONTEXT_TOKENS",
+    "MIN_CHARS_PER_TOKEN",
+    "PROBE_CHARS_PER_TOKEN",
     "TokenBudget",
+    "TokenEstimate",
     "context_tokens",
-    "forget_shared_budgets",
     "message_chars",
-    "shared_budget",
+    "told_context",
 ]
