@@ -8,9 +8,10 @@ A package whose modules import torch (anything slow) still imports fast:
     })
 
 Each name is written once: `__all__` is built from the map. A name, once loaded, is kept in
-the package's namespace, so later accesses are plain attribute lookups. The swarm side keeps
-an identical copy (`swarm.lazy_exports`): the import contract lets neither side import the
-other, and `model` imports this one.
+the package's namespace, so later accesses are plain attribute lookups. `kernels` and `model`
+use it (the model side may import `kernels`); the swarm side, which the import contract keeps
+off the model side, has one lazy package (`swarm.llm`, two names) and spells its
+`__getattr__` out.
 """
 
 from __future__ import annotations

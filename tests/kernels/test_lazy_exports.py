@@ -1,6 +1,5 @@
-"""`lazy_exports`, in both of its copies (`kernels.lazy_exports` for the model side,
-`swarm.lazy_exports` for the swarm side; the import contract lets neither import the other):
-names load from their modules on first access, once, and nothing else does."""
+"""`kernels.lazy_exports`: names load from their modules on first access, once, and nothing
+else does."""
 
 from __future__ import annotations
 
@@ -14,9 +13,8 @@ from typing import Any
 import pytest
 
 import kernels.lazy_exports
-import swarm.lazy_exports
 
-COPIES = [kernels.lazy_exports.lazy_exports, swarm.lazy_exports.lazy_exports]
+lazy_exports = kernels.lazy_exports.lazy_exports
 
 
 @pytest.fixture
@@ -50,11 +48,10 @@ def _install(lazy: Callable[..., Any], name: str) -> types.ModuleType:
     return pkg
 
 
-@pytest.mark.parametrize("lazy", COPIES)
-def test_names_load_on_first_access_once(lazy: Callable[..., Any], package: str) -> None:
+def test_names_load_on_first_access_once(package: str) -> None:
     import builtins
 
-    pkg = _install(lazy, package)
+    pkg = _install(lazy_exports, package)
     assert pkg.__all__ == ["VALUE", "double", "sub"]
     assert "lazypkg.heavy" not in sys.modules  # nothing imported yet
     assert set(dir(pkg)) >= {"VALUE", "double", "sub"}
@@ -66,15 +63,7 @@ def test_names_load_on_first_access_once(lazy: Callable[..., Any], package: str)
         pkg.nope  # noqa: B018
 
 
-@pytest.mark.parametrize("lazy", COPIES)
-def test_a_name_with_two_homes_is_refused(lazy: Callable[..., Any]) -> None:
+def test_a_name_with_two_homes_is_refused() -> None:
     with pytest.raises(ValueError, match=r"'x' is exported from both '\.a' and '\.b'"):
-        lazy("p", {".a": ["x"], ".b": ["x"]})
+        lazy_exports("p", {".a": ["x"], ".b": ["x"]})
 
-
-def test_the_two_copies_are_the_same_code() -> None:
-    def body(module: types.ModuleType) -> str:
-        text = Path(module.__file__ or "").read_text()
-        return text[text.index("from __future__") :]
-
-    assert body(kernels.lazy_exports) == body(swarm.lazy_exports)
