@@ -20,7 +20,7 @@ from swarm.errors import UserError
 
 if TYPE_CHECKING:
     from agents.analysis.tools import AnalysisBoard
-    from agents.subagent import AgentRun
+    from agents.loop import Attempt
 
 Tab = tuple[str, list[str], list[list[str]]]  # caption, header, rows
 _COLUMN_STATS = ("count", "missing", "mean", "median", "std", "min", "max", "skew", "outliers")
@@ -329,7 +329,7 @@ def report_tools(board: AnalysisBoard) -> list[Callable[..., Any]]:
 # --- procedures --------------------------------------------------------------------------
 
 
-def build_report_page(run: AgentRun) -> ReportPage:
+def build_report_page(run: Attempt) -> ReportPage:
     """report.html: a summary, then a section per analysis in plan order."""
     digest = run.call("collect_results", detail=True)
     n = len(digest["datasets"])
@@ -340,7 +340,7 @@ def build_report_page(run: AgentRun) -> ReportPage:
     return ReportPage(title=title, intro=intro, order=page["order"], path=page["path"])
 
 
-def write_summary(run: AgentRun) -> ReportText:
+def write_summary(run: Attempt) -> ReportText:
     """report.md: findings across datasets, verified numbers, flags, problems."""
     digest = run.call("collect_results", detail=True)
     return ReportText(markdown=render_markdown(digest))

@@ -18,7 +18,7 @@ from agents.synthesis.budget import (
     message_chars,
     shared_budget,
 )
-from agents.synthesis.overflow import ContextOverflow, ContextOverflowError, context_overflow
+from agents.synthesis.overflow import ContextOverflow, context_overflow
 from agents.synthesis.packing import Block, block_tokens, cut_to, pack
 from agents.synthesis.reduce import Digest, Reduced, reduce_outputs
 
@@ -27,7 +27,6 @@ __all__ = [
     "DEFAULT_CONTEXT_TOKENS",
     "Block",
     "ContextOverflow",
-    "ContextOverflowError",
     "Digest",
     "Reduced",
     "TokenBudget",

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from swarm.errors import LimitError, ModelRequestError
+from swarm.errors import ModelRequestError
 
 _PROMPT = [
     re.compile(p, re.IGNORECASE)
@@ -85,8 +85,4 @@ def _first_number(patterns: list[re.Pattern[str]], text: str) -> int | None:
     return None
 
 
-class ContextOverflowError(LimitError):
-    """A prompt could not be made to fit the model's context (after splits and retries)."""
-
-
-__all__ = ["ContextOverflow", "ContextOverflowError", "context_overflow"]
+__all__ = ["ContextOverflow", "context_overflow"]

@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from agents.synthesis._prompts import final_messages, summary_messages
 from agents.synthesis._tasks import first_error, gather_all
 from agents.synthesis.budget import TokenBudget
-from agents.synthesis.overflow import ContextOverflowError, context_overflow
+from agents.synthesis.overflow import context_overflow
 from agents.synthesis.packing import Block, block_tokens, cut_to, take
-from swarm.errors import ConfigError, ModelRequestError
+from swarm.errors import ConfigError, ContextOverflowError, ModelRequestError
 from swarm.llm.protocol import ChatModel
 from swarm.llm.types import ChatResponse
 from swarm.schema import Usage

@@ -30,7 +30,7 @@ def test_public_api_is_pinned() -> None:
     assert sorted(synthesis.__all__) == sorted(
         [
             "DEFAULT_CHARS_PER_TOKEN", "DEFAULT_CONTEXT_TOKENS", "Block", "ContextOverflow",
-            "ContextOverflowError", "Digest", "Reduced", "TokenBudget", "block_tokens",
+            "Digest", "Reduced", "TokenBudget", "block_tokens",
             "context_overflow", "context_tokens", "cut_to", "forget_shared_budgets",
             "message_chars", "pack", "reduce_outputs", "shared_budget",
         ]

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from agents.synthesis import (
+from agents.synthesis import Reduced, TokenBudget, reduce_outputs
+from swarm.errors import (
+    ConfigError,
     ContextOverflowError,
-    Reduced,
-    TokenBudget,
-    reduce_outputs,
+    ModelRateLimitedError,
+    ModelRequestError,
 )
-from swarm.errors import ConfigError, ModelRateLimitedError, ModelRequestError
 from tests.agents.synthesis.conftest import TokenModel, varied_texts
 
 TASK = "Write one report of what the researchers found, citing the ids."
