@@ -3,17 +3,17 @@ the two pipelines (`agents.review`: literature review; `agents.analysis`: batch 
 analysis). Importing this package is light; the pipelines import their libraries on use.
 """
 
-from agents._model_policy import AgentStepLimitError
 from agents.fallback import MadeBy, Provenance, fallbacks, falls_back
+from agents.loop import AgentStepLimitError, Attempt
 from agents.roles import BUILTIN_ROLE_NAMES, Answer, Role, RoleRegistry, builtin_roles
-from agents.subagent import AgentRun, SubAgent, install
+from agents.subagent import SubAgent, install
 from agents.toolbox import Tool, ToolBox, ToolError, make_tool
 
 __all__ = [
     "BUILTIN_ROLE_NAMES",
-    "AgentRun",
     "AgentStepLimitError",
     "Answer",
+    "Attempt",
     "MadeBy",
     "Provenance",
     "Role",

@@ -29,9 +29,8 @@ from typing import Any, Literal
 from pydantic import BaseModel
 from pydantic.json_schema import SkipJsonSchema
 
-from agents._model_policy import AgentStepLimitError
-from agents.synthesis import ContextOverflowError
-from swarm.errors import ModelConnectionError, ModelError, OutputError
+from agents.loop.errors import AgentStepLimitError
+from swarm.errors import ContextOverflowError, ModelConnectionError, ModelError, OutputError
 
 #: Who made an output: the model policy, the offline policy, or the offline procedure
 #: after the model failed the subtask.

@@ -13,7 +13,7 @@ import dataclasses
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, Field
 
@@ -21,13 +21,37 @@ from swarm.errors import ConfigError
 from swarm.schema import ROLE_PATTERN
 
 if TYPE_CHECKING:
-    from agents.subagent import AgentRun
+    from agents.toolbox import ToolBox
+    from swarm.context import SubtaskContext
+
+
+class AttemptView(Protocol):
+    """What a role's procedure and check are given: one attempt of a sub-agent
+    (`agents.loop.Attempt`), seen through what they use of it."""
+
+    @property
+    def ctx(self) -> SubtaskContext: ...
+
+    @property
+    def tools(self) -> ToolBox: ...
+
+    @property
+    def policy(self) -> str: ...
+
+    @property
+    def inputs(self) -> dict[str, Any]: ...
+
+    @property
+    def upstream(self) -> dict[str, Any]: ...
+
+    def call(self, tool: str, /, **arguments: Any) -> Any: ...
+
 
 #: An offline procedure: runs in a worker thread, calls tools via `run.call`, returns the
 #: answer (an instance of the role's output schema, or a mapping that validates as one).
-Procedure = Callable[["AgentRun"], "BaseModel | Mapping[str, Any]"]
+Procedure = Callable[[AttemptView], "BaseModel | Mapping[str, Any]"]
 #: A check of an answer's meaning; raises `ValueError` saying what is wrong.
-Check = Callable[[Any, "AgentRun"], None]
+Check = Callable[[Any, AttemptView], None]
 
 
 class Answer(BaseModel):
@@ -197,6 +221,7 @@ def builtin_roles() -> RoleRegistry:
 __all__ = [
     "BUILTIN_ROLE_NAMES",
     "Answer",
+    "AttemptView",
     "Check",
     "Procedure",
     "Role",

@@ -2,11 +2,11 @@
 
     agent = SubAgent(role, toolbox)            # a swarm Worker: await agent(ctx)
 
-- **model policy** (the swarm has a model): the agent loop in `agents._model_policy` —
+- **model policy** (the swarm has a model): the agent loop of `agents.loop` —
   system prompt, tool calls, a final JSON answer validated against the role's schema, one
   repair turn, a step limit.
 - **offline policy** (no model, or `policy="offline"`): the role's deterministic procedure,
-  run in a worker thread, calling the same tools through `AgentRun.call`.
+  run in a worker thread, calling the same tools through `Attempt.call`.
 - **fallback** (`fallback=True`): when the model fails the subtask by its answers (invalid
   after the repair turn, the step limit, a task too long for its context), or its server
   fails the subtask's request on the last attempt, the role's procedure does it instead; an
@@ -20,15 +20,14 @@ output whose schema is `agents.fallback.Provenance` says which made it (`made_by
 from __future__ import annotations
 
 import asyncio
-import json
-import time
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Executor
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ValidationError
 
 from agents.fallback import FALLBACK_ERRORS, MadeBy, Provenance, falls_back_on_server_error
+from agents.loop import Attempt, error_text, run_model_policy
 from agents.roles import Role, RoleRegistry
 from agents.toolbox import ToolBox
 from swarm.errors import ConfigError, ModelError, OutputValidationError
@@ -41,138 +40,11 @@ Policy = Literal["auto", "model", "offline"]
 _POLICIES = ("auto", "model", "offline")
 
 
-def _error_text(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"[:500]
-
-
-class AgentRun:
-    """One attempt of one sub-agent: what its procedure (or the agent loop) works with.
-
-    Attributes:
-        ctx: the swarm's `SubtaskContext` (inputs, upstream outputs, model, spawn).
-        role: the role being played.
-        tools: the tools it may call.
-        policy: `model` or `offline`.
-        steps: steps taken so far.
-    """
-
-    def __init__(self, ctx: SubtaskContext, role: Role, tools: ToolBox, policy: str) -> None:
-        self.ctx = ctx
-        self.role = role
-        self.tools = tools
-        self.policy = policy
-        self.steps = 0
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    @property
-    def inputs(self) -> dict[str, Any]:
-        return self.ctx.inputs
-
-    @property
-    def upstream(self) -> dict[str, Any]:
-        return self.ctx.upstream
-
-    def _record(self, fn: Any, *args: Any, **kwargs: Any) -> None:
-        """Record an event from the loop thread, or hand it to the loop from a worker thread."""
-        loop = self._loop
-        if loop is None or _on_loop(loop):
-            fn(*args, **kwargs)
-        else:
-            loop.call_soon_threadsafe(lambda: fn(*args, **kwargs))
-
-    def call(self, tool: str, /, **arguments: Any) -> Any:
-        """Call a tool from an offline procedure: one step, recorded like a model's call.
-
-        Raises whatever the tool raises (after recording the failed call).
-        """
-        self.steps += 1
-        step = self.steps
-        t0 = time.perf_counter()
-        error: str | None = None
-        result: Any = None
-        try:
-            result = self.tools.get_tool(tool)(arguments)
-            return result
-        except Exception as exc:
-            error = _error_text(exc)
-            raise
-        finally:
-            latency = time.perf_counter() - t0
-            self._record(
-                self.ctx.record_tool,
-                tool,
-                step=step,
-                latency_s=latency,
-                error=error,
-                arguments=arguments,
-                result=result,
-            )
-            self._record(
-                self.ctx.record_step, step, policy=self.policy, tools=[tool], outcome="tools"
-            )
-
-    async def call_for_model(
-        self, name: str, arguments: str, executor: Executor | None, call_id: str | None = None
-    ) -> str:
-        """Run one tool call the model made; the result (or the error) as text for the model."""
-        t0 = time.perf_counter()
-        error: str | None = None
-        try:
-            tool = self.tools.get_tool(name)
-            kwargs = tool.parse(arguments)
-            loop = asyncio.get_running_loop()
-            result = await loop.run_in_executor(executor, lambda: tool.fn(**kwargs))
-            text = result if isinstance(result, str) else json.dumps(result, default=_jsonable)
-        except Exception as exc:  # noqa: BLE001  (any tool failure goes back to the model)
-            error = _error_text(exc)
-            text = f"error: {error}"
-        self.ctx.record_tool(
-            name,
-            step=self.steps,
-            latency_s=time.perf_counter() - t0,
-            error=error,
-            call_id=call_id,
-            arguments=arguments,
-            result=text,
-        )
-        return text
-
-    def validate(self, answer: Any) -> BaseModel:
-        """The answer as the role's schema, checked for meaning.
-
-        Raises:
-            ValidationError: it does not fit the schema.
-            ValueError: the role's check rejected it.
-        """
-        out = self.role.output
-        parsed = answer if isinstance(answer, out) else out.model_validate(answer)
-        if self.role.check is not None:
-            self.role.check(parsed, self)
-        return parsed
-
-
-def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
-    try:
-        return asyncio.get_running_loop() is loop
-    except RuntimeError:
-        return False
-
-
 def _made_by(output: BaseModel, made_by: MadeBy, error: str | None = None) -> BaseModel:
     """The output with who made it, when its schema records that (`Provenance`)."""
     if not isinstance(output, Provenance):
         return output
     return output.model_copy(update={"made_by": made_by, "fallback_error": error})
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
-    if hasattr(value, "__dataclass_fields__"):
-        return {k: getattr(value, k) for k in value.__dataclass_fields__}
-    if isinstance(value, set | frozenset | tuple):
-        return list(value)
-    return str(value)
 
 
 class SubAgent:
@@ -224,11 +96,9 @@ class SubAgent:
 
     async def __call__(self, ctx: SubtaskContext) -> BaseModel:
         policy = self.policy_for(ctx)
-        run = AgentRun(ctx, self.role, self.tools, policy)
+        run = Attempt(ctx, self.role, self.tools, policy)
         if policy != "model":
             return _made_by(await self._offline(run), "offline")
-        from agents._model_policy import run_model_policy
-
         try:
             answer = await run_model_policy(run, self.executor)
         except FALLBACK_ERRORS as exc:
@@ -243,18 +113,18 @@ class SubAgent:
             return await self._fall_back(run, exc)
         return _made_by(answer, "model")
 
-    async def _fall_back(self, failed: AgentRun, exc: Exception) -> BaseModel:
+    async def _fall_back(self, failed: Attempt, exc: Exception) -> BaseModel:
         """The offline procedure's answer for a subtask the model failed: one `fallback`
         step (the model's error) first, then the procedure's steps, numbered on. A failing
         procedure fails the subtask with its own error (the model's is its context)."""
-        error = _error_text(exc)
+        error = error_text(exc)
         failed.steps += 1
         failed.ctx.record_step(failed.steps, policy="model", outcome="fallback", error=error)
-        run = AgentRun(failed.ctx, self.role, self.tools, "offline")
+        run = Attempt(failed.ctx, self.role, self.tools, "offline")
         run.steps = failed.steps
         return _made_by(await self._offline(run), "offline_fallback", error)
 
-    async def _offline(self, run: AgentRun) -> BaseModel:
+    async def _offline(self, run: Attempt) -> BaseModel:
         procedure = self.role.procedure
         if procedure is None:
             raise ConfigError(
@@ -262,7 +132,7 @@ class SubAgent:
                 "pass --model / set KIMMY_BASE_URL"
             )
         loop = asyncio.get_running_loop()
-        run._loop = loop
+        run.loop = loop
         answer = await loop.run_in_executor(self.executor, procedure, run)
         try:
             parsed = run.validate(answer)
@@ -292,4 +162,4 @@ def install(
         swarm.add_role(role.name, agent, output=role.output)
 
 
-__all__ = ["AgentRun", "Policy", "SubAgent", "install"]
+__all__ = ["Policy", "SubAgent", "install"]

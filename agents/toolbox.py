@@ -1,9 +1,10 @@
-"""Tools a sub-agent can call: typed arguments, a JSON result, an OpenAI function spec.
+"""Tools an agent can call: typed arguments, a JSON result, an OpenAI function spec.
 
-Both policies call the same tools: the model policy through the model's function calls,
-the offline policy from its procedure. A tool is a plain Python function whose signature
-becomes a pydantic model, so a model's arguments are validated before the function runs
-and a bad call comes back to the model as an error message it can correct.
+Both policies of a sub-agent call the same tools: the model policy through the model's
+function calls, the offline policy from its procedure. The orchestrator's tools are a
+`ToolBox` too (`agents.orchestrator.tools`). A tool is a plain Python function whose
+signature becomes a pydantic model, so a model's arguments are validated before the
+function runs and a bad call comes back to the model as an error message it can correct.
 
     box = ToolBox()
 
@@ -24,13 +25,18 @@ from typing import Any, get_type_hints
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from swarm.errors import ConfigError, UserError, validation_problems
+from swarm.llm.types import function_tool
 
 
 class ToolError(UserError):
-    """A tool was called with bad arguments, or does not exist."""
+    """A tool was called with bad arguments, or does not exist, or refused the call: the
+    message goes back to the model that called it, so it can correct the call."""
 
 
-class _Args(BaseModel):
+class ToolArgs(BaseModel):
+    """The base of every tool's argument model: an argument the tool does not take is an
+    error the model is shown, not silently dropped."""
+
     model_config = ConfigDict(extra="forbid")
 
 
@@ -42,7 +48,8 @@ class Tool:
         name: what the model calls it.
         description: what it does (shown to the model).
         params: the pydantic model of its arguments.
-        fn: the function; called with the validated arguments as keywords.
+        fn: the function; called with the validated arguments as keywords (a coroutine
+            function makes an async tool: calling it gives the awaitable).
     """
 
     name: str
@@ -51,13 +58,13 @@ class Tool:
     fn: Callable[..., Any]
 
     def spec(self) -> dict[str, Any]:
-        """The OpenAI `tools` entry for this tool."""
+        """The OpenAI `tools` entry for this tool: its name, its description and the JSON
+        schema of its arguments (the argument model's own title and docstring left out: the
+        tool's name and description say them)."""
         schema = self.params.model_json_schema()
         schema.pop("title", None)
-        return {
-            "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": schema},
-        }
+        schema.pop("description", None)
+        return function_tool(self.name, self.description, schema)
 
     def parse(self, arguments: str | Mapping[str, Any] | None) -> dict[str, Any]:
         """Validated keyword arguments from a JSON string or a mapping.
@@ -102,7 +109,7 @@ def make_tool(fn: Callable[..., Any], *, name: str | None = None, description: s
             raise ConfigError(f"tool {tool_name!r}: parameter {param.name!r} needs a type hint")
         default = ... if param.default is inspect.Parameter.empty else param.default
         fields[param.name] = (hints[param.name], default)
-    params = create_model(f"{tool_name}_args", __base__=_Args, **fields)
+    params = create_model(f"{tool_name}_args", __base__=ToolArgs, **fields)
     text = description or inspect.getdoc(fn) or ""
     return Tool(tool_name, text.split("\n\n")[0].strip(), params, fn)
 
@@ -152,4 +159,4 @@ class ToolBox(Mapping[str, Tool]):
         return len(self._tools)
 
 
-__all__ = ["Tool", "ToolBox", "ToolError", "make_tool"]
+__all__ = ["Tool", "ToolArgs", "ToolBox", "ToolError", "make_tool"]

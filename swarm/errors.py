@@ -190,6 +190,10 @@ class SpawnError(LimitError):
         self.ids: tuple[str, ...] = tuple(ids)
 
 
+class ContextOverflowError(LimitError):
+    """A prompt could not be made to fit the model's context (after splits and retries)."""
+
+
 class StoreError(SwarmError):
     """The run store could not write: the run stops, and nothing unstored was acknowledged."""
 
@@ -244,6 +248,7 @@ def validation_problems(
 __all__ = [
     "BudgetExceededError",
     "ConfigError",
+    "ContextOverflowError",
     "CycleError",
     "DuplicateIdError",
     "EmptyPlanError",

@@ -67,9 +67,9 @@ def test_swarm_exports_exactly_its_public_api() -> None:
 
 AGENTS_API = {
     "BUILTIN_ROLE_NAMES",
-    "AgentRun",
     "AgentStepLimitError",
     "Answer",
+    "Attempt",
     "MadeBy",
     "Provenance",
     "Role",

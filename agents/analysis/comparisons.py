@@ -18,7 +18,7 @@ from agents.tools.conventions import AnalysisError
 from agents.tools.finding import NumericFinding
 
 if TYPE_CHECKING:
-    from agents.subagent import AgentRun
+    from agents.loop import Attempt
 
 __all__ = ["MAX_COMPARED", "GroupStep", "compare_asked"]
 
@@ -120,7 +120,7 @@ def _answer(cmp: dict[str, Any], comparison: str) -> str:
     )
 
 
-def compare_asked(run: AgentRun, dataset: str, asked: dict[str, Any]) -> GroupStep | None:
+def compare_asked(run: Attempt, dataset: str, asked: dict[str, Any]) -> GroupStep | None:
     """Compare each asked value across the asked group (None: the question asks no grouped
     comparison, or names no value to compare)."""
     group = asked.get("group")

@@ -17,7 +17,7 @@ from agents.tools.conventions import AnalysisError
 from agents.tools.finding import NumericFinding
 
 if TYPE_CHECKING:
-    from agents.subagent import AgentRun
+    from agents.loop import Attempt
 
 __all__ = ["LEFT_OUT", "ModelStep", "fit_summary", "model_step"]
 
@@ -86,7 +86,7 @@ def _diagnostic_findings(step: ModelStep, fit: dict[str, Any], diag: dict[str, A
 
 
 def model_step(
-    run: AgentRun, dataset: str, target: str, predictors: list[str], *, max_predictors: int
+    run: Attempt, dataset: str, target: str, predictors: list[str], *, max_predictors: int
 ) -> ModelStep:
     """Fit, diagnose and read the model of `target` (predictors: default when empty)."""
     step = ModelStep()

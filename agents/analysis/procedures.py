@@ -26,7 +26,7 @@ from agents.analysis.schemas import (
 from agents.tools.finding import NumericFinding, Verdict
 
 if TYPE_CHECKING:
-    from agents.subagent import AgentRun
+    from agents.loop import Attempt
     from swarm.context import SubtaskContext
 
 #: Columns described (distribution statistics, outliers) per analysis at most.
@@ -47,7 +47,7 @@ def is_general(question: str) -> bool:
 # --- orchestrator ------------------------------------------------------------------------
 
 
-def plan_analyses(run: AgentRun) -> AnalysisPlan:
+def plan_analyses(run: Attempt) -> AnalysisPlan:
     """One task per (loaded dataset, question), in the order given; load errors as problems."""
     specs = [str(s) for s in run.inputs.get("datasets") or []]
     questions = [str(q) for q in run.inputs.get("questions") or []] or [GENERAL_QUESTION]
@@ -96,7 +96,7 @@ class _Draft:
 
 
 def _target_for(
-    run: AgentRun, d: _Draft, prof: dict[str, Any], missing: dict[str, int]
+    run: Attempt, d: _Draft, prof: dict[str, Any], missing: dict[str, int]
 ) -> tuple[str | None, list[str]]:
     """The target and the predictors the question asks for (None target: unanswerable).
 
@@ -132,7 +132,7 @@ def _unanswered_reason(d: _Draft, prof: dict[str, Any]) -> str:
     )
 
 
-def _fit(run: AgentRun, d: _Draft, target: str, predictors: list[str]) -> dict[str, Any] | None:
+def _fit(run: Attempt, d: _Draft, target: str, predictors: list[str]) -> dict[str, Any] | None:
     """The model the target calls for, its diagnostics and their reading (`model_step`)."""
     step = model_step(run, d.dataset, target, predictors, max_predictors=MAX_PREDICTORS)
     d.findings.extend(step.findings)
@@ -142,7 +142,7 @@ def _fit(run: AgentRun, d: _Draft, target: str, predictors: list[str]) -> dict[s
     return step.fit
 
 
-def _describe(run: AgentRun, d: _Draft, columns: list[str], missing: dict[str, int]) -> None:
+def _describe(run: Attempt, d: _Draft, columns: list[str], missing: dict[str, int]) -> None:
     """Distribution statistics, missing counts and outliers, and their reading."""
     described = run.call("describe_columns", dataset=d.dataset, columns=columns)
     for col in columns:
@@ -157,7 +157,7 @@ def _describe(run: AgentRun, d: _Draft, columns: list[str], missing: dict[str, i
     d.interpretation["distributions"] = distributions_text(described, outliers)
 
 
-def _correlate(run: AgentRun, d: _Draft) -> list[dict[str, Any]]:
+def _correlate(run: Attempt, d: _Draft) -> list[dict[str, Any]]:
     pairs = run.call("top_correlations", dataset=d.dataset, top=TOP_PAIRS)
     for p in pairs:
         d.add("corr", [p["a"], p["b"]], p["r"])
@@ -165,7 +165,7 @@ def _correlate(run: AgentRun, d: _Draft) -> list[dict[str, Any]]:
     return pairs
 
 
-def _figure(run: AgentRun, d: _Draft, kind: str, columns: list[str]) -> None:
+def _figure(run: Attempt, d: _Draft, kind: str, columns: list[str]) -> None:
     made = run.call("make_figure", dataset=d.dataset, kind=kind, columns=columns)
     d.figures.append(FigureOut.model_validate(made))
 
@@ -181,7 +181,7 @@ def _no_numeric(d: _Draft, prof: dict[str, Any], missing: dict[str, int]) -> Dat
     return _result(d, prof, answered=False, reason=reason, summary=f"{prof['rows']} rows; {reason}")
 
 
-def _compare(run: AgentRun, d: _Draft) -> bool:
+def _compare(run: Attempt, d: _Draft) -> bool:
     """The grouped comparison the question asks for, if any (True: it was made)."""
     step = compare_asked(run, d.dataset, d.asked) if d.asked is not None else None
     if step is None:
@@ -222,7 +222,7 @@ def _summary(fit: dict[str, Any] | None, pairs: list[dict[str, Any]], prof: dict
     return "; ".join(parts) + "."
 
 
-def analyze_dataset(run: AgentRun) -> DatasetAnalysis:
+def analyze_dataset(run: Attempt) -> DatasetAnalysis:
     """Profile, missing values, distributions, correlations, the model the target calls for
     (`agents.tools.models`) with its diagnostics, outliers, figures, and a reading of each."""
     d = _Draft(str(run.inputs["dataset"]), str(run.inputs["question"]))
@@ -270,7 +270,7 @@ def failed_dependency(ctx: SubtaskContext, dep: str) -> str:
     return f"{dep} failed ({what})"
 
 
-def check_findings(run: AgentRun) -> FindingChecks:
+def check_findings(run: Attempt) -> FindingChecks:
     """Recompute every finding of the upstream analysis from the raw data (`verify_finding`)."""
     analysis_id = str(run.inputs["analysis"])
     raw = run.upstream.get(analysis_id)

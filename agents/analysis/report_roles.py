@@ -20,7 +20,7 @@ from swarm.errors import UserError
 
 if TYPE_CHECKING:
     from agents.analysis.board import AnalysisBoard
-    from agents.subagent import AgentRun
+    from agents.loop import Attempt
 
 __all__ = ["build_report_page", "compact_digest", "report_tools", "write_summary"]
 
@@ -69,11 +69,11 @@ def report_tools(board: AnalysisBoard) -> list[Callable[..., Any]]:
     return [collect_results, render_report]
 
 
-def _collected(run: AgentRun) -> AnalysisDigest:
+def _collected(run: Attempt) -> AnalysisDigest:
     return AnalysisDigest.model_validate(run.call("collect_results", detail=True))
 
 
-def build_report_page(run: AgentRun) -> ReportPage:
+def build_report_page(run: Attempt) -> ReportPage:
     """report.html: a summary, then a section per analysis in plan order."""
     digest = _collected(run)
     n = len(digest.datasets)
@@ -84,6 +84,6 @@ def build_report_page(run: AgentRun) -> ReportPage:
     return ReportPage(title=title, intro=intro, order=page["order"], path=page["path"])
 
 
-def write_summary(run: AgentRun) -> ReportText:
+def write_summary(run: Attempt) -> ReportText:
     """report.md: findings across datasets, verified numbers, flags, problems."""
     return ReportText(markdown=render_markdown(_collected(run)))

@@ -25,7 +25,7 @@ from agents.analysis.schemas import (
 from agents.roles import RoleRegistry, builtin_roles
 
 if TYPE_CHECKING:
-    from agents.subagent import AgentRun
+    from agents.loop import Attempt
 
 DATA_TOOLS = (
     "dataset_profile", "missing_values", "describe_columns", "top_correlations",
@@ -62,11 +62,11 @@ _MODEL_HELP = (
 )
 
 
-def _model_only(run: AgentRun) -> bool:
+def _model_only(run: Attempt) -> bool:
     return run.policy == "model"
 
 
-def check_plan(answer: AnalysisPlan, run: AgentRun) -> None:
+def check_plan(answer: AnalysisPlan, run: Attempt) -> None:
     """Every task names a loaded dataset; every (dataset, question) pair is planned once."""
     if not _model_only(run):
         return
@@ -94,7 +94,7 @@ def _finding_problem(f: Any, columns: set[str]) -> str | None:
     return None
 
 
-def check_analysis(answer: DatasetAnalysis, run: AgentRun) -> None:
+def check_analysis(answer: DatasetAnalysis, run: Attempt) -> None:
     """The analysis is of the asked dataset, and its findings name columns that exist."""
     if not _model_only(run):
         return
@@ -112,7 +112,7 @@ def check_analysis(answer: DatasetAnalysis, run: AgentRun) -> None:
         raise ValueError("; ".join(problems[:5]) + f" (columns: {sorted(columns)[:30]})")
 
 
-def check_verdicts(answer: FindingChecks, run: AgentRun) -> None:
+def check_verdicts(answer: FindingChecks, run: Attempt) -> None:
     """Every finding of the analysis has a verdict, and each agrees with a recomputation."""
     if not _model_only(run):
         return
@@ -152,7 +152,7 @@ def _keyed(verdicts: list[Any]) -> list[tuple[Any, ...]]:
     return sorted(out)
 
 
-def check_page(answer: ReportPage, run: AgentRun) -> None:
+def check_page(answer: ReportPage, run: Attempt) -> None:
     """report.html was written by the `render_report` tool."""
     if _model_only(run) and not (
         answer.path.endswith("report.html") and Path(answer.path).is_file()
@@ -160,7 +160,7 @@ def check_page(answer: ReportPage, run: AgentRun) -> None:
         raise ValueError("call render_report, then answer with the path it returned")
 
 
-def check_text(answer: ReportText, run: AgentRun) -> None:
+def check_text(answer: ReportText, run: Attempt) -> None:
     """report.md names every dataset and flags every mismatched number."""
     if not _model_only(run):
         return

@@ -22,7 +22,7 @@ from agents.orchestrator.agent_specs import AgentSpec, spec_role_factory
 from agents.orchestrator.offline import NO_OFFLINE_PLAN, OfflinePlanner, offline_rules
 from agents.orchestrator.prompts import Resources
 from agents.orchestrator.solve import SolveConfig, SolveOutcome, resume_solve, run_solve
-from agents.orchestrator.tools import tool_specs
+from agents.orchestrator.tools import orchestrator_tools
 
 __all__ = [
     "NO_OFFLINE_PLAN",
@@ -37,8 +37,8 @@ __all__ = [
     "SolveOutcome",
     "TurnPolicy",
     "offline_rules",
+    "orchestrator_tools",
     "resume_solve",
     "run_solve",
     "spec_role_factory",
-    "tool_specs",
 ]

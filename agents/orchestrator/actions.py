@@ -11,32 +11,21 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from agents.orchestrator.agent_specs import AgentSpec
 from agents.orchestrator.digest import digest, output_text, page
 from agents.orchestrator.state import OrchestratorState, TaskRecord
-from agents.orchestrator.tools import (
-    TOOLS,
-    AssignTask,
-    AssignTasks,
-    CreateSubagent,
-    Finish,
-    ReadResult,
-    Wait,
-)
+from agents.orchestrator.tools import orchestrator_tools
+from agents.toolbox import Tool, ToolBox, ToolError
 from swarm.errors import SpawnError, WaitError, validation_problems
 
 if TYPE_CHECKING:
     from swarm.context import SubtaskContext
     from swarm.llm.types import ToolCall
     from swarm.schema import SubtaskResult
-
-
-class ToolCallError(Exception):
-    """A tool call the orchestrator must correct (the message goes back to it)."""
 
 
 @dataclass
@@ -70,33 +59,53 @@ class Actions:
     #: Results seen so far, by task id (kept out of the saved state: outputs can be large).
     seen: dict[str, SubtaskResult] = field(default_factory=dict)
 
+    #: The orchestrator's tools, carried out by this attempt's handlers below.
+    toolbox: ToolBox = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.toolbox = orchestrator_tools(
+            {
+                "create_subagent": self._create_subagent,
+                "assign_task": self._assign_task,
+                "assign_tasks": self._assign_tasks,
+                "wait": self._wait,
+                "read_result": self._read_result,
+                "finish": self._finish,
+            }
+        )
+
     async def run(self, call: ToolCall) -> Outcome:
         """Carry out one tool call; errors become the text `error: …`."""
         name = call.function.name
-        model = TOOLS.get(name)
+        tool = self.toolbox.get(name)
         try:
-            if model is None:
-                raise ToolCallError(f"unknown tool {name!r}; tools: {', '.join(TOOLS)}")
-            args = _parse(model, call.function.arguments)
-            return await getattr(self, f"_{name}")(args)
-        except ToolCallError as exc:
+            if tool is None:
+                raise ToolError(f"unknown tool {name!r}; tools: {', '.join(self.toolbox)}")
+            result: Outcome = await tool.fn(**_arguments(tool, call.function.arguments))
+            return result
+        except ToolError as exc:
             return Outcome(f"error: {exc}")
 
     # --- the tools ----------------------------------------------------------------------
 
-    async def _create_subagent(self, args: CreateSubagent) -> Outcome:
-        if args.name in self.roles:
-            raise ToolCallError(
-                f"{args.name!r} is a built-in role (available by name: assign_task to it); "
+    async def _create_subagent(
+        self, name: str, system_prompt: str, tools: tuple[str, ...],
+        output_schema: dict[str, Any] | None,
+    ) -> Outcome:  # fmt: skip
+        if name in self.roles:
+            raise ToolError(
+                f"{name!r} is a built-in role (available by name: assign_task to it); "
                 "give your sub-agent another name"
             )
-        known = self.state.agents.get(args.name)
-        spec = AgentSpec.model_validate(args.model_dump())
+        known = self.state.agents.get(name)
+        spec = AgentSpec(
+            name=name, system_prompt=system_prompt, tools=tools, output_schema=output_schema
+        )
         if known is not None and known != spec:
-            raise ToolCallError(f"a different sub-agent {args.name!r} exists; pick a new name")
+            raise ToolError(f"a different sub-agent {name!r} exists; pick a new name")
         missing = [t for t in spec.tools if t not in self.tools]
         if missing:
-            raise ToolCallError(
+            raise ToolError(
                 f"unknown tools {missing}; tools you may give: {', '.join(sorted(self.tools))}"
             )
         self.state.agents[spec.name] = spec
@@ -107,13 +116,13 @@ class Actions:
         spec = self.state.agents.get(agent)
         if spec is None and agent not in self.roles:
             created = ", ".join(self.state.agents) or "(none yet)"
-            raise ToolCallError(
+            raise ToolError(
                 f"unknown agent {agent!r}; created: {created}; built-in: "
                 f"{', '.join(sorted(self.roles))}"
             )
         unknown = [d for d in deps if d not in self.state.tasks]
         if unknown:
-            raise ToolCallError(f"depends_on names unknown task ids {unknown}")
+            raise ToolError(f"depends_on names unknown task ids {unknown}")
         out: dict[str, Any] = {
             "id": key, "role": agent, "instructions": task, "inputs": dict(inputs),
             "depends_on": deps,
@@ -126,7 +135,7 @@ class Actions:
         try:
             self.ctx.spawn(subtasks)
         except SpawnError as exc:
-            raise ToolCallError(f"refused: {exc}") from None
+            raise ToolError(f"refused: {exc}") from None
         for st in subtasks:
             self.state.tasks[st["id"]] = TaskRecord(
                 id=st["id"], agent=st["role"], task=st["instructions"],
@@ -134,45 +143,50 @@ class Actions:
             )  # fmt: skip
         return [st["id"] for st in subtasks]
 
-    async def _assign_task(self, args: AssignTask) -> Outcome:
-        if args.id is not None and args.id in self.state.tasks:
-            raise ToolCallError(f"task id {args.id!r} is taken")
-        key = args.id or self.state.new_task_id(set())
-        st = self._subtask(args.agent, args.task, args.inputs, args.depends_on, key)
+    async def _assign_task(
+        self, agent: str, task: str, inputs: dict[str, Any], depends_on: list[str],
+        id: str | None,
+    ) -> Outcome:  # fmt: skip
+        if id is not None and id in self.state.tasks:
+            raise ToolError(f"task id {id!r} is taken")
+        key = id or self.state.new_task_id(set())
+        st = self._subtask(agent, task, inputs, depends_on, key)
         ids = self._spawn([st])
         return Outcome(json.dumps({"task_id": ids[0]}), ids)
 
-    async def _assign_tasks(self, args: AssignTasks) -> Outcome:
+    async def _assign_tasks(
+        self, agent: str, task: str, inputs_list: list[dict[str, Any]], depends_on: list[str]
+    ) -> Outcome:
         subtasks = [
-            self._subtask(
-                args.agent, args.task, inputs, args.depends_on, self.state.new_task_id(set())
-            )
-            for inputs in args.inputs_list
+            self._subtask(agent, task, inputs, depends_on, self.state.new_task_id(set()))
+            for inputs in inputs_list
         ]
         ids = self._spawn(subtasks)
         return Outcome(json.dumps({"task_ids": ids}), ids)
 
-    async def _wait(self, args: Wait) -> Outcome:
+    async def _wait(
+        self, ids: list[str] | Literal["all", "any"], timeout_s: float | None
+    ) -> Outcome:
         tasks = self.state.tasks
         if not tasks:
-            raise ToolCallError("no task has been assigned yet: assign_task first")
-        if args.ids == "all":
-            ids, mode = list(tasks), "all"
-        elif args.ids == "any":
-            ids, mode = self.state.unreported(), "any"
-            if not ids:
-                raise ToolCallError("every task's result was already shown; nothing to wait for")
+            raise ToolError("no task has been assigned yet: assign_task first")
+        if ids == "all":
+            keys, mode = list(tasks), "all"
+        elif ids == "any":
+            keys, mode = self.state.unreported(), "any"
+            if not keys:
+                raise ToolError("every task's result was already shown; nothing to wait for")
         else:
-            unknown = [i for i in args.ids if i not in tasks]
+            unknown = [i for i in ids if i not in tasks]
             if unknown:
-                raise ToolCallError(f"unknown task ids {unknown}")
-            ids, mode = list(args.ids), "all"
+                raise ToolError(f"unknown task ids {unknown}")
+            keys, mode = list(ids), "all"
         try:
-            got = await self.ctx.wait(ids, mode=mode, timeout_s=args.timeout_s)  # type: ignore[arg-type]
+            got = await self.ctx.wait(keys, mode=mode, timeout_s=timeout_s)  # type: ignore[arg-type]
         except WaitError as exc:
-            raise ToolCallError(str(exc)) from None
+            raise ToolError(str(exc)) from None
         self.seen.update(got)
-        shown = {k: r for k, r in got.items() if args.ids != "all" or not tasks[k].reported}
+        shown = {k: r for k, r in got.items() if ids != "all" or not tasks[k].reported}
         for key in shown:
             tasks[key].reported = True
         pending = [k for k in tasks if k not in self.seen]
@@ -185,17 +199,17 @@ class Actions:
             self.seen.update(await self.ctx.wait([key], timeout_s=0))
         return self.seen.get(key)
 
-    async def _read_result(self, args: ReadResult) -> Outcome:
-        if args.id not in self.state.tasks:
-            raise ToolCallError(f"unknown task id {args.id!r}")
-        result = await self.result_of(args.id)
+    async def _read_result(self, id: str, offset: int, limit: int) -> Outcome:
+        if id not in self.state.tasks:
+            raise ToolError(f"unknown task id {id!r}")
+        result = await self.result_of(id)
         if result is None:
-            raise ToolCallError(f"task {args.id!r} has not finished yet: wait for it first")
-        return Outcome(page(result, args.offset, args.limit))
+            raise ToolError(f"task {id!r} has not finished yet: wait for it first")
+        return Outcome(page(result, offset, limit))
 
-    async def _finish(self, args: Finish) -> Outcome:
-        if not args.synthesize:
-            self.state.answer = args.answer
+    async def _finish(self, answer: str, synthesize: bool) -> Outcome:
+        if not synthesize:
+            self.state.answer = answer
             return Outcome(json.dumps({"finished": True}))
         from agents.synthesis import reduce_outputs
         from swarm.llm import context_tokens
@@ -206,11 +220,11 @@ class Actions:
             if (r := await self.result_of(key)) is not None and r.status.value == "done"
         ]
         if not done:
-            raise ToolCallError("no task has finished with an output: nothing to synthesize")
+            raise ToolError("no task has finished with an output: nothing to synthesize")
         goal = self.ctx.inputs.get("goal") or self.ctx.instructions
         reduced = await reduce_outputs(
             self.ctx.model,
-            instructions=f"{goal}\n\nThe orchestrator's notes for the answer: {args.answer}",
+            instructions=f"{goal}\n\nThe orchestrator's notes for the answer: {answer}",
             items=done,
             context_tokens=context_tokens(self.ctx.model, self.context_tokens),
             max_tokens=self.max_tokens,
@@ -219,18 +233,24 @@ class Actions:
         return Outcome(json.dumps({"finished": True, "synthesized_from": len(reduced.ids)}))
 
 
-def _parse(model: type[BaseModel], arguments: str) -> Any:
+def _arguments(tool: Tool, arguments: str) -> dict[str, Any]:
+    """The validated keyword arguments of a call to `tool` from the model's JSON text.
+
+    Raises:
+        ToolError: not JSON, not an object, or not the tool's arguments (says which).
+    """
     try:
         data = json.loads(arguments or "{}")
     except json.JSONDecodeError as exc:
-        raise ToolCallError(f"the arguments are not JSON: {exc.msg}") from None
+        raise ToolError(f"the arguments are not JSON: {exc.msg}") from None
     if not isinstance(data, dict):
-        raise ToolCallError("the arguments must be a JSON object")
+        raise ToolError("the arguments must be a JSON object")
     try:
-        return model.model_validate(data)
+        parsed = tool.params.model_validate(data)
     except ValidationError as exc:
-        problems = validation_problems(exc, root='(arguments)')
-        raise ToolCallError(f"bad arguments: {problems}") from None
+        problems = validation_problems(exc, root="(arguments)")
+        raise ToolError(f"bad arguments: {problems}") from None
+    return {name: getattr(parsed, name) for name in type(parsed).model_fields}
 
 
-__all__ = ["Actions", "Outcome", "ToolCallError"]
+__all__ = ["Actions", "Outcome"]

@@ -16,12 +16,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, Field
 
-from agents._model_policy import AgentStepLimitError
+from agents.loop import AgentStepLimitError, Rejection, chat_within_budget
 from agents.orchestrator.actions import Actions
 from agents.orchestrator.prompts import NO_TOOL_CALL, Resources, opening_messages
 from agents.orchestrator.state import OrchestratorState
-from agents.orchestrator.tools import tool_specs
-from swarm.errors import ModelError
+from swarm.llm import TokenBudget, context_tokens, shared_budget
 from swarm.llm.types import ToolCall
 
 if TYPE_CHECKING:
@@ -59,6 +58,19 @@ MIN_TURN_TOKENS = 64
 MAX_REJECTIONS = 2
 
 
+@dataclass(frozen=True)
+class _AskAgain:
+    """The orchestrator's answer to a rejection as too long (`agents.loop.chat.OnOverflow`):
+    the same conversation again (its `max_tokens` sized anew), while the budget learned
+    something and fewer than `MAX_REJECTIONS` tries were rejected."""
+
+    def retries(self, rejection: Rejection) -> bool:
+        return rejection.count < MAX_REJECTIONS
+
+    async def resend(self, rejection: Rejection, learned: bool) -> list[dict[str, Any]] | None:
+        return rejection.messages if learned else None
+
+
 @dataclass
 class ModelTurns:
     """The model policy: the run's model with the orchestrator's tools (a call is required
@@ -75,9 +87,7 @@ class ModelTurns:
     context_tokens: int | None = None
     name: str = "model"
 
-    def _budget(self, ctx: SubtaskContext) -> Any:
-        from swarm.llm import context_tokens, shared_budget
-
+    def _budget(self, ctx: SubtaskContext) -> TokenBudget:
         budget = shared_budget(ctx.model)
         if not budget.context_known:
             budget.tell_context(context_tokens(ctx.model, self.context_tokens or 4_096))
@@ -86,32 +96,22 @@ class ModelTurns:
     async def next_turn(
         self, ctx: SubtaskContext, messages: Sequence[dict[str, Any]], actions: Actions
     ) -> ChatResponse:
-        from swarm.llm import context_overflow
-
-        tools = tool_specs()
+        tools = actions.toolbox.specs()
         options: dict[str, Any] = {"tools": tools, "tool_choice": "required"}
         if self.temperature is not None:
             options["temperature"] = self.temperature
         if self.logprobs:
             options["logprobs"] = True
         budget = self._budget(ctx)
-        for rejected in range(MAX_REJECTIONS + 1):
-            room = budget.context_tokens - budget.prompt_tokens(messages, tools) - budget.margin
-            max_tokens = max(MIN_TURN_TOKENS, min(self.max_tokens, room))
-            try:
-                response = await ctx.model.chat(list(messages), max_tokens=max_tokens, **options)
-            except ModelError as exc:
-                overflow = context_overflow(exc)
-                if (
-                    overflow is None
-                    or rejected == MAX_REJECTIONS
-                    or not budget.reject(messages, overflow, max_tokens, tools)
-                ):
-                    raise
-                continue
-            budget.observe(messages, response.usage.prompt_tokens, tools)
-            return response
-        raise AssertionError("unreachable")  # pragma: no cover
+
+        def turn_tokens(sent: Sequence[dict[str, Any]]) -> int:
+            room = budget.context_tokens - budget.prompt_tokens(sent, tools) - budget.margin
+            return max(MIN_TURN_TOKENS, min(self.max_tokens, room))
+
+        response, _ = await chat_within_budget(
+            ctx.model, budget, messages, options, max_tokens=turn_tokens, on_overflow=_AskAgain()
+        )
+        return response
 
 
 class OrchestratorAgent:

@@ -21,7 +21,7 @@ from agents.subagent import SubAgent
 from swarm.schema import ROLE_PATTERN
 
 if TYPE_CHECKING:
-    from agents.subagent import AgentRun
+    from agents.loop import Attempt
     from agents.toolbox import ToolBox
     from swarm.schema import Subtask
     from swarm.worker import Worker
@@ -66,7 +66,7 @@ def _schema_check(schema: Mapping[str, Any]) -> Any:
 
     validator = Draft202012Validator(dict(schema))
 
-    def check(answer: Any, _run: AgentRun) -> None:
+    def check(answer: Any, _run: Attempt) -> None:
         data = answer.root if isinstance(answer, StructuredAnswer) else answer
         errors = sorted(validator.iter_errors(data), key=lambda e: list(e.path))
         if errors:

@@ -15,13 +15,13 @@ assignments through the spawn path, waits, a finish, every turn recorded.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agents.loop import Call, calls_response
 from swarm.errors import ConfigError
-from swarm.llm.types import ChatResponse, FunctionCall, ToolCall
+from swarm.llm.types import ChatResponse
 from swarm.schema import RunResult, RunStatus
 
 if TYPE_CHECKING:
@@ -29,9 +29,6 @@ if TYPE_CHECKING:
     from agents.tools.corpus import Corpus
     from agents.widesearch.task import WideTask
     from swarm.context import SubtaskContext
-
-#: A planned call: (tool name, arguments).
-Call = tuple[str, dict[str, Any]]
 
 NO_OFFLINE_PLAN = (
     "this goal needs a model to plan it: give one (--base-url URL [--model NAME], "
@@ -41,19 +38,6 @@ NO_OFFLINE_PLAN = (
 
 #: Papers per extractor of a wide task (the corpus is split into slices of this size).
 WIDE_SLICE = 5
-
-
-def _response(calls: Sequence[Call], step: int) -> ChatResponse:
-    return ChatResponse(
-        tool_calls=[
-            ToolCall(
-                id=f"call_{step}_{i}",
-                function=FunctionCall(name=name, arguments=json.dumps(args)),
-            )
-            for i, (name, args) in enumerate(calls)
-        ],
-        finish_reason="tool_calls",
-    )
 
 
 def _assign(subtask: Any) -> Call:
@@ -189,7 +173,7 @@ class OfflinePlanner:
         self, ctx: SubtaskContext, messages: Sequence[dict[str, Any]], actions: Actions
     ) -> ChatResponse:
         turn = actions.state.turns + 1  # counted over attempts and sessions
-        return _response(await self.rules.calls(ctx, actions), turn)
+        return calls_response(await self.rules.calls(ctx, actions), turn)
 
 
 def offline_rules(

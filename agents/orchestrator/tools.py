@@ -8,23 +8,24 @@
 - `wait(ids | "any" | "all", timeout_s?)` → a token-budgeted digest per finished task.
 - `read_result(id, offset, limit)` → a page of a task's full output.
 - `finish(answer)` → the run's answer.
+
+`orchestrator_tools` makes them a `ToolBox` whose handlers carry them out against the live
+run (`agents.orchestrator.actions.Actions`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from agents.orchestrator.agent_specs import AgentSpec
+from agents.toolbox import Tool, ToolArgs, ToolBox
 from swarm.schema import SUBTASK_ID_PATTERN
 
 #: The most characters of a task output `read_result` returns per page.
 MAX_PAGE_CHARS = 8_000
-
-
-class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class CreateSubagent(AgentSpec):
@@ -32,7 +33,7 @@ class CreateSubagent(AgentSpec):
     (optionally) the JSON schema of its answer."""
 
 
-class AssignTask(_Args):
+class AssignTask(ToolArgs):
     """Assign a task to a sub-agent (created or built-in); returns its task id. Tasks run
     in parallel unless `depends_on` names tasks whose results they need."""
 
@@ -45,7 +46,7 @@ class AssignTask(_Args):
     )
 
 
-class AssignTasks(_Args):
+class AssignTasks(ToolArgs):
     """Assign the same task to one sub-agent once per inputs object (a fan-out); returns
     the task ids in order."""
 
@@ -55,7 +56,7 @@ class AssignTasks(_Args):
     depends_on: list[str] = Field(default_factory=list, description="Task ids they need.")
 
 
-class Wait(_Args):
+class Wait(ToolArgs):
     """Wait for tasks: given ids, "all" (every unfinished task) or "any" (the next to
     finish); returns a short digest of each finished task and the ids still pending."""
 
@@ -63,7 +64,7 @@ class Wait(_Args):
     timeout_s: float | None = Field(default=None, ge=0, description="Most seconds to wait.")
 
 
-class ReadResult(_Args):
+class ReadResult(ToolArgs):
     """Read a page of a finished task's full output (JSON text)."""
 
     id: str
@@ -71,7 +72,7 @@ class ReadResult(_Args):
     limit: int = Field(default=4_000, ge=1, le=MAX_PAGE_CHARS)
 
 
-class Finish(_Args):
+class Finish(ToolArgs):
     """Finish the run with its answer (what the user gets). With synthesize=true the answer
     is written by a hierarchical synthesis of every finished task's full output (for more
     or longer outputs than you can read), your answer text guiding it."""
@@ -91,21 +92,18 @@ TOOLS: dict[str, type[BaseModel]] = {
 }
 
 
-def tool_specs() -> list[dict[str, Any]]:
-    """The OpenAI `tools` entries of the orchestrator."""
-    specs = []
-    for name, model in TOOLS.items():
-        schema = model.model_json_schema()
-        schema.pop("title", None)
-        schema.pop("description", None)
-        description = " ".join((model.__doc__ or name).split())
-        specs.append(
-            {
-                "type": "function",
-                "function": {"name": name, "description": description, "parameters": schema},
-            }
-        )
-    return specs
+def orchestrator_tools(handlers: Mapping[str, Callable[..., Awaitable[Any]]]) -> ToolBox:
+    """The orchestrator's tools (`TOOLS`, in that order), each carried out by its handler
+    in `handlers` (called with the validated arguments as keywords). A tool's description
+    is its argument model's docstring.
+
+    Raises:
+        KeyError: a tool has no handler.
+    """
+    return ToolBox(
+        Tool(name, " ".join((model.__doc__ or name).split()), model, handlers[name])
+        for name, model in TOOLS.items()
+    )
 
 
 __all__ = [
@@ -117,5 +115,5 @@ __all__ = [
     "Finish",
     "ReadResult",
     "Wait",
-    "tool_specs",
+    "orchestrator_tools",
 ]

@@ -13,7 +13,7 @@ function and the verl export run on.
   `rewards.verl.compute_score` reach (`agents/parl/verl_reward.py` is the file verl loads).
 """
 
-from agents.parl.action import Call, parse_calls
+from agents.parl.action import parse_calls
 from agents.parl.env import (
     DecisionTurns,
     SpawnEnv,
@@ -47,7 +47,6 @@ __all__ = [
     "EXTRACTOR",
     "SPAWN_COMPLETION_ENV",
     "SPAWN_ENV",
-    "Call",
     "DecisionTurns",
     "GroupScore",
     "ParlScorer",

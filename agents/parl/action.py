@@ -7,15 +7,17 @@ a call, or a list of calls, wins; anything before or after it is ignored):
     <tool_call>{"name": ..., "arguments": ...}</tool_call>         (Qwen / Hermes templates)
     ```json [{"name": ..., "arguments": ...}, ...] ```             (fenced, several calls)
     {"type": "function", "function": {"name": ..., "arguments": "<JSON text>"}}   (OpenAI)
+
+The JSON values come from `agents.loop.replies.json_values`, read strictly (no raw control
+characters inside strings).
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-#: A call: (tool name, arguments).
-Call = tuple[str, dict[str, Any]]
+from agents.loop.replies import json_values
+from agents.loop.tool_calls import Call, as_call
 
 
 def _as_call(value: Any) -> Call | None:
@@ -23,15 +25,7 @@ def _as_call(value: Any) -> Call | None:
         return None
     if isinstance(value.get("function"), dict):
         value = value["function"]
-    name, args = value.get("name"), value.get("arguments", value.get("parameters", {}))
-    if isinstance(args, str):
-        try:
-            args = json.loads(args)
-        except json.JSONDecodeError:
-            return None
-    if not isinstance(name, str) or not name or not isinstance(args, dict):
-        return None
-    return name, args
+    return as_call(value.get("name"), value.get("arguments", value.get("parameters", {})))
 
 
 def _as_calls(value: Any) -> list[Call]:
@@ -42,18 +36,11 @@ def _as_calls(value: Any) -> list[Call]:
 
 def parse_calls(text: str) -> list[Call]:
     """The tool calls in a completion (empty when it holds none)."""
-    decoder = json.JSONDecoder()
-    for i, ch in enumerate(text):
-        if ch not in "{[":
-            continue
-        try:
-            value, _ = decoder.raw_decode(text, i)
-        except json.JSONDecodeError:
-            continue
+    for value in json_values(text, "{[", strict=True):
         calls = _as_calls(value)
         if calls:
             return calls
     return []
 
 
-__all__ = ["Call", "parse_calls"]
+__all__ = ["parse_calls"]

@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agents.loop.tool_calls import Call, calls_response
 from agents.orchestrator.agent import OrchestratorAgent, OrchestratorOutput
-from agents.orchestrator.offline import _response
 from agents.orchestrator.prompts import Resources
-from agents.parl.action import Call, parse_calls
+from agents.parl.action import parse_calls
 from agents.parl.tasks import EXTRACTOR, SpawnTask
 from agents.roles import Role
 from agents.subagent import install
@@ -44,8 +44,8 @@ from swarm.llm.types import ChatResponse
 from swarm.schema import Plan, Subtask
 
 if TYPE_CHECKING:
+    from agents.loop import Attempt
     from agents.orchestrator.actions import Actions
-    from agents.subagent import AgentRun
     from agents.tools.corpus import Corpus
     from swarm.context import SubtaskContext
     from swarm.events import Event
@@ -57,7 +57,7 @@ ORCHESTRATOR = "orchestrator"
 def frozen_extractor(task: SpawnTask, step_latency_s: float = 0.0) -> Role:
     """The `extractor` of one task: its offline procedure, one `read_document` per id."""
 
-    def extract(run: AgentRun) -> ExtractedRows:
+    def extract(run: Attempt) -> ExtractedRows:
         doc_ids = run.inputs.get("doc_ids")
         if not isinstance(doc_ids, list) or not doc_ids:
             raise UserError(f"inputs need a non-empty list 'doc_ids'; got {run.inputs!r}")
@@ -108,17 +108,17 @@ class DecisionTurns:
     ) -> ChatResponse:
         turn = actions.state.turns + 1
         if turn == 1:
-            decided = _response(self.calls, turn)
+            decided = calls_response(self.calls, turn)
             return ChatResponse(content=self.text, tool_calls=decided.tool_calls)
         if turn == 2 and actions.state.tasks:
-            return _response([("wait", {"ids": "all"})], turn)
+            return calls_response([("wait", {"ids": "all"})], turn)
         rows: list[dict[str, Any]] = []
         for key in actions.state.tasks:
             result = await actions.result_of(key)
             if result is not None and isinstance(result.output, dict):
                 rows += [r for r in result.output.get("rows", []) if isinstance(r, dict)]
         answer = rows_markdown(("title",), rows) if rows else "(no rows)"
-        return _response([("finish", {"answer": answer})], turn)
+        return calls_response([("finish", {"answer": answer})], turn)
 
 
 @dataclass

@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agents.widesearch.task import Paper, WideTask
 from swarm.errors import UserError
+from swarm.llm.types import function_tool
 
 if TYPE_CHECKING:
     from agents.tools.corpus import Corpus
@@ -123,13 +124,6 @@ def _schema(doc_ids: bool = True) -> dict[str, Any]:
     }
 
 
-def _function(name: str, description: str, parameters: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {"name": name, "description": description, "parameters": parameters},
-    }
-
-
 #: The most extractors `split_documents` may ask for, per document of the task.
 MAX_SPLIT_PER_DOC = 4
 
@@ -147,13 +141,13 @@ def spawn_tools(task: SpawnTask) -> list[dict[str, Any]]:
             "required": ["extractors"],
             "additionalProperties": False,
         }
-        return [_function("split_documents", "Deal the documents to extractors.", params)]
+        return [function_tool("split_documents", "Deal the documents to extractors.", params)]
     agent = {"type": "string", "enum": [EXTRACTOR]}
-    task = {"type": "string", "minLength": 1}
+    job = {"type": "string", "minLength": 1}
     fan_out = {
         "type": "object",
         "properties": {
-            "agent": agent, "task": task,
+            "agent": agent, "task": job,
             "inputs_list": {"type": "array", "items": _schema(), "minItems": 1},
         },
         "required": ["agent", "task", "inputs_list"],
@@ -161,7 +155,7 @@ def spawn_tools(task: SpawnTask) -> list[dict[str, Any]]:
     }  # fmt: skip
     single = {
         "type": "object",
-        "properties": {"agent": agent, "task": task, "inputs": _schema()},
+        "properties": {"agent": agent, "task": job, "inputs": _schema()},
         "required": ["agent", "task", "inputs"],
         "additionalProperties": False,
     }
@@ -169,7 +163,7 @@ def spawn_tools(task: SpawnTask) -> list[dict[str, Any]]:
         ("assign_tasks", "Start one extractor per inputs object; they run in parallel.", fan_out),
         ("assign_task", "Start one extractor with the given inputs.", single),
     ]
-    return [_function(n, d, p) for n, d, p in described]
+    return [function_tool(n, d, p) for n, d, p in described]
 
 
 _WORD = re.compile(r"[A-Za-z][a-z]{4,}")

@@ -15,7 +15,7 @@ from agents.review.procedures import _sentence_score, research_paper
 from agents.review.schemas import PaperNotes
 
 if TYPE_CHECKING:
-    from agents.subagent import AgentRun
+    from agents.loop import Attempt
 
 _UNITS = (
     "eV|keV|MeV|GeV|TeV|meV|J|kJ|MJ|W|kW|MW|GW|mW|V|kV|mV|A|mA|Ω|ohm|T|mT|G|Hz|kHz|MHz|GHz|"
@@ -41,7 +41,7 @@ def _physics_score(text: str, relevance: float) -> tuple[float, float]:
     return result + 3.0 * len(quantities(text)), contribution
 
 
-def research_physics(run: AgentRun) -> PaperNotes:
+def research_physics(run: Attempt) -> PaperNotes:
     """Physics researcher: contribution, then the sentences that state measured quantities."""
     notes = research_paper(run, _physics_score)
     found = [q for f in notes.findings for q in quantities(f.passage)]

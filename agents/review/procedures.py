@@ -53,7 +53,7 @@ from agents.review.schemas import (
 from agents.tools.search import tokenize_terms
 
 if TYPE_CHECKING:
-    from agents.subagent import AgentRun
+    from agents.loop import Attempt
 
 _RESULT_CUES = re.compile(
     r"\b(we (?:also )?(?:show|demonstrate|find|prove|observe|report|achieve|obtain|establish)"
@@ -81,7 +81,7 @@ _OPEN_CUES = re.compile(
 _EVERY = 1_000_000  # a `k` past any corpus: `search_corpus` returns every relevant document
 
 
-def plan_review(run: AgentRun) -> ReviewPlan:
+def plan_review(run: Attempt) -> ReviewPlan:
     """Orchestrator: the papers relevant to the topic (`search_corpus` keeps only those its
     `Relevance` rule accepts), the best `max_papers` of them, grouped into themes. The plan
     says how many matched (`matched`); the cap cut `matched - len(relevant)`."""
@@ -133,7 +133,7 @@ def _sentence_score(text: str, relevance: float) -> tuple[float, float]:
 SentenceScore = Callable[[str, float], tuple[float, float]]
 
 
-def research_paper(run: AgentRun, score: SentenceScore = _sentence_score) -> PaperNotes:
+def research_paper(run: Attempt, score: SentenceScore = _sentence_score) -> PaperNotes:
     """Researcher: the contribution and key results of one paper, quoted exactly."""
     doc_id = str(run.inputs["doc_id"])
     query = " ".join([str(run.inputs.get("topic") or ""), *run.inputs.get("theme_terms", [])])
@@ -190,7 +190,7 @@ def research_paper(run: AgentRun, score: SentenceScore = _sentence_score) -> Pap
     )
 
 
-def _notes_of(run: AgentRun) -> list[PaperNotes]:
+def _notes_of(run: Attempt) -> list[PaperNotes]:
     by_doc = {}
     for key, out in run.upstream.items():
         if key.startswith(READ_PREFIX) and out:
@@ -200,7 +200,7 @@ def _notes_of(run: AgentRun) -> list[PaperNotes]:
     return [by_doc[d] for d in order if d in by_doc]
 
 
-def write_section(run: AgentRun) -> Section:
+def write_section(run: Attempt) -> Section:
     """Writer: one theme's section — a synthesis of what its papers share and where they
     differ, their claims in paragraphs (shared lines of work, results, open questions), each
     citing its paper, and a comparison row per paper (`agents.review._section_prose`)."""
@@ -243,7 +243,7 @@ def _attribution_ok(subject: str, doc: dict[str, Any]) -> bool:
     return doc["year"] is None or str(doc["year"]) in subject or "n.d." in subject
 
 
-def _check_one(run: AgentRun, claim: Claim) -> ClaimCheck:
+def _check_one(run: Attempt, claim: Claim) -> ClaimCheck:
     subject, body = split_attribution(claim.text)
     best: ClaimCheck | None = None
     for doc_id in claim.cited:
@@ -286,7 +286,7 @@ def _check_one(run: AgentRun, claim: Claim) -> ClaimCheck:
     return best
 
 
-def _sections(run: AgentRun) -> list[Section]:
+def _sections(run: Attempt) -> list[Section]:
     return [
         Section.model_validate(out)
         for key, out in sorted(run.upstream.items())
@@ -298,7 +298,7 @@ def _rank(check: ClaimCheck) -> tuple[bool, float]:
     return check.verdict == "supported", check.score
 
 
-def check_section(run: AgentRun) -> SectionCheck:
+def check_section(run: Attempt) -> SectionCheck:
     """Fact-checker: a verdict for every claim of the upstream section."""
     sections = _sections(run)
     checks = [_check_one(run, claim) for section in sections for claim in section.claims]
@@ -343,7 +343,7 @@ def upstream_checks(upstream: dict[str, Any]) -> list[ClaimCheck]:
     ]
 
 
-def synthesize(run: AgentRun) -> ReviewProse:
+def synthesize(run: Attempt) -> ReviewProse:
     """Synthesizer: introduction, theme summaries and conclusion from the run's results."""
     return compose_prose(
         str(run.inputs.get("topic") or ""),

@@ -21,10 +21,10 @@ from agents.roles import RoleRegistry, builtin_roles
 from swarm.errors import UserError
 
 if TYPE_CHECKING:
-    from agents.subagent import AgentRun
+    from agents.loop import Attempt
 
 
-def _tool(run: AgentRun, name: str, **kwargs: Any) -> Any:
+def _tool(run: Attempt, name: str, **kwargs: Any) -> Any:
     """Call a tool for a check (not recorded as a step of the agent).
 
     Raises:
@@ -39,7 +39,7 @@ def _tool(run: AgentRun, name: str, **kwargs: Any) -> Any:
         raise ValueError(str(exc)) from exc
 
 
-def _check_plan(plan: ReviewPlan, run: AgentRun) -> None:
+def _check_plan(plan: ReviewPlan, run: Attempt) -> None:
     relevant = set(plan.relevant)
     for theme in plan.themes:
         outside = [d for d in theme.doc_ids if d not in relevant]
@@ -57,7 +57,7 @@ def _check_plan(plan: ReviewPlan, run: AgentRun) -> None:
             )
 
 
-def _check_notes(notes: PaperNotes, run: AgentRun) -> None:
+def _check_notes(notes: PaperNotes, run: Attempt) -> None:
     if notes.doc_id != run.inputs.get("doc_id"):
         raise ValueError(f"doc_id must be {run.inputs.get('doc_id')!r}, not {notes.doc_id!r}")
     if not notes.findings:  # notes with nothing in them leave the paper out of the review
@@ -77,7 +77,7 @@ def _check_notes(notes: PaperNotes, run: AgentRun) -> None:
         finding.start, finding.end = found["start"], found["end"]
 
 
-def _check_section(section: Section, run: AgentRun) -> None:
+def _check_section(section: Section, run: Attempt) -> None:
     allowed = set(run.inputs.get("doc_ids") or [])
     if not section.claims:  # a section without claims leaves the theme out of the review
         findings = sum(
@@ -99,7 +99,7 @@ def _check_section(section: Section, run: AgentRun) -> None:
             )
 
 
-def _check_checks(result: SectionCheck, run: AgentRun) -> None:
+def _check_checks(result: SectionCheck, run: Attempt) -> None:
     wanted = {
         c["id"]
         for k, o in run.upstream.items()

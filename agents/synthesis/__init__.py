@@ -4,20 +4,17 @@
   level by level (concurrently), then one final synthesis; `Reduced` says what it covers.
 - `pack`, `cut_to`, `block_tokens`, `Block`: the packing of one level into chunks that fit
   one prompt by a `swarm.llm.TokenBudget`.
-- `ContextOverflowError`: a prompt no split or retry could make fit.
 
 The budget itself (`TokenBudget`, `shared_budget`, `context_tokens`) and the reading of a
 server's "prompt too long" rejection (`context_overflow`) are the model client's concerns:
 `swarm.llm`.
 """
 
-from agents.synthesis.overflow import ContextOverflowError
 from agents.synthesis.packing import Block, block_tokens, cut_to, pack
 from agents.synthesis.reduce import Digest, Reduced, reduce_outputs
 
 __all__ = [
     "Block",
-    "ContextOverflowError",
     "Digest",
     "Reduced",
     "block_tokens",

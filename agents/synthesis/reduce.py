@@ -27,9 +27,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from agents.synthesis._prompts import final_messages, summary_messages
-from agents.synthesis.overflow import ContextOverflowError
 from agents.synthesis.packing import Block, block_tokens, cut_to, take
-from swarm.errors import ConfigError, ModelRequestError
+from swarm.errors import ConfigError, ContextOverflowError, ModelRequestError
 from swarm.llm.budget import PROBE_CHARS_PER_TOKEN, TokenBudget
 from swarm.llm.overflow import context_overflow
 from swarm.llm.protocol import ChatModel

@@ -25,11 +25,11 @@ from agents.toolbox import Tool, ToolBox, make_tool
 from agents.widesearch.task import Paper, Row, WideTask
 
 if TYPE_CHECKING:
-    from agents.subagent import AgentRun
+    from agents.loop import Attempt
     from agents.tools.corpus import Corpus
     from agents.tools.search import SearchIndex
 
-#: Tool-calling function: `call(tool_name, **arguments)` (an `AgentRun.call`, or a toolbox's).
+#: Tool-calling function: `call(tool_name, **arguments)` (an `Attempt.call`, or a toolbox's).
 Call = Callable[..., Any]
 
 EXTRACTOR_PROMPT = (
@@ -83,7 +83,7 @@ def rows_of(task: WideTask, doc_ids: list[str], call: Call) -> list[Row]:
     return [r for d in doc_ids if (r := row_of(task, d, call)) is not None]
 
 
-def extract_rows(run: AgentRun) -> ExtractedRows:
+def extract_rows(run: Attempt) -> ExtractedRows:
     """The extractor's offline procedure: `inputs` = {"doc_ids": [...], "task": {...}}."""
     task = WideTask.model_validate(run.inputs["task"])
     doc_ids = [str(d) for d in run.inputs.get("doc_ids", [])]

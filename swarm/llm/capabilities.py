@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from swarm.errors import ConfigError, ModelError
+from swarm.llm.types import function_tool
 
 if TYPE_CHECKING:
     from swarm.llm.protocol import ChatModel
@@ -182,10 +183,7 @@ def _tool(name: str) -> dict[str, Any]:
         "required": ["ok"],
         "additionalProperties": False,
     }
-    return {
-        "type": "function",
-        "function": {"name": name, "description": "Say that tools work.", "parameters": parameters},
-    }
+    return function_tool(name, "Say that tools work.", parameters)
 
 
 async def _structured_output(model: ChatModel) -> SchemaFormat | None:

@@ -91,6 +91,23 @@ class ChatResponse(_Model):
 
 MessageLike = Message | dict[str, Any]
 
+
+def function_tool(name: str, description: str, parameters: dict[str, Any]) -> dict[str, Any]:
+    """One entry of a chat call's `tools` list: a function the model may call.
+
+    Every tool spec on the swarm side is built here, so the shape servers are sent is
+    defined once.
+
+    Args:
+        name: what the model calls it.
+        description: what it does, for the model.
+        parameters: the JSON schema of its arguments (an object schema).
+    """
+    return {
+        "type": "function",
+        "function": {"name": name, "description": description, "parameters": parameters},
+    }
+
 __all__ = [
     "ChatResponse",
     "FunctionCall",
@@ -99,4 +116,5 @@ __all__ = [
     "TokenLogprob",
     "ToolCall",
     "TopLogprob",
+    "function_tool",
 ]

@@ -1,4 +1,5 @@
-"""SubAgent: the model policy's agent loop and the offline procedure, through a real swarm."""
+"""SubAgent: the offline procedure, the policy choice and the fallback to the procedure,
+through a real swarm (the model policy's loop itself is in `tests/agents/loop/test_policy.py`)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from typing import Any
 import pytest
 
 from agents import (
-    AgentRun,
     AgentStepLimitError,
+    Attempt,
     Provenance,
     Role,
     SubAgent,
@@ -34,57 +35,20 @@ from swarm.errors import (
 )
 from swarm.events import AgentStep, ToolCalled
 from swarm.llm import ScriptedChat
-from swarm.llm.types import ChatResponse, FunctionCall, ToolCall
-from swarm.schema import SubtaskStatus, Usage
-from tests.support.summing_role import Sink, Total, check_total
-
-
-def _toolbox() -> ToolBox:
-    box = ToolBox()
-
-    @box.tool
-    def lookup(key: str) -> list[int]:
-        """The numbers stored under a key."""
-        data = {"primes": [2, 3, 5, 7], "squares": [1, 4, 9]}
-        if key not in data:
-            raise KeyError(f"no numbers under {key!r}")
-        return data[key]
-
-    @box.tool
-    def add(numbers: list[int]) -> int:
-        """The sum of some numbers."""
-        return sum(numbers)
-
-    return box
-
-
-def _sum_procedure(run: AgentRun) -> Total:
-    numbers = run.call("lookup", key=run.inputs["key"])
-    return Total(numbers=numbers, total=run.call("add", numbers=numbers))
-
-
-ROLE = Role("summer", "You add numbers.", Total, ("lookup", "add"), _sum_procedure, check_total, 5)
-
-
-def _run(model: Any, key: str = "primes", **swarm_kw: Any) -> tuple[Any, Sink]:
-    sink = Sink()
-    swarm = Swarm(model=model, sinks=[sink], max_retries=0, **swarm_kw)
-    install(swarm, [ROLE], _toolbox())
-    plan = {"subtasks": [{"id": "s1", "role": "summer", "inputs": {"key": key}}]}
-    return swarm.run_sync(plan), sink
-
-
-def _call(name: str, args: dict[str, Any], call_id: str = "c1") -> ChatResponse:
-    fn = FunctionCall(name=name, arguments=json.dumps(args))
-    return ChatResponse(
-        tool_calls=[ToolCall(id=call_id, function=fn)],
-        finish_reason="tool_calls",
-        usage=Usage(prompt_tokens=10, completion_tokens=5, total_tokens=15, model_calls=1),
-    )
+from swarm.schema import SubtaskStatus
+from tests.support.summing_role import (
+    SUMMER,
+    Sink,
+    Total,
+    run_summer,
+    sum_procedure,
+    summing_tools,
+    tool_turn,
+)
 
 
 def test_offline_procedure_calls_tools_and_records_steps() -> None:
-    result, sink = _run(None)
+    result, sink = run_summer(None)
     assert result.results["s1"].output == {"numbers": [2, 3, 5, 7], "total": 17}
     assert sink.agent() == [
         ("tool", ("lookup", True)),
@@ -97,103 +61,13 @@ def test_offline_procedure_calls_tools_and_records_steps() -> None:
 
 
 def test_offline_tool_failure_fails_the_subtask_and_is_recorded() -> None:
-    result, sink = _run(None, key="cubes")
+    result, sink = run_summer(None, key="cubes")
     res = result.results["s1"]
     assert res.status is SubtaskStatus.FAILED
     assert "cubes" in res.error.message
     tools = [e for e in sink.events if isinstance(e, ToolCalled)]
     assert [(t.tool, t.ok) for t in tools] == [("lookup", False)]
     assert "KeyError" in tools[0].error
-
-
-def test_model_policy_tool_calls_then_answer_same_events_as_offline() -> None:
-    model = ScriptedChat(
-        [
-            _call("lookup", {"key": "primes"}),
-            _call("add", {"numbers": [2, 3, 5, 7]}),
-            json.dumps({"numbers": [2, 3, 5, 7], "total": 17}),
-        ]
-    )
-    result, sink = _run(model)
-    assert result.results["s1"].output == {"numbers": [2, 3, 5, 7], "total": 17}
-    assert sink.agent() == [
-        ("tool", ("lookup", True)),
-        ("step", (1, ["lookup"], "tools")),
-        ("tool", ("add", True)),
-        ("step", (2, ["add"], "tools")),
-        ("step", (3, [], "answer")),
-    ]
-    # the tool's result went back to the model as a tool message for its call id
-    messages = model.calls[1][0]
-    assert messages[-1] == {"role": "tool", "tool_call_id": "c1", "content": "[2, 3, 5, 7]"}
-    assert model.calls[0][1]["tools"][0]["function"]["name"] == "lookup"
-    assert result.results["s1"].usage.model_calls == 3
-
-
-def test_model_policy_bad_tool_arguments_go_back_to_the_model() -> None:
-    model = ScriptedChat(
-        [
-            _call("add", {"numbers": "many"}),
-            '```json\n{"numbers": [1], "total": 1}\n```',
-        ]
-    )
-    result, sink = _run(model)
-    assert result.results["s1"].status is SubtaskStatus.DONE
-    tool_message = model.calls[1][0][-1]["content"]
-    assert tool_message.startswith("error: ToolError") and "numbers" in tool_message
-    assert sink.agent()[0] == ("tool", ("add", False))
-
-
-def test_model_policy_repairs_once_then_answers() -> None:
-    model = ScriptedChat(["not json at all", json.dumps({"numbers": [1, 2], "total": 3})])
-    result, sink = _run(model)
-    assert result.results["s1"].output == {"numbers": [1, 2], "total": 3}
-    repair = model.calls[1][0][-1]
-    assert repair["role"] == "user" and "invalid" in repair["content"]
-    assert [s for k, s in sink.agent() if k == "step"] == [(1, [], "invalid"), (2, [], "answer")]
-
-
-def test_the_repair_turn_is_schema_constrained_without_tools() -> None:
-    """A weak model that answers in prose while tools are offered gets a repair turn that
-    can only be a valid answer (constrained decoding), not another free-form turn."""
-    model = ScriptedChat(["I think the total is three.", json.dumps({"numbers": [1], "total": 1})])
-    result, _ = _run(model)
-    assert result.results["s1"].output == {"numbers": [1], "total": 1}
-    first, repair = model.calls[0][1], model.calls[1][1]
-    assert first["tools"] is not None and first["response_format"] is None
-    assert repair["tools"] is None and repair["response_format"]["type"] == "json_schema"
-
-
-def test_model_policy_meaning_check_triggers_repair_then_typed_error() -> None:
-    wrong = json.dumps({"numbers": [1, 2], "total": 4})
-    model = ScriptedChat([wrong, wrong])
-    result, _ = _run(model)
-    res = result.results["s1"]
-    assert res.status is SubtaskStatus.FAILED
-    assert res.error.type == "ModelBehaviourError"
-    assert "total 4 is not the sum" in res.error.message
-    assert "total 4 is not the sum" in model.calls[1][0][-1]["content"]
-
-
-def test_model_policy_step_limit() -> None:
-    model = ScriptedChat.always(_call("lookup", {"key": "primes"}))
-    result, _ = _run(model)
-    res = result.results["s1"]
-    assert res.status is SubtaskStatus.FAILED
-    assert res.error.type == AgentStepLimitError.__name__
-    # the last turn offers no tools and asks for the JSON schema instead
-    last_options = model.calls[-1][1]
-    assert last_options["tools"] is None and last_options["response_format"] is not None
-    assert len(model.calls) == ROLE.max_steps
-
-
-def test_every_model_call_sets_the_roles_max_tokens() -> None:
-    model = ScriptedChat(["not json at all", json.dumps({"numbers": [1, 2], "total": 3})])
-    swarm = Swarm(model=model, max_retries=0)
-    install(swarm, [ROLE.derive(max_tokens=300)], _toolbox())
-    swarm.run_sync({"subtasks": [{"id": "s1", "role": "summer", "inputs": {"key": "primes"}}]})
-    assert [options["max_tokens"] for _, options in model.calls] == [300, 300]  # repair too
-    assert Role("plain", "You answer.").max_tokens == 1024
 
 
 @pytest.mark.parametrize("bad", [0, -1, 2.5, True])
@@ -204,9 +78,9 @@ def test_role_max_tokens_must_be_a_positive_integer(bad: Any) -> None:
 
 def test_subagent_rejects_missing_tools_and_bad_policy() -> None:
     with pytest.raises(ConfigError, match="lacks"):
-        SubAgent(ROLE, ToolBox())
+        SubAgent(SUMMER, ToolBox())
     with pytest.raises(ConfigError, match="policy"):
-        SubAgent(ROLE, _toolbox(), policy="psychic")  # type: ignore[arg-type]
+        SubAgent(SUMMER, summing_tools(), policy="psychic")  # type: ignore[arg-type]
 
 
 def test_role_without_procedure_needs_a_model() -> None:
@@ -225,17 +99,17 @@ class MarkedTotal(Total, Provenance):
     """`Total`, saying who made it."""
 
 
-def _marked_procedure(run: AgentRun) -> dict[str, Any]:
-    return _sum_procedure(run).model_dump()
+def _marked_procedure(run: Attempt) -> dict[str, Any]:
+    return sum_procedure(run).model_dump()
 
 
-MARKED = ROLE.derive(name="marked", output=MarkedTotal, procedure=_marked_procedure)
+MARKED = SUMMER.derive(name="marked", output=MarkedTotal, procedure=_marked_procedure)
 
 
 def _run_marked(model: Any, *, fallback: bool, role: Role = MARKED) -> tuple[Any, Sink]:
     sink = Sink()
     swarm = Swarm(model=model, sinks=[sink], max_retries=0)
-    install(swarm, [role], _toolbox(), fallback=fallback)
+    install(swarm, [role], summing_tools(), fallback=fallback)
     plan = {"subtasks": [{"id": "s1", "role": role.name, "inputs": {"key": "primes"}}]}
     return swarm.run_sync(plan), sink
 
@@ -268,7 +142,7 @@ def test_an_invalid_answer_after_the_repair_turn_falls_back_to_the_procedure() -
 
 
 def test_the_step_limit_falls_back_and_the_trajectory_marks_it() -> None:
-    model = ScriptedChat.always(_call("lookup", {"key": "primes"}))
+    model = ScriptedChat.always(tool_turn("lookup", {"key": "primes"}))
     result, sink = _run_marked(model, fallback=True)
     assert result.results["s1"].output["made_by"] == "offline_fallback"
     assert AgentStepLimitError.__name__ in result.results["s1"].output["fallback_error"]
@@ -318,7 +192,7 @@ def test_a_task_too_long_for_the_models_context_falls_back() -> None:
     assert res.status is SubtaskStatus.DONE and res.output["made_by"] == "offline_fallback"
     assert res.output["fallback_error"].startswith("ContextOverflowError: role 'marked'")
     assert "max_model_len 4096" in res.output["fallback_error"]
-    later = ScriptedChat([_call("lookup", {"key": "primes"}), too_long])
+    later = ScriptedChat([tool_turn("lookup", {"key": "primes"}), too_long])
     result, _ = _run_marked(later, fallback=True)
     assert result.results["s1"].output["made_by"] == "offline_fallback"
     strict, _ = _run_marked(ScriptedChat.always(too_long), fallback=False)
@@ -342,7 +216,7 @@ def test_a_server_that_fails_the_request_falls_back_once_no_retry_is_left() -> N
     )
     sink = Sink()
     swarm = Swarm(model=ScriptedChat.always(broken), sinks=[sink], max_retries=2, backoff=QUICK)
-    install(swarm, [MARKED], _toolbox(), fallback=True)
+    install(swarm, [MARKED], summing_tools(), fallback=True)
     result = swarm.run_sync(
         {"subtasks": [{"id": "s1", "role": "marked", "inputs": {"key": "primes"}}]}
     )
@@ -356,7 +230,7 @@ def test_a_server_that_fails_the_request_falls_back_once_no_retry_is_left() -> N
     retried = ScriptedChat([broken, json.dumps({"numbers": [2, 3], "total": 5})])
     sink = Sink()
     swarm = Swarm(model=retried, sinks=[sink], max_retries=2, backoff=QUICK)
-    install(swarm, [MARKED], _toolbox(), fallback=True)
+    install(swarm, [MARKED], summing_tools(), fallback=True)
     result = swarm.run_sync(
         {"subtasks": [{"id": "s1", "role": "marked", "inputs": {"key": "primes"}}]}
     )
@@ -376,7 +250,7 @@ def test_no_fallback_without_a_procedure() -> None:
 
 
 def test_a_failing_procedure_fails_the_fallback_with_its_own_error() -> None:
-    def broken(run: AgentRun) -> Total:
+    def broken(run: Attempt) -> Total:
         run.call("lookup", key="cubes")  # no such key: the tool raises
         raise AssertionError("unreachable")
 
@@ -391,7 +265,7 @@ def test_kimmy_show_lists_the_fallbacks_of_a_stored_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     swarm = Swarm(model=ScriptedChat(["prose", "prose"]), max_retries=0, runs_dir=tmp_path)
-    install(swarm, [MARKED], _toolbox(), fallback=True)
+    install(swarm, [MARKED], summing_tools(), fallback=True)
     plan = {"subtasks": [{"id": "s1", "role": "marked", "inputs": {"key": "primes"}}]}
     run_id = swarm.run_sync(plan).run_id
     assert main(["show", run_id, "--runs-dir", str(tmp_path)]) in (0, None)
@@ -408,7 +282,7 @@ def test_rewards_do_not_count_a_fallback_as_the_models_success() -> None:
     sink = Sink()
     model = ScriptedChat([json.dumps({"numbers": [1, 2], "total": 3}), "prose", "prose"])
     swarm = Swarm(model=model, sinks=[sink], max_retries=0)
-    install(swarm, [MARKED], _toolbox(), fallback=True)
+    install(swarm, [MARKED], summing_tools(), fallback=True)
     swarm.run_sync({"subtasks": [
         {"id": "s1", "role": "marked", "inputs": {"key": "squares"}},
         {"id": "s2", "role": "marked", "inputs": {"key": "primes"}, "depends_on": ["s1"]},

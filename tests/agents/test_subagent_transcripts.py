@@ -17,8 +17,8 @@ from swarm.llm import OpenAIChat
 from swarm.store import RunStore
 from swarm.transcript_capture import TranscriptCapture
 from swarm.transcripts import ModelCallEntry, StepEntry, ToolCallEntry, read_transcript
-from tests.agents.test_subagent import ROLE, _toolbox
 from tests.support.openai_server import OpenAIServer, reply, tool_call
+from tests.support.summing_role import SUMMER, summing_tools
 
 PLAN = {
     "goal": "add primes",
@@ -37,7 +37,7 @@ def _run(runs_dir: Path, config: RunConfig | None = None) -> tuple[str, list[Any
     with OpenAIServer(SCRIPT) as srv:
         model = OpenAIChat(srv.base_url, "test-model")
         swarm = Swarm(model=model, runs_dir=runs_dir, config=config or RunConfig(max_retries=0))
-        install(swarm, [ROLE], _toolbox())
+        install(swarm, [SUMMER], summing_tools())
         result = swarm.run_sync(PLAN)
         requests = [r.body for r in srv.chat_requests]
     assert result.results["s1"].status.value == "done"

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from agents import BUILTIN_ROLE_NAMES, Answer, Role, RoleRegistry, ToolBox, ToolError, builtin_roles
-from agents.toolbox import make_tool
+from agents.toolbox import Tool, ToolArgs, make_tool
 from swarm.errors import ConfigError
+from swarm.llm.types import function_tool
 
 
 def scale(values: list[float], factor: float = 2.0) -> list[float]:
@@ -28,6 +29,21 @@ def test_make_tool_spec_from_signature_and_docstring() -> None:
     assert fn["parameters"]["required"] == ["values"]
     assert fn["parameters"]["properties"]["factor"]["default"] == 2.0
     assert fn["parameters"]["properties"]["values"]["type"] == "array"
+
+
+def test_a_tool_spec_says_its_description_once() -> None:
+    class Move(ToolArgs):
+        """Move a piece (the argument model's docstring: the tool's description)."""
+
+        to: str = Field(description="The square.")
+
+    tool = Tool("move", "Move a piece.", Move, lambda to: to)
+    spec = tool.spec()
+    parameters = Move.model_json_schema()
+    del parameters["title"], parameters["description"]
+    assert spec == function_tool("move", "Move a piece.", parameters)
+    assert spec["function"]["parameters"]["additionalProperties"] is False  # ToolArgs
+    assert tool(to="e4") == "e4"
 
 
 def test_tool_call_validates_json_and_mappings() -> None:

@@ -51,7 +51,7 @@ async def test_a_call_takes_at_least_the_time_to_first_token(papers: list[Paper]
 
 
 def _subagent_messages(task_text: str, inputs: dict[str, Any]) -> list[dict[str, str]]:
-    """What `agents._model_policy.task_messages` sends a created sub-agent."""
+    """What `agents.loop.task_messages` sends a created sub-agent."""
     return [
         {"role": "system", "content": "...\n\nYou are a sub-agent (role extractor) in a swarm."},
         {"role": "user", "content": f"{task_text}\n\nInputs:\n{json.dumps(inputs)}"},

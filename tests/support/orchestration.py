@@ -14,11 +14,11 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from agents.loop import Call, tool_call
 from swarm.llm.scripted import ScriptedChat
-from swarm.llm.types import ChatResponse, FunctionCall, ToolCall
+from swarm.llm.types import ChatResponse
 from swarm.schema import Usage
 
-Call = tuple[str, dict[str, Any]]
 Turn = Sequence[Call] | Callable[[list[dict[str, Any]]], Sequence[Call]]
 SubAgent = Callable[[str, dict[str, Any], list[dict[str, Any]]], Any]
 
@@ -64,10 +64,7 @@ def orchestration(
             turn = turns[min(n, len(turns) - 1)]
             calls = turn(messages) if callable(turn) else turn
             return ChatResponse(
-                tool_calls=[
-                    ToolCall(id=f"c{n}_{i}", function=FunctionCall(name=t, arguments=json.dumps(a)))
-                    for i, (t, a) in enumerate(calls)
-                ],
+                tool_calls=[tool_call(call, f"c{n}_{i}") for i, call in enumerate(calls)],
                 finish_reason="tool_calls",
                 usage=Usage(prompt_tokens=10, completion_tokens=10, total_tokens=20, model_calls=1),
             )

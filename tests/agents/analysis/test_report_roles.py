@@ -22,7 +22,7 @@ from tests.support.analysis_board import checked_board
 
 
 class _Run:
-    """The one thing the procedures use of an `AgentRun`: calling a tool by name."""
+    """The one thing the procedures use of an `Attempt`: calling a tool by name."""
 
     def __init__(self, tools: list[Callable[..., Any]]) -> None:
         self.tools = {fn.__name__: fn for fn in tools}

@@ -13,7 +13,7 @@ from tests.agents.synthesis.conftest import varied_texts
 
 def test_public_api_is_pinned() -> None:
     assert sorted(synthesis.__all__) == [
-        "Block", "ContextOverflowError", "Digest", "Reduced", "block_tokens", "cut_to", "pack",
+        "Block", "Digest", "Reduced", "block_tokens", "cut_to", "pack",
         "reduce_outputs",
     ]  # fmt: skip
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agents import AgentRun, Answer, Role, builtin_roles, install
+from agents import Answer, Attempt, Role, builtin_roles, install
 from swarm import Swarm
 from swarm.llm import shared_budget
 from swarm.schema import SubtaskStatus
@@ -18,7 +18,7 @@ TEXTS = {
 WRITE = "Write the report from the upstream findings."
 
 
-def _found(run: AgentRun) -> Answer:
+def _found(run: Attempt) -> Answer:
     return Answer(answer=TEXTS[run.ctx.id], sources=[run.ctx.id])
 
 

@@ -9,8 +9,13 @@ from typing import Any
 
 import pytest
 
-from agents.synthesis import ContextOverflowError, Reduced, reduce_outputs
-from swarm.errors import ConfigError, ModelRateLimitedError, ModelRequestError
+from agents.synthesis import Reduced, reduce_outputs
+from swarm.errors import (
+    ConfigError,
+    ContextOverflowError,
+    ModelRateLimitedError,
+    ModelRequestError,
+)
 from swarm.llm import TokenBudget
 from tests.agents.synthesis.conftest import TokenModel, varied_texts
 

@@ -1,5 +1,5 @@
 """`TextTools`: the tool protocol in plain text, for servers without native tool calls (the
-agent loop speaking it end to end over HTTP is in `test_model_policy_capabilities.py`)."""
+agent loop speaking it end to end over HTTP is in `test_policy_capabilities.py`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from agents import ToolBox
-from agents.text_tools import TextToolCall, TextTools
+from agents.loop import TextToolCall, TextTools
 
 
 def _tools() -> TextTools:

@@ -1,4 +1,5 @@
-"""`parse_answer`: the JSON of a model's reply, wherever a weak model put it."""
+"""The JSON in a model's text: `parse_answer` (a final answer, wherever a weak model put it)
+and the scanner every reader shares (`json_values`, `first_json_value`)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,7 @@ import json
 
 import pytest
 
-from agents._model_policy import parse_answer
-from agents._replies import first_json_object
+from agents.loop import first_json_value, json_values, parse_answer
 
 ANSWER = {"numbers": [2, 3], "total": 5}
 
@@ -44,7 +44,7 @@ def test_a_whole_json_value_that_is_no_object_is_kept() -> None:
 def test_no_json_object_is_a_decode_error(reply: str) -> None:
     with pytest.raises(json.JSONDecodeError, match="no JSON object"):
         parse_answer(reply)
-    assert first_json_object(reply) is None
+    assert first_json_value(reply, "{") is None
 
 
 def test_a_raw_line_break_inside_a_string_is_kept() -> None:
@@ -52,3 +52,18 @@ def test_a_raw_line_break_inside_a_string_is_kept() -> None:
     reply = '{"topic": "attention",\n"notes": ["first line\nsecond line"]}'
     assert parse_answer(reply) == {"topic": "attention", "notes": ["first line\nsecond line"]}
     assert parse_answer("Here:\n" + reply) == parse_answer(reply)
+
+
+def test_values_come_from_each_start_in_turn_nested_ones_after_their_container() -> None:
+    text = 'call [1, {"a": 2}] then {"b": [3]} and {broken'
+    assert list(json_values(text)) == [[1, {"a": 2}], {"a": 2}, {"b": [3]}, [3]]
+    assert list(json_values(text, "{")) == [{"a": 2}, {"b": [3]}]
+    assert first_json_value(text) == [1, {"a": 2}]
+    assert first_json_value(text, "{") == {"a": 2}
+    assert first_json_value("no JSON here") is None
+
+
+def test_strict_reading_refuses_raw_control_characters_in_strings() -> None:
+    text = '{"note": "two\nlines"} {"note": "one line"}'  # a raw line break in the first
+    assert first_json_value(text) == {"note": "two\nlines"}
+    assert first_json_value(text, strict=True) == {"note": "one line"}

@@ -6,8 +6,9 @@ the agent loop speaks this protocol instead, in messages every server takes:
 
 - the system message describes the tools, one JSON line each (name, description,
   parameters), and says how to call one: reply with ONLY `{"tool": NAME, "arguments": {…}}`;
-- a reply that is such an object (first JSON object of the text, prose around it
-  tolerated) calls that tool; any other reply is the final answer;
+- a reply that is such an object (read by `agents.loop.replies.parse_answer`: the first
+  JSON object of the text, prose around it tolerated) calls that tool; any other reply is
+  the final answer;
 - the result goes back as a plain `user` message, "Result of tool NAME:\\n…".
 
 Example:

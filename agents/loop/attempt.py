@@ -1,0 +1,153 @@
+"""`Attempt`: one attempt of one sub-agent, what its procedure and the agent loop work with.
+
+A `SubAgent` makes one per attempt of its subtask (and a fresh one when the offline
+procedure stands in for a failed model). It carries the subtask's context, the role, the
+tools the role may call, and the steps taken so far; tool calls go through it so that
+every call — the procedure's (`call`) and the model's (`call_for_model`) — is recorded
+the same way (`ToolCalled`, `AgentStep`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from concurrent.futures import Executor
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from agents.loop.errors import error_text
+
+if TYPE_CHECKING:
+    from agents.roles import Role
+    from agents.toolbox import ToolBox
+    from swarm.context import SubtaskContext
+
+
+class Attempt:
+    """One attempt of one sub-agent: what its procedure (or the agent loop) works with.
+
+    Attributes:
+        ctx: the swarm's `SubtaskContext` (inputs, upstream outputs, model, spawn).
+        role: the role being played.
+        tools: the tools it may call.
+        policy: `model` or `offline`.
+        steps: steps taken so far.
+        loop: the event loop that records its events; set while its procedure runs in a
+            worker thread, whose calls hand their events to it (None: record in place).
+    """
+
+    def __init__(self, ctx: SubtaskContext, role: Role, tools: ToolBox, policy: str) -> None:
+        self.ctx = ctx
+        self.role = role
+        self.tools = tools
+        self.policy = policy
+        self.steps = 0
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def inputs(self) -> dict[str, Any]:
+        return self.ctx.inputs
+
+    @property
+    def upstream(self) -> dict[str, Any]:
+        return self.ctx.upstream
+
+    def _record(self, fn: Any, *args: Any, **kwargs: Any) -> None:
+        """Record an event from the loop thread, or hand it to the loop from a worker thread."""
+        loop = self.loop
+        if loop is None or _on_loop(loop):
+            fn(*args, **kwargs)
+        else:
+            loop.call_soon_threadsafe(lambda: fn(*args, **kwargs))
+
+    def call(self, tool: str, /, **arguments: Any) -> Any:
+        """Call a tool from an offline procedure: one step, recorded like a model's call.
+
+        Raises whatever the tool raises (after recording the failed call).
+        """
+        self.steps += 1
+        step = self.steps
+        t0 = time.perf_counter()
+        error: str | None = None
+        result: Any = None
+        try:
+            result = self.tools.get_tool(tool)(arguments)
+            return result
+        except Exception as exc:
+            error = error_text(exc)
+            raise
+        finally:
+            latency = time.perf_counter() - t0
+            self._record(
+                self.ctx.record_tool,
+                tool,
+                step=step,
+                latency_s=latency,
+                error=error,
+                arguments=arguments,
+                result=result,
+            )
+            self._record(
+                self.ctx.record_step, step, policy=self.policy, tools=[tool], outcome="tools"
+            )
+
+    async def call_for_model(
+        self, name: str, arguments: str, executor: Executor | None, call_id: str | None = None
+    ) -> str:
+        """Run one tool call the model made; the result (or the error) as text for the model."""
+        t0 = time.perf_counter()
+        error: str | None = None
+        try:
+            tool = self.tools.get_tool(name)
+            kwargs = tool.parse(arguments)
+            loop = asyncio.get_running_loop()
+            result = await loop.run_in_executor(executor, lambda: tool.fn(**kwargs))
+            text = result if isinstance(result, str) else json.dumps(result, default=_jsonable)
+        except Exception as exc:  # noqa: BLE001  (any tool failure goes back to the model)
+            error = error_text(exc)
+            text = f"error: {error}"
+        self.ctx.record_tool(
+            name,
+            step=self.steps,
+            latency_s=time.perf_counter() - t0,
+            error=error,
+            call_id=call_id,
+            arguments=arguments,
+            result=text,
+        )
+        return text
+
+    def validate(self, answer: Any) -> BaseModel:
+        """The answer as the role's schema, checked for meaning.
+
+        Raises:
+            ValidationError: it does not fit the schema.
+            ValueError: the role's check rejected it.
+        """
+        out = self.role.output
+        parsed = answer if isinstance(answer, out) else out.model_validate(answer)
+        if self.role.check is not None:
+            self.role.check(parsed, self)
+        return parsed
+
+
+def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if hasattr(value, "__dataclass_fields__"):
+        return {k: getattr(value, k) for k in value.__dataclass_fields__}
+    if isinstance(value, set | frozenset | tuple):
+        return list(value)
+    return str(value)
+
+
+__all__ = ["Attempt"]
