@@ -68,13 +68,17 @@ class AnalysisBoard:
         return found.frame
 
     def csv_bytes(self, dataset: str) -> bytes:
-        """The dataset as CSV (made once per dataset)."""
+        """The dataset as CSV, kept once per dataset: every caller gets the same bytes.
+
+        Two first callers may both render it (outside the lock: it is slow); the first
+        stored is kept and handed to both.
+        """
         with self._lock:
             cached = self._csv.get(dataset)
         if cached is None:
-            cached = self.frame(dataset).to_csv(index=False).encode()
+            made = self.frame(dataset).to_csv(index=False).encode()
             with self._lock:
-                self._csv[dataset] = cached
+                cached = self._csv.setdefault(dataset, made)
         return cached
 
     def info(self, dataset: str) -> DatasetInfo:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,6 +36,22 @@ def test_info_and_csv_of_a_dataset(board: AnalysisBoard) -> None:
         csvs = list(pool.map(board.csv_bytes, ["longley"] * 8))
     assert len({id(c) for c in csvs}) == 1
     assert csvs[0].splitlines()[0].startswith(b"TOTEMP,")
+
+
+def test_two_first_callers_of_csv_bytes_get_the_same_bytes(
+    board: AnalysisBoard, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    both_missed = threading.Barrier(2, timeout=10)
+    frame = board.frame
+
+    def frame_after_both_missed(name: str) -> Any:
+        both_missed.wait()  # both threads found no CSV kept and render one each
+        return frame(name)
+
+    monkeypatch.setattr(board, "frame", frame_after_both_missed)
+    with ThreadPoolExecutor(2) as pool:
+        first, second = pool.map(board.csv_bytes, ["longley"] * 2)
+    assert first is second
 
 
 def test_figures_are_kept_and_written(board: AnalysisBoard, tmp_path: Path) -> None:
