@@ -69,9 +69,16 @@ AGENTS_API = {
     "AgentStepLimitError",
     "Answer",
     "MadeBy",
+    "Pipeline",
+    "PipelineFiles",
+    "PipelineRun",
+    "PipelineSettings",
     "Provenance",
     "Role",
     "RoleRegistry",
+    "Rules",
+    "RunInputs",
+    "RunResources",
     "SubAgent",
     "Tool",
     "ToolBox",
@@ -81,6 +88,10 @@ AGENTS_API = {
     "falls_back",
     "install",
     "make_tool",
+    "pipelines",
+    "register_pipeline",
+    "resume_pipeline",
+    "run_pipeline",
 }
 
 

@@ -8,9 +8,9 @@ recomputes every reported number, report.html, report.md and findings.jsonl.
 (verified numbers and answered questions).
 """
 
+from agents.analysis.config import AnalysisConfig
 from agents.analysis.grader import AnalysisGrader
 from agents.analysis.pipeline import (
-    AnalysisConfig,
     AnalysisOutcome,
     DatasetLoadError,
     resume_analysis,
