@@ -1,10 +1,24 @@
 """Kimmy Swarm agents: roles, sub-agents (model policy or offline procedure), tools, and
-the two pipelines (`agents.review`: literature review; `agents.analysis`: batch data
-analysis). Importing this package is light; the pipelines import their libraries on use.
+the pipelines behind one protocol (`Pipeline`; `agents.review`: literature review;
+`agents.analysis`: batch data analysis; `agents.widesearch`: wide search), run by
+`run_pipeline` and registered with `register_pipeline`. Importing this package is light;
+the pipelines import their libraries on use.
 """
 
 from agents.fallback import MadeBy, Provenance, fallbacks, falls_back
 from agents.loop import AgentStepLimitError, Attempt
+from agents.pipeline import (
+    Pipeline,
+    PipelineFiles,
+    PipelineRun,
+    Rules,
+    RunInputs,
+    RunResources,
+    resume_pipeline,
+    run_pipeline,
+)
+from agents.pipeline_record import PipelineSettings
+from agents.pipelines import pipelines, register_pipeline
 from agents.roles import BUILTIN_ROLE_NAMES, Answer, Role, RoleRegistry, builtin_roles
 from agents.subagent import SubAgent, install
 from agents.toolbox import Tool, ToolBox, ToolError, make_tool
@@ -15,9 +29,16 @@ __all__ = [
     "Answer",
     "Attempt",
     "MadeBy",
+    "Pipeline",
+    "PipelineFiles",
+    "PipelineRun",
+    "PipelineSettings",
     "Provenance",
     "Role",
     "RoleRegistry",
+    "Rules",
+    "RunInputs",
+    "RunResources",
     "SubAgent",
     "Tool",
     "ToolBox",
@@ -27,4 +48,8 @@ __all__ = [
     "falls_back",
     "install",
     "make_tool",
+    "pipelines",
+    "register_pipeline",
+    "resume_pipeline",
+    "run_pipeline",
 ]

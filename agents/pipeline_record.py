@@ -1,135 +1,104 @@
-"""What a stored pipeline run keeps so that `resume_analysis` / `resume_review` (and
-`kimmy resume`) can rebuild the same roles and continue it.
+"""What a stored pipeline run keeps so that `resume_pipeline` (and `kimmy resume`) can
+rebuild the same roles and continue it.
 
 A pipeline run records, under `PIPELINE_KEY` of its settings, a `PipelineRecord`: the
-pipeline's own settings (`AnalysisSettings` or `ReviewSettings`, told apart by `kind`) and
-the `ModelEndpoint` its sub-agents called. No secret is ever stored: the API key is not part
-of the record, and the base URL keeps no credentials (`swarm.llm.redact_url`), so a run
-whose URL held some is resumed with `--base-url` given again.
+pipeline's own settings (a `PipelineSettings` of the pipeline named by its `kind`) and the
+`ModelEndpoint` its sub-agents called. No secret is ever stored: the API key is not part of
+the record, and the base URL keeps no credentials (`swarm.llm.redact_url`), so a run whose
+URL held some is resumed with `--base-url` given again.
+
+The record's settings are read by the pipeline that made the run (`read_record`), or by
+whichever registered pipeline its `kind` names (`agents.pipelines.pipeline_record`).
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from collections.abc import Mapping
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    InstanceOf,
+    SerializeAsAny,
+    TypeAdapter,
+    ValidationError,
+)
 
-from agents.tools.search import Relevance
 from swarm.errors import ConfigError
 from swarm.llm.endpoint import ModelEndpoint
 
-if TYPE_CHECKING:
-    from swarm import EventSink, RunResult, Swarm
-    from swarm.store import StoredRun
-
 #: The key of a run's settings that holds its `PipelineRecord`.
 PIPELINE_KEY = "pipeline"
-
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class AnalysisSettings(_Frozen):
-    """`AnalysisConfig` as stored (paths absolute: a resume may run from elsewhere)."""
+class PipelineSettings(_Frozen):
+    """A pipeline's settings as stored with its run: what a resume needs to rebuild the
+    run's config (the model and the runs directory are given again).
 
-    kind: Literal["analysis"] = "analysis"
-    datasets: tuple[str, ...]
-    out: Path
-    questions: tuple[str, ...] = ()
-    max_concurrency: int = 64
-    root: Path
-    threads: int = 16
-    fallback: bool = True
+    Each pipeline subclasses it with `kind: Literal["<its name>"]` and its own fields; the
+    kinds tell the pipelines' records apart.
+    """
 
-
-class ReviewSettings(_Frozen):
-    """`ReviewConfig` as stored (paths absolute: a resume may run from elsewhere)."""
-
-    kind: Literal["review"] = "review"
-    corpus: Path
-    topic: str
-    out: Path
-    max_papers: int = 200
-    themes: int | None = None
-    max_concurrency: int = 64
-    threads: int = 8
-    defaults: dict[str, Any] | None = None
-    researcher: str = "researcher"
-    relevance: Relevance = Relevance()
-    fallback: bool = True
-
-
-PipelineSettings = Annotated[AnalysisSettings | ReviewSettings, Field(discriminator="kind")]
+    kind: str
 
 
 class PipelineRecord(_Frozen):
-    """Everything a stored pipeline run needs to be resumed (kept under `PIPELINE_KEY`)."""
+    """Everything a stored pipeline run needs to be resumed (kept under `PIPELINE_KEY`).
 
-    settings: PipelineSettings
+    Its settings are an instance of the making pipeline's `Settings`: a record is read from
+    a run's settings by `read_record` or `agents.pipelines.pipeline_record`, which know the
+    kinds.
+    """
+
+    settings: SerializeAsAny[InstanceOf[PipelineSettings]]
     endpoint: ModelEndpoint = ModelEndpoint()
 
 
-def pipeline_record(settings: Mapping[str, Any]) -> PipelineRecord | None:
-    """The record in a run's settings; None for a run no pipeline made.
+def stored_settings(settings: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The pipeline settings in a run's stored settings, as stored (JSON, not validated:
+    for a reader that needs one field of any pipeline's); empty for a run no pipeline made."""
+    raw = settings.get(PIPELINE_KEY)
+    inner = raw.get("settings") if isinstance(raw, Mapping) else None
+    return inner if isinstance(inner, Mapping) else {}
+
+
+def record_kind(settings: Mapping[str, Any]) -> str | None:
+    """The `kind` of the pipeline that made a run, from its stored settings; None for a run
+    no pipeline made (or a record with no kind)."""
+    kind = stored_settings(settings).get("kind")
+    return kind if isinstance(kind, str) else None
+
+
+def parse_record(settings: Mapping[str, Any], kinds: Any) -> PipelineRecord | None:
+    """The record in a run's settings, its settings validated as one of `kinds` (a settings
+    class, or a discriminated union of them); None for a run no pipeline made.
 
     Raises:
-        ConfigError: the record is there but not valid (stored by another version).
+        ConfigError: the record is there but not valid (stored by another version, or by a
+            pipeline none of `kinds` is).
     """
     raw = settings.get(PIPELINE_KEY)
     if raw is None:
         return None
     try:
-        return PipelineRecord.model_validate(raw)
-    except ValidationError as exc:
+        if not isinstance(raw, Mapping):
+            raise TypeError(f"a record is a JSON object, got {type(raw).__name__}")
+        parsed = TypeAdapter(kinds).validate_python(raw.get("settings"))
+        endpoint = ModelEndpoint.model_validate(raw.get("endpoint", {}))
+    except (ValidationError, TypeError) as exc:
         raise ConfigError(f"the run's stored pipeline settings are not valid: {exc}") from None
-
-
-def load_pipeline_run(
-    run_id: str, runs_dir: Path, kind: Literal["analysis", "review"]
-) -> tuple[StoredRun, PipelineRecord]:
-    """The stored run and its record, checked to be a `kind` pipeline's.
-
-    Raises:
-        ConfigError: no runs stored there, or the run is not a `kind` run.
-        RunNotFoundError: no such run.
-    """
-    from swarm.store import RunStore
-
-    with RunStore(runs_dir, create=False) as store:
-        stored = store.load_run(run_id)
-    record = pipeline_record(stored.settings)
-    if record is None or record.settings.kind != kind:
-        other = f" but by the {record.settings.kind} pipeline" if record is not None else ""
-        raise ConfigError(
-            f"run {stored.run_id} was not made by the {kind} pipeline{other}; "
-            "`kimmy resume RUN` continues any stored run"
-        )
-    return stored, record
-
-
-def resume_sync(swarm: Swarm, run_id: str, *, sinks: Sequence[EventSink] = ()) -> RunResult:
-    """`swarm.resume` for synchronous callers (starts and closes an event loop)."""
-    box: list[RunResult] = []
-
-    async def main() -> None:
-        # Not returned from the main task: see `Swarm.run_sync`.
-        box.append(await swarm.resume(run_id, sinks=sinks))
-
-    asyncio.run(main())
-    return box[0]
+    return PipelineRecord(settings=parsed, endpoint=endpoint)
 
 
 __all__ = [
     "PIPELINE_KEY",
-    "AnalysisSettings",
     "PipelineRecord",
     "PipelineSettings",
-    "ReviewSettings",
-    "load_pipeline_run",
-    "pipeline_record",
-    "resume_sync",
+    "parse_record",
+    "record_kind",
+    "stored_settings",
 ]

@@ -163,7 +163,7 @@ class RoleRegistry(Mapping[str, Role]):
 
 #: The names of the built-in roles (plans run by `kimmy run` may use them).
 BUILTIN_ROLE_NAMES: tuple[str, ...] = (
-    "orchestrator",
+    "planner",
     "researcher",
     "fact_checker",
     "writer",
@@ -173,8 +173,8 @@ BUILTIN_ROLE_NAMES: tuple[str, ...] = (
 )
 
 _BUILTIN_PROMPTS: dict[str, str] = {
-    "orchestrator": (
-        "You are the orchestrator of a swarm of sub-agents. Decompose the task into "
+    "planner": (
+        "You are the planner of a swarm of sub-agents. Decompose the task into "
         "independent subtasks that can run in parallel, group them into stages, and say "
         "which results each stage needs. Prefer width: many small parallel subtasks."
     ),

@@ -335,6 +335,17 @@ class Swarm:
         asyncio.run(main())
         return box[0]
 
+    def resume_sync(self, run_id: str, **kwargs: Any) -> RunResult:
+        """`resume` for synchronous callers (starts and closes an event loop)."""
+        box: list[RunResult] = []
+
+        async def main() -> None:
+            # Not returned from the main task: see `run_sync`.
+            box.append(await self.resume(run_id, **kwargs))
+
+        asyncio.run(main())
+        return box[0]
+
     async def stream(self, plan: PlanLike, *, run_id: str | None = None) -> AsyncIterator[Event]:
         """Run a plan and yield its events as they happen (the last is `run_finished`).
 

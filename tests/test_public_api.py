@@ -71,9 +71,16 @@ AGENTS_API = {
     "Answer",
     "Attempt",
     "MadeBy",
+    "Pipeline",
+    "PipelineFiles",
+    "PipelineRun",
+    "PipelineSettings",
     "Provenance",
     "Role",
     "RoleRegistry",
+    "Rules",
+    "RunInputs",
+    "RunResources",
     "SubAgent",
     "Tool",
     "ToolBox",
@@ -83,6 +90,10 @@ AGENTS_API = {
     "falls_back",
     "install",
     "make_tool",
+    "pipelines",
+    "register_pipeline",
+    "resume_pipeline",
+    "run_pipeline",
 }
 
 

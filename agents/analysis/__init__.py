@@ -9,10 +9,10 @@ recomputes every reported number, report.html, report.md and findings.jsonl.
 """
 
 from agents.analysis.board import AnalysisBoard
+from agents.analysis.config import AnalysisConfig
 from agents.analysis.digest import AnalysisDigest, AnalysisEntry, analysis_digest
 from agents.analysis.grader import AnalysisGrader
 from agents.analysis.pipeline import (
-    AnalysisConfig,
     AnalysisOutcome,
     DatasetLoadError,
     resume_analysis,

@@ -4,7 +4,7 @@
                                           out=Path("out")))
     outcome.paths["report.md"], outcome.pass_rate
 
-The DAG: `plan` (orchestrator) spawns, per (dataset, question), `analyze:<n>` (data_analyst)
+The DAG: `plan` (planner) spawns, per (dataset, question), `analyze:<n>` (data_analyst)
 → `check:<n>` (fact_checker), then `report` (frontend_engineer → report.html) and
 `summarize` (synthesizer → report.md) after all checks. A dataset that fails to load is bad
 input: `DatasetLoadError` before anything runs. The failure policy is `continue`: an
@@ -13,24 +13,28 @@ but does of another is "not applicable" there, no failure.
 Afterwards `findings.jsonl` lists every reported number with its verdict. With a model, a
 sub-agent whose model fails its subtask by its answers gets it done by its role's offline
 procedure (`config.fallback`, `agents.fallback`); report.md then lists those sub-agents and
-the outcome counts them.
+the outcome counts them. `ANALYSIS` is the analysis as a `Pipeline`: run on its own by
+`run_analysis` (`agents.pipeline.run_pipeline`), or planned by the orchestrator for a goal
+with datasets.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agents.analysis.board import AnalysisBoard
+from agents.analysis.config import AnalysisConfig, AnalysisSettings
 from agents.analysis.digest import analysis_digest, run_problems
+from agents.analysis.grader import AnalysisGrader
 from agents.analysis.outputs import finding_records, write_jsonl
+from agents.analysis.planning import PLANNER, AnalysisRules, initial_plan
 from agents.analysis.report_text import intro_text, render_markdown
 from agents.analysis.roles import analysis_roles
-from agents.analysis.schemas import PLAN_ID, REPORT_ID, SUMMARIZE_ID, is_check_id
+from agents.analysis.schemas import REPORT_ID, SUMMARIZE_ID, is_check_id
 from agents.analysis.tools import build_toolbox
 from agents.analysis.workers import (
     AnalystWorker,
@@ -41,96 +45,29 @@ from agents.analysis.workers import (
     restore_board,
 )
 from agents.fallback import fallback_markdown, fallbacks, made_by_counts
-from agents.pipeline_record import (
-    PIPELINE_KEY,
-    AnalysisSettings,
-    PipelineRecord,
-    load_pipeline_run,
-    resume_sync,
+from agents.pipeline import (
+    Pipeline,
+    PipelineFiles,
+    PipelineRun,
+    RunResources,
+    resume_pipeline,
+    run_pipeline,
 )
 from agents.subagent import SubAgent
-from agents.tracking import RoleConcurrency
-from swarm import Swarm
 from swarm.errors import ConfigError, UserError
 from swarm.llm.endpoint import ModelEndpoint
-from swarm.schema import Plan, RunResult, Subtask, SubtaskStatus
+from swarm.schema import Plan, RunResult, SubtaskStatus
 
 if TYPE_CHECKING:
+    from agents.pipeline import RunInputs
     from agents.toolbox import ToolBox
     from agents.tools.datasets import Dataset
-    from swarm import EventSink
+    from rewards.graders import PipelineGrader
+    from rewards.trajectory import Trajectory
+    from swarm import EventSink, Plan, Swarm
+    from swarm.llm.endpoint import ModelEndpoint
     from swarm.llm.protocol import ChatModel
     from swarm.store import StoredRun
-
-
-@dataclass(frozen=True)
-class AnalysisConfig:
-    """What to analyse and how (checked when made, before anything runs).
-
-    Attributes:
-        datasets: specs: `statsmodels:NAME`, `sklearn:NAME`, or .csv/.tsv/.parquet paths.
-        out: the folder for report.md, report.html, findings.jsonl and figures/.
-        questions: asked of every dataset (default: one general question).
-        model: the model for the model policy (None: offline procedures).
-        runs_dir: where the swarm stores the run (None: nowhere).
-        max_concurrency: sub-agents in flight at most.
-        root: file datasets must lie inside it (default: the working directory).
-        threads: worker threads for procedures and tools (analyses run in parallel on them).
-        fallback: with a model, a sub-agent (the planner too) whose model fails its
-            subtask by its answers gets it done by its role's offline procedure, marked as
-            such; False: that sub-agent fails (strict model mode).
-
-    Raises:
-        ConfigError: no dataset, or a count below 1.
-    """
-
-    datasets: Sequence[str]
-    out: Path
-    questions: Sequence[str] = ()
-    model: ChatModel | None = None
-    runs_dir: Path | None = None
-    max_concurrency: int = 64
-    root: Path | None = None
-    threads: int = 16
-    fallback: bool = True
-
-    def __post_init__(self) -> None:
-        for name in ("datasets", "questions"):
-            value = getattr(self, name)
-            if isinstance(value, str):  # a str is a Sequence[str]: one letter per dataset
-                raise ConfigError(f"{name} is a list of strings; got the string {value!r}")
-        datasets = [str(d).strip() for d in self.datasets]
-        if not datasets or not all(datasets):
-            raise ConfigError(
-                f"name at least one dataset (got {datasets!r}): 'statsmodels:NAME', "
-                "'sklearn:NAME' or a .csv/.tsv/.parquet path"
-            )
-        object.__setattr__(self, "datasets", tuple(datasets))
-        object.__setattr__(self, "questions", tuple(q.strip() for q in self.questions if q.strip()))
-        object.__setattr__(self, "out", Path(self.out))
-        if self.threads < 1 or self.max_concurrency < 1:
-            raise ConfigError(
-                f"threads and max_concurrency must be >= 1, got {self.threads} and "
-                f"{self.max_concurrency}"
-            )
-
-    def settings(self) -> AnalysisSettings:
-        """What a resume needs (the model and the runs directory are given again)."""
-        return AnalysisSettings(
-            datasets=tuple(self.datasets),
-            out=self.out.expanduser().resolve(),
-            questions=tuple(self.questions),
-            max_concurrency=self.max_concurrency,
-            root=(self.root or Path.cwd()).expanduser().resolve(),
-            threads=self.threads,
-            fallback=self.fallback,
-        )
-
-    @classmethod
-    def from_settings(cls, settings: AnalysisSettings, **changes: Any) -> AnalysisConfig:
-        """The config a run was stored with; `changes` set other fields (model, runs_dir)."""
-        return cls(**{**settings.model_dump(exclude={"kind"}), **changes})
-
 
 @dataclass
 class AnalysisOutcome:
@@ -200,7 +137,7 @@ class DatasetLoadError(UserError):
                          f"analysed: {reasons}")  # fmt: skip
 
 
-def _sandbox(board: AnalysisBoard) -> Any:
+def sandbox_for(board: AnalysisBoard) -> Any:
     """The sandbox for `run_python`; None (and a problem noted) where it cannot isolate."""
     from agents.tools.sandbox import Sandbox, SandboxLimits, SandboxUnavailableError
 
@@ -211,27 +148,13 @@ def _sandbox(board: AnalysisBoard) -> Any:
         return None
 
 
-def build_swarm(
-    config: AnalysisConfig, board: AnalysisBoard, tools: ToolBox, executor: Executor
-) -> Swarm:
-    """A swarm with the five analysis roles, each a `SubAgent` behind its board worker."""
-    swarm = Swarm(
-        model=config.model,
-        max_concurrency=config.max_concurrency,
-        failure_policy="continue",
-        runs_dir=config.runs_dir,
-    )
-    install_analysis_roles(swarm, board, tools, executor, fallback=config.fallback)
-    return swarm
-
-
 def install_analysis_roles(
     swarm: Swarm,
     board: AnalysisBoard,
     tools: ToolBox,
     executor: Executor,
     *,
-    planner: str = "orchestrator",
+    planner: str = PLANNER,
     spawn: bool = True,
     fallback: bool = False,
 ) -> None:
@@ -240,7 +163,7 @@ def install_analysis_roles(
     orchestrator above it assigns the tasks). `fallback`: see `AnalysisConfig`."""
     roles = analysis_roles(python="run_python" in tools)
     wrappers = {
-        "orchestrator": PlanWorker if spawn else PlanOnlyWorker,
+        PLANNER: PlanWorker if spawn else PlanOnlyWorker,
         "data_analyst": AnalystWorker,
         "fact_checker": CheckWorker,
         "frontend_engineer": ReportWorker,
@@ -248,23 +171,8 @@ def install_analysis_roles(
     }
     for name, role in roles.items():
         agent = SubAgent(role, tools, executor=executor, fallback=fallback)
-        key = planner if name == "orchestrator" else name
+        key = planner if name == PLANNER else name
         swarm.add_role(key, wrappers[name](agent, board), output=role.output)
-
-
-def _initial_plan(config: AnalysisConfig) -> Plan:
-    datasets = list(dict.fromkeys(config.datasets))
-    return Plan(
-        goal=f"batch analysis of {len(datasets)} dataset(s)",
-        subtasks=[
-            Subtask(
-                id=PLAN_ID,
-                role="orchestrator",
-                instructions="Plan one analysis per (dataset, question).",
-                inputs={"datasets": datasets, "questions": list(config.questions)},
-            )
-        ],
-    )
 
 
 def _record_failures(board: AnalysisBoard, result: RunResult) -> None:
@@ -308,49 +216,115 @@ def _outcome_problems(board: AnalysisBoard) -> list[str]:
     return problems
 
 
-def _run(
-    config: AnalysisConfig,
-    sinks: Sequence[EventSink],
-    endpoint: ModelEndpoint | None,
-    resume: StoredRun | None = None,
-) -> AnalysisOutcome:
-    """Run (or, given a stored run, continue) the analysis and write its artifacts."""
-    t0 = time.perf_counter()
-    out = config.out.expanduser().resolve()
-    root = (config.root or Path.cwd()).expanduser().resolve()
-    executor = ThreadPoolExecutor(config.threads, thread_name_prefix="kimmy-analysis")
-    record = PipelineRecord(settings=config.settings(), endpoint=endpoint or
-                            ModelEndpoint.of(config.model))  # fmt: skip
-    try:
+@dataclass(frozen=True)
+class _Loaded:
+    """What an analysis works on: the board, and the datasets asked for (some may have failed
+    to load: the board says why)."""
+
+    board: AnalysisBoard
+    specs: tuple[str, ...]
+
+
+def _loaded(resources: RunResources) -> _Loaded:
+    loaded = resources.state[ANALYSIS.name]
+    assert isinstance(loaded, _Loaded)
+    return loaded
+
+
+class AnalysisPipeline(Pipeline[AnalysisConfig, PipelineFiles]):
+    """The batch analysis as a `Pipeline` (its resources: the datasets' board and its tools)."""
+
+    name = "analysis"
+    Settings = AnalysisSettings
+
+    def configure(self, settings: AnalysisSettings, **given: Any) -> AnalysisConfig:
+        return AnalysisConfig.from_settings(settings, **given)
+
+    def load(self, config: AnalysisConfig, executor: Executor) -> RunResources:
+        out = config.out.expanduser().resolve()
+        root = (config.root or Path.cwd()).expanduser().resolve()
         datasets, errors = load_datasets(config.datasets, root=root, executor=executor)
         if errors:  # bad input: refused before anything runs or is written
             raise DatasetLoadError(errors)
         out.mkdir(parents=True, exist_ok=True)
         board = AnalysisBoard(datasets, out_dir=out, load_errors=errors)
-        sandbox = _sandbox(board) if config.model is not None else None
-        tools = build_toolbox(board, sandbox)
-        concurrency = RoleConcurrency()
-        with build_swarm(config, board, tools, executor) as swarm:
-            swarm.settings[PIPELINE_KEY] = record.model_dump(mode="json")
-            if resume is None:
-                result = swarm.run_sync(_initial_plan(config), sinks=[concurrency, *sinks])
-            else:  # what finished before is on the board again before the rest runs
-                restore_board(board, resume.results)
-                result = resume_sync(swarm, resume.run_id, sinks=[concurrency, *sinks])
+        sandbox = sandbox_for(board) if config.model is not None else None
+        return RunResources(
+            tools=build_toolbox(board, sandbox),
+            datasets=tuple(board.datasets),
+            state={self.name: _Loaded(board, tuple(config.datasets))},
+        )
+
+    def load_inputs(self, inputs: RunInputs, resources: RunResources, executor: Executor) -> None:
+        if not inputs.datasets:
+            return
+        root = (inputs.root or Path.cwd()).expanduser().resolve()
+        found, errors = load_datasets(inputs.datasets, root=root, executor=executor)
+        board = AnalysisBoard(found, out_dir=inputs.out / self.name, load_errors=errors)
+        board.out_dir.mkdir(parents=True, exist_ok=True)
+        resources.add_tools(build_toolbox(board, sandbox_for(board) if inputs.python else None))
+        resources.datasets = tuple(board.datasets)
+        resources.state[self.name] = _Loaded(board, tuple(inputs.datasets))
+
+    def install(
+        self,
+        swarm: Swarm,
+        resources: RunResources,
+        executor: Executor,
+        *,
+        planner: str = PLANNER,
+        config: AnalysisConfig | None = None,
+    ) -> dict[str, str]:
+        board = _loaded(resources).board
+        fallback = config.fallback if config is not None else False
+        install_analysis_roles(
+            swarm, board, resources.tools, executor,
+            planner=planner, spawn=config is not None, fallback=fallback,
+        )  # fmt: skip
+        return {}
+
+    def plan(self, config: AnalysisConfig, resources: RunResources) -> Plan:
+        return initial_plan(config)
+
+    def restore(self, resources: RunResources, stored: StoredRun) -> None:
+        restore_board(_loaded(resources).board, stored.results)
+
+    def write_outputs(
+        self,
+        resources: RunResources,
+        result: RunResult,
+        out: Path,
+        *,
+        config: AnalysisConfig | None = None,
+    ) -> PipelineFiles:
+        if config is None:  # under the orchestrator: the report subtasks' files only
+            return PipelineFiles(paths={})
+        board = _loaded(resources).board
         _record_failures(board, result)
-        paths = write_artifacts(board, tools, result)
-    finally:
-        executor.shutdown(wait=True, cancel_futures=True)
-    return _outcome(board, result, paths, concurrency, t0)
+        return PipelineFiles(paths=write_artifacts(board, resources.tools, result))
+
+    def offline_rules(self, goal: str, resources: RunResources) -> AnalysisRules | None:
+        loaded = resources.state.get(self.name)
+        if not isinstance(loaded, _Loaded):
+            return None
+        if resources.corpus is not None:
+            raise ConfigError(
+                "offline, a run plans either a review (--corpus) or an analysis (--data), not "
+                "both; give a model to combine them"
+            )
+        return AnalysisRules(loaded.specs)
+
+    def grader(self, traj: Trajectory) -> PipelineGrader | None:
+        grader = AnalysisGrader()
+        return grader if grader.applies(traj) else None
 
 
-def _outcome(
-    board: AnalysisBoard,
-    result: RunResult,
-    paths: dict[str, Path],
-    concurrency: RoleConcurrency,
-    t0: float,
-) -> AnalysisOutcome:
+#: The batch analysis (registered in `agents.pipelines`).
+ANALYSIS = AnalysisPipeline()
+
+
+def _outcome(run: PipelineRun[AnalysisConfig, PipelineFiles]) -> AnalysisOutcome:
+    board, result = _loaded(run.resources).board, run.result
     records = finding_records(board)
     verdicts = [r["verdict"] for r in records]
     problems = _outcome_problems(board)
@@ -361,15 +335,15 @@ def _outcome(
         out_dir=board.out_dir,
         run_id=result.run_id,
         status=status,
-        paths=paths,
+        paths=run.files.paths,
         analyses=len(board.tasks),
         findings=len(records),
         verified=verdicts.count("verified"),
         mismatched=verdicts.count("mismatch"),
         unverifiable=verdicts.count("unverifiable"),
-        peak_analysts=concurrency.peak["data_analyst"],
+        peak_analysts=run.peak["data_analyst"],
         problems=problems,
-        duration_s=time.perf_counter() - t0,
+        duration_s=run.duration_s,
         fallbacks=fallbacks(result.outputs),
         subagents=len(result.results),
         made_by=made_by_counts(result.outputs),
@@ -392,7 +366,7 @@ def run_analysis(
         DatasetLoadError: a dataset could not be loaded (a missing file, an unknown name):
             nothing was run and no file written.
     """
-    return _run(config, sinks, endpoint)
+    return _outcome(run_pipeline(ANALYSIS, config, sinks=sinks, endpoint=endpoint))
 
 
 def resume_analysis(
@@ -414,22 +388,19 @@ def resume_analysis(
         ConfigError: the run was not made by `run_analysis`.
         RunNotFoundError: no such run.
     """
-    stored, record = load_pipeline_run(run_id, runs_dir, "analysis")
-    assert isinstance(record.settings, AnalysisSettings)
-    config = AnalysisConfig.from_settings(
-        record.settings, model=model, runs_dir=runs_dir, **changes
-    )
-    return _run(config, sinks, record.endpoint, stored)
+    run = resume_pipeline(ANALYSIS, run_id, runs_dir=runs_dir, model=model, sinks=sinks, **changes)
+    return _outcome(run)
 
 
 __all__ = [
-    "AnalysisConfig",
+    "ANALYSIS",
     "AnalysisOutcome",
+    "AnalysisPipeline",
     "DatasetLoadError",
-    "build_swarm",
     "install_analysis_roles",
     "load_datasets",
     "resume_analysis",
     "run_analysis",
+    "sandbox_for",
     "write_artifacts",
 ]

@@ -182,7 +182,7 @@ def check_text(answer: ReportText, run: Attempt) -> None:
 def analysis_roles(*, python: bool = False) -> RoleRegistry:
     """The five roles of the batch analysis (`python`: analysts may call `run_python`).
 
-    orchestrator (AnalysisPlan), data_analyst (DatasetAnalysis), fact_checker
+    planner (AnalysisPlan), data_analyst (DatasetAnalysis), fact_checker
     (FindingChecks), frontend_engineer (ReportPage) and synthesizer (ReportText).
     """
     base = builtin_roles()
@@ -192,8 +192,8 @@ def analysis_roles(*, python: bool = False) -> RoleRegistry:
         if python else ""
     )  # fmt: skip
     roles = [
-        base.get_role("orchestrator").derive(
-            system_prompt=base.get_role("orchestrator").system_prompt
+        base.get_role("planner").derive(
+            system_prompt=base.get_role("planner").system_prompt
             + " Call list_datasets; plan one task per (loaded dataset, question), numbered "
             "from 1; list datasets that did not load under problems.",
             output=AnalysisPlan, tools=("list_datasets",), procedure=plan_analyses,

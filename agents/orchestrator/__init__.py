@@ -6,7 +6,9 @@
 
 - `solve`: `run_solve` / `resume_solve`, `SolveConfig`, `SolveOutcome`.
 - `agent`: `OrchestratorAgent` (the loop, a swarm worker), `ModelTurns` (its model policy).
-- `offline`: the rule-based planner (the offline policy behind the same interface).
+- `offline`: the rule-based planner (the offline policy behind the same interface), over
+  the registered pipelines' rules (`agents.pipelines`).
+- `resources`: a goal's resources, loaded by the registered pipelines.
 - `tools`, `actions`: the orchestrator's tools and how they act on the live run.
 - `agent_specs`: sub-agents made at run time (`AgentSpec`, the swarm's role factory).
 """
@@ -20,8 +22,14 @@ from agents.orchestrator.agent import (
 )
 from agents.orchestrator.agent_specs import AgentSpec, spec_role_factory
 from agents.orchestrator.offline import NO_OFFLINE_PLAN, OfflinePlanner, offline_rules
-from agents.orchestrator.prompts import Resources
-from agents.orchestrator.solve import SolveConfig, SolveOutcome, resume_solve, run_solve
+from agents.orchestrator.prompts import ResourceBrief
+from agents.orchestrator.solve import (
+    SolveConfig,
+    SolveOutcome,
+    SolveSettings,
+    resume_solve,
+    run_solve,
+)
 from agents.orchestrator.tools import orchestrator_tools
 
 __all__ = [
@@ -32,9 +40,10 @@ __all__ = [
     "OfflinePlanner",
     "OrchestratorAgent",
     "OrchestratorOutput",
-    "Resources",
+    "ResourceBrief",
     "SolveConfig",
     "SolveOutcome",
+    "SolveSettings",
     "TurnPolicy",
     "offline_rules",
     "orchestrator_tools",

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 
 from agents.loop import AgentStepLimitError, Rejection, chat_within_budget
 from agents.orchestrator.actions import Actions
-from agents.orchestrator.prompts import NO_TOOL_CALL, Resources, opening_messages
+from agents.orchestrator.prompts import NO_TOOL_CALL, ResourceBrief, opening_messages
 from agents.orchestrator.state import OrchestratorState
 from swarm.llm import TokenBudget, context_tokens, shared_budget
 from swarm.llm.types import ToolCall
@@ -130,7 +130,7 @@ class OrchestratorAgent:
 
     def __init__(
         self,
-        resources: Resources,
+        resources: ResourceBrief,
         policy: TurnPolicy,
         *,
         roles: Collection[str],

@@ -20,7 +20,7 @@ ORCHESTRATOR_PROMPT = (
 
 
 @dataclass(frozen=True)
-class Resources:
+class ResourceBrief:
     """What the run can work on, as the orchestrator is told about it.
 
     Attributes:
@@ -53,7 +53,7 @@ def _listing(ids: Sequence[str], budget_chars: int) -> str:
 
 
 def opening_messages(
-    goal: str, resources: Resources, *, budget_chars: int
+    goal: str, resources: ResourceBrief, *, budget_chars: int
 ) -> list[dict[str, str]]:
     """The system and first user message of the orchestrator."""
     parts = [f"Goal: {goal}"]
@@ -83,4 +83,4 @@ NO_TOOL_CALL = (
     "finish(answer) when the goal is reached."
 )
 
-__all__ = ["NO_TOOL_CALL", "ORCHESTRATOR_PROMPT", "Resources", "opening_messages"]
+__all__ = ["NO_TOOL_CALL", "ORCHESTRATOR_PROMPT", "ResourceBrief", "opening_messages"]

@@ -1,80 +1,45 @@
-"""The resources of an orchestrated run — a corpus, datasets — loaded once, with the
-toolbox sub-agents may use on them."""
+"""The resources of an orchestrated run — a corpus, datasets — loaded once by the registered
+pipelines (each takes its part of the inputs, with its tools), and what the orchestrator is
+told about them (`brief`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from concurrent.futures import Executor
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
-from agents.orchestrator.prompts import Resources
-from agents.toolbox import ToolBox
-
-if TYPE_CHECKING:
-    from agents.analysis.board import AnalysisBoard
-    from agents.tools.corpus import Corpus
+from agents.orchestrator.prompts import ResourceBrief
+from agents.pipeline import RunInputs, RunResources
 
 
-@dataclass
-class Loaded:
-    """What a run works on: the corpus and the analysis board, and their tools."""
-
-    corpus: Corpus | None
-    board: AnalysisBoard | None
-    tools: ToolBox
-
-    def describe(self, roles: Mapping[str, str], corpus_path: Path | None) -> Resources:
-        """The resources as the orchestrator is told about them."""
-        return Resources(
-            tools={name: tool.description for name, tool in self.tools.items()},
-            roles=dict(roles),
-            documents=self.corpus.ids if self.corpus is not None else (),
-            corpus=str(corpus_path) if corpus_path is not None else None,
-            datasets=list(self.board.datasets) if self.board is not None else (),
-        )
-
-
-def load_resources(
-    *,
-    corpus: Path | None,
-    datasets: Sequence[str],
-    out: Path,
-    executor: Executor,
-    defaults: Mapping[str, Any] | None = None,
-    root: Path | None = None,
-    python: bool = False,
-) -> Loaded:
-    """Load the corpus (review tools + paper metadata) and the datasets (analysis tools).
+def load_resources(inputs: RunInputs, executor: Executor) -> RunResources:
+    """Everything the registered pipelines work on among `inputs`, with their tools (the
+    corpus, its search and reading tools, `read_metadata`; the datasets' board and the
+    analysis tools), in registration order.
 
     Raises:
         CorpusError, EmptyCorpusError: the corpus is missing or has no readable document.
     """
-    tools = ToolBox()
-    loaded_corpus = None
-    board = None
-    if corpus is not None:
-        from agents.review.pipeline import ReviewConfig, load_review_corpus
-        from agents.widesearch.extract import wide_toolbox
+    from agents.pipelines import pipelines
 
-        where = ReviewConfig(corpus=corpus, topic="", out=out, defaults=defaults)
-        loaded_corpus = load_review_corpus(where)
-        for tool in wide_toolbox(loaded_corpus).values():
-            tools.add(tool)
-    if datasets:
-        from agents.analysis.board import AnalysisBoard
-        from agents.analysis.pipeline import _sandbox, load_datasets
-        from agents.analysis.tools import build_toolbox
-
-        found, errors = load_datasets(
-            datasets, root=(root or Path.cwd()).expanduser().resolve(), executor=executor
-        )
-        board = AnalysisBoard(found, out_dir=out / "analysis", load_errors=errors)
-        board.out_dir.mkdir(parents=True, exist_ok=True)
-        for tool in build_toolbox(board, _sandbox(board) if python else None).values():
-            tools.add(tool)
-    return Loaded(loaded_corpus, board, tools)
+    resources = RunResources()
+    for pipeline in pipelines().values():
+        pipeline.load_inputs(inputs, resources, executor)
+    return resources
 
 
-__all__ = ["Loaded", "load_resources"]
+def brief(
+    resources: RunResources, roles: Mapping[str, str], corpus_path: Path | None
+) -> ResourceBrief:
+    """The resources as the orchestrator is told about them (`roles`: the roles it may assign
+    to, with a one-line charge each)."""
+    return ResourceBrief(
+        tools={name: tool.description for name, tool in resources.tools.items()},
+        roles=dict(roles),
+        documents=resources.corpus.ids if resources.corpus is not None else (),
+        corpus=str(corpus_path) if corpus_path is not None else None,
+        datasets=list(resources.datasets),
+    )
+
+
+__all__ = ["brief", "load_resources"]

@@ -12,14 +12,14 @@ stored run: the orchestrator's conversation comes back from its recorded turns, 
 finished sub-agent runs again.
 """
 
+
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, fields
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from agents.orchestrator.agent import (
     ORCHESTRATOR_ID,
@@ -28,8 +28,19 @@ from agents.orchestrator.agent import (
     OrchestratorOutput,
 )
 from agents.orchestrator.agent_specs import spec_role_factory
-from agents.orchestrator.offline import AnalysisRules, OfflinePlanner, ReviewRules, offline_rules
-from agents.orchestrator.resources import Loaded, load_resources
+from agents.orchestrator.offline import OfflinePlanner, offline_rules
+from agents.orchestrator.resources import brief, load_resources
+from agents.pipeline import (
+    Pipeline,
+    PipelineFiles,
+    PipelineRun,
+    RunInputs,
+    RunResources,
+    resume_pipeline,
+    run_pipeline,
+    subtask_problems,
+)
+from agents.pipeline_record import PIPELINE_KEY, PipelineSettings
 from agents.roles import builtin_roles
 from agents.subagent import install
 from swarm.errors import ConfigError
@@ -38,11 +49,32 @@ from swarm.schema import Plan, Subtask
 
 if TYPE_CHECKING:
     from agents.orchestrator.agent import TurnPolicy
-    from swarm import EventSink, RunResult, Swarm
+    from swarm import EventSink, RunConfig, RunResult, Swarm
+    from swarm.llm.endpoint import ModelEndpoint
     from swarm.llm.protocol import ChatModel
 
-#: Where the run's settings keep what `resume_solve` needs to rebuild it.
-SOLVE_SETTINGS_KEY = "solve"
+#: The orchestrator's role (its subtask is `ORCHESTRATOR_ID`).
+ORCHESTRATOR_ROLE = "orchestrator"
+
+
+class SolveSettings(PipelineSettings):
+    """`SolveConfig` as stored (the model and the runs directory are given again)."""
+
+    kind: Literal["solve"] = "solve"
+    goal: str
+    out: Path
+    corpus: Path | None = None
+    datasets: tuple[str, ...] = ()
+    max_subagents: int = 1_000
+    max_concurrency: int = 64
+    max_turns: int = 50
+    max_depth: int = 3
+    context_tokens: int | None = None
+    max_tokens: int = 2_048
+    timeout_s: float = 24 * 3600.0
+    defaults: dict[str, Any] | None = None
+    logprobs: bool = False
+    threads: int = 8
 
 
 @dataclass(frozen=True)
@@ -97,23 +129,24 @@ class SolveConfig:
         if self.context_tokens is not None and self.context_tokens < 256:
             raise ConfigError(f"context_tokens must be ≥ 256, got {self.context_tokens!r}")
 
-    def settings(self) -> dict[str, Any]:
-        """What a resume needs (JSON; the model is given again)."""
-        # Not `asdict`: it deep-copies the model too (a local one holds sockets and threads).
-        keep = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "model"}
-        for key in ("out", "corpus", "runs_dir"):
-            keep[key] = str(keep[key]) if keep[key] is not None else None
-        keep["datasets"] = list(self.datasets)
-        keep["defaults"] = dict(self.defaults) if self.defaults is not None else None
-        return keep
+    def settings(self) -> SolveSettings:
+        """What a resume needs (the model and the runs directory are given again)."""
+        # Field by field, not `asdict`: that deep-copies the model too (a local one holds
+        # sockets and threads).
+        return SolveSettings(
+            goal=self.goal, out=self.out, corpus=self.corpus, datasets=tuple(self.datasets),
+            max_subagents=self.max_subagents, max_concurrency=self.max_concurrency,
+            max_turns=self.max_turns, max_depth=self.max_depth,
+            context_tokens=self.context_tokens, max_tokens=self.max_tokens,
+            timeout_s=self.timeout_s,
+            defaults=dict(self.defaults) if self.defaults is not None else None,
+            logprobs=self.logprobs, threads=self.threads,
+        )  # fmt: skip
 
     @classmethod
-    def from_settings(cls, data: Mapping[str, Any], **changes: Any) -> SolveConfig:
-        values = dict(data)
-        for key in ("out", "corpus", "runs_dir"):
-            if values.get(key) is not None:
-                values[key] = Path(values[key])
-        return cls(**{**values, **changes})
+    def from_settings(cls, settings: SolveSettings, **changes: Any) -> SolveConfig:
+        """The config a run was stored with; `changes` set other fields (model, runs_dir)."""
+        return cls(**{**settings.model_dump(exclude={"kind"}), **changes})
 
 
 @dataclass
@@ -132,90 +165,139 @@ class SolveOutcome:
     problems: list[str] = field(default_factory=list)
 
 
-def _policy(config: SolveConfig, loaded: Loaded) -> tuple[TurnPolicy, Any]:
-    """The orchestrator's policy, and the offline rules it follows (None with a model)."""
+@dataclass
+class SolveFiles(PipelineFiles):
+    """answer.md (and, offline, the planning pipeline's files), and the answer."""
+
+    answer: str = ""
+
+
+@dataclass
+class _Planning:
+    """How the orchestrator plans: its policy, and offline the pipeline whose rules it
+    follows (None with a model: it may assign to any role)."""
+
+    policy: TurnPolicy
+    pipeline: Pipeline[Any, Any] | None
+
+
+def _planning(config: SolveConfig, resources: RunResources) -> _Planning:
     if config.model is not None:
         policy = ModelTurns(
             max_tokens=config.max_tokens,
             logprobs=config.logprobs,
             context_tokens=config.context_tokens,
         )
-        return policy, None
-    from agents.widesearch.task import WIDE_TASKS
-
-    rules = offline_rules(
-        config.goal,
-        corpus=loaded.corpus,
-        datasets=config.datasets,
-        wide_tasks=lambda: WIDE_TASKS,
-    )
-    return OfflinePlanner(rules), rules
+        return _Planning(policy, None)
+    pipeline, rules = offline_rules(config.goal, resources)
+    return _Planning(OfflinePlanner(rules), pipeline)
 
 
-def _install_roles(
-    swarm: Swarm, loaded: Loaded, rules: Any, pool: ThreadPoolExecutor
-) -> dict[str, str]:
-    """Register the sub-agents' roles; returns the built-in ones with their charges."""
-    if isinstance(rules, ReviewRules):
-        from agents.review.roles import review_roles
+def _state(resources: RunResources) -> _Planning:
+    planning = resources.state[SOLVE.name]
+    assert isinstance(planning, _Planning)
+    return planning
 
-        roles = review_roles()
-        planner = roles.get_role("orchestrator").derive(name="review_planner")
-        install(swarm, [planner, *(r for n, r in roles.items() if n != "orchestrator")],
-                loaded.tools, executor=pool)  # fmt: skip
-        return {n: r.system_prompt[:80] for n, r in roles.items() if n != "orchestrator"}
-    if isinstance(rules, AnalysisRules):
-        from agents.analysis.pipeline import install_analysis_roles
 
-        assert loaded.board is not None
-        install_analysis_roles(
-            swarm, loaded.board, loaded.tools, pool, planner="analysis_planner", spawn=False
+def _answer(result: RunResult) -> str:
+    output = result.outputs.get(ORCHESTRATOR_ID)
+    answer = output.get("answer", "") if isinstance(output, dict) else ""
+    if not answer:
+        res = result.results.get(ORCHESTRATOR_ID)
+        why = f"{res.error.type}: {res.error.message}" if res and res.error else "no answer"
+        state = res.status.value if res else "did not run"
+        answer = f"(no answer: the orchestrator {state}; {why})"
+    return answer
+
+
+class SolvePipeline(Pipeline[SolveConfig, SolveFiles]):
+    """`run_solve` as a `Pipeline`: the orchestrator over the registered pipelines' resources
+    (it is not registered itself: it plans the registered ones)."""
+
+    name = "solve"
+    Settings = SolveSettings
+
+    def configure(self, settings: SolveSettings, **given: Any) -> SolveConfig:
+        return SolveConfig.from_settings(settings, **given)
+
+    def load(self, config: SolveConfig, executor: Executor) -> RunResources:
+        inputs = RunInputs(
+            out=config.out, corpus=config.corpus, datasets=tuple(config.datasets),
+            defaults=config.defaults, python=config.model is not None,
+        )  # fmt: skip
+        resources = load_resources(inputs, executor)
+        resources.state[self.name] = _planning(config, resources)
+        return resources
+
+    def run_config(self, config: SolveConfig) -> RunConfig:
+        from swarm import RunConfig
+
+        return RunConfig(
+            max_concurrency=config.max_concurrency,
+            max_subagents=config.max_subagents,
+            max_depth=config.max_depth,
+            failure_policy="continue",
         )
-        return {}
-    if rules is not None:  # a wide task
-        from agents.widesearch.extract import extractor_role
 
-        install(swarm, [extractor_role()], loaded.tools, executor=pool)
-        return {"extractor": "reports the rows of the papers that meet a wide task"}
-    tools = tuple(loaded.tools)
-    builtins = [r.derive(tools=tools) for n, r in builtin_roles().items() if n != "orchestrator"]
-    install(swarm, builtins, loaded.tools, executor=pool)
-    return {r.name: r.system_prompt.split(". ")[0] for r in builtins}
+    def install(
+        self,
+        swarm: Swarm,
+        resources: RunResources,
+        executor: Executor,
+        *,
+        planner: str = "planner",
+        config: SolveConfig | None = None,
+    ) -> dict[str, str]:
+        """The planning pipeline's roles (offline) or the built-in ones (with a model), the
+        role factory for sub-agents made at run time, and the orchestrator."""
+        assert config is not None
+        planning = _state(resources)
+        if planning.pipeline is not None:
+            roles = planning.pipeline.install(swarm, resources, executor, planner=planner)
+        else:  # the orchestrator plans: no planner beside it
+            tools = tuple(resources.tools)
+            builtins = [r.derive(tools=tools) for n, r in builtin_roles().items() if n != planner]
+            install(swarm, builtins, resources.tools, executor=executor)
+            roles = {r.name: r.system_prompt.split(". ")[0] for r in builtins}
+        swarm.set_role_factory(spec_role_factory(resources.tools, executor=executor))
+        context = config.context_tokens or context_tokens(config.model)
+        budget = int(context * DEFAULT_CHARS_PER_TOKEN * 0.25)
+        agent = OrchestratorAgent(
+            brief(resources, roles, config.corpus),
+            planning.policy,
+            roles=[r for r in swarm.workers if r != ORCHESTRATOR_ROLE],
+            max_turns=config.max_turns,
+            budget_chars=max(2_000, budget),
+            context_tokens=context,
+            max_tokens=config.max_tokens,
+        )
+        swarm.add_role(ORCHESTRATOR_ROLE, agent, output=OrchestratorOutput)
+        return roles
+
+    def plan(self, config: SolveConfig, resources: RunResources) -> Plan:
+        return _plan(config)
+
+    def write_outputs(
+        self,
+        resources: RunResources,
+        result: RunResult,
+        out: Path,
+        *,
+        config: SolveConfig | None = None,
+    ) -> SolveFiles:
+        """answer.md (and, offline, the planning pipeline's own files in `out / its name`)."""
+        out.mkdir(parents=True, exist_ok=True)
+        answer = _answer(result)
+        paths = {"answer.md": out / "answer.md"}
+        paths["answer.md"].write_text(answer.rstrip() + "\n", encoding="utf-8")
+        pipeline = _state(resources).pipeline
+        if pipeline is not None:
+            paths.update(pipeline.write_outputs(resources, result, out / pipeline.name).paths)
+        return SolveFiles(paths=paths, answer=answer)
 
 
-def _build(
-    config: SolveConfig,
-    loaded: Loaded,
-    pool: ThreadPoolExecutor,
-    sinks: Sequence[EventSink],
-    extra_settings: Mapping[str, Any],
-) -> Swarm:
-    from swarm import RunConfig, Swarm
-
-    run_config = RunConfig(
-        max_concurrency=config.max_concurrency,
-        max_subagents=config.max_subagents,
-        max_depth=config.max_depth,
-        failure_policy="continue",
-    )
-    swarm = Swarm(config=run_config, model=config.model, runs_dir=config.runs_dir, sinks=sinks)
-    policy, rules = _policy(config, loaded)
-    roles = _install_roles(swarm, loaded, rules, pool)
-    swarm.set_role_factory(spec_role_factory(loaded.tools, executor=pool))
-    context = config.context_tokens or context_tokens(config.model)
-    budget = int(context * DEFAULT_CHARS_PER_TOKEN * 0.25)
-    agent = OrchestratorAgent(
-        loaded.describe(roles, config.corpus),
-        policy,
-        roles=[r for r in swarm.workers if r != "orchestrator"],
-        max_turns=config.max_turns,
-        budget_chars=max(2_000, budget),
-        context_tokens=context,
-        max_tokens=config.max_tokens,
-    )
-    swarm.add_role("orchestrator", agent, output=OrchestratorOutput)
-    swarm.settings = {**extra_settings, SOLVE_SETTINGS_KEY: config.settings()}
-    return swarm
+#: The orchestrated run of a goal (not registered: it plans the registered pipelines).
+SOLVE = SolvePipeline()
 
 
 def _plan(config: SolveConfig) -> Plan:
@@ -224,7 +306,7 @@ def _plan(config: SolveConfig) -> Plan:
         subtasks=[
             Subtask(
                 id=ORCHESTRATOR_ID,
-                role="orchestrator",
+                role=ORCHESTRATOR_ROLE,
                 instructions=config.goal,
                 inputs={"goal": config.goal},
                 timeout_s=config.timeout_s,
@@ -234,82 +316,22 @@ def _plan(config: SolveConfig) -> Plan:
     )
 
 
-def _write(config: SolveConfig, loaded: Loaded, result: RunResult) -> tuple[str, dict[str, Path]]:
-    """answer.md (and, for an offline review or analysis, the pipeline's own files)."""
-    out = config.out
-    out.mkdir(parents=True, exist_ok=True)
-    output = result.outputs.get(ORCHESTRATOR_ID)
-    answer = output.get("answer", "") if isinstance(output, dict) else ""
-    if not answer:
-        res = result.results.get(ORCHESTRATOR_ID)
-        why = f"{res.error.type}: {res.error.message}" if res and res.error else "no answer"
-        state = res.status.value if res else "did not run"
-        answer = f"(no answer: the orchestrator {state}; {why})"
-    paths = {"answer.md": out / "answer.md"}
-    paths["answer.md"].write_text(answer.rstrip() + "\n", encoding="utf-8")
-    if config.model is None and loaded.corpus is not None and "plan" in result.outputs:
-        from agents.review.outputs import write_review
-
-        topic = str(result.outputs["plan"].get("topic", "")) if isinstance(
-            result.outputs["plan"], dict) else ""  # fmt: skip
-        paths.update(write_review(out / "review", loaded.corpus, result, topic=topic).paths)
-    return answer, paths
-
-
-def _outcome(
-    config: SolveConfig, loaded: Loaded, result: RunResult, t0: float
-) -> SolveOutcome:
-    answer, paths = _write(config, loaded, result)
+def _outcome(run: PipelineRun[SolveConfig, SolveFiles]) -> SolveOutcome:
+    result = run.result
     output = result.outputs.get(ORCHESTRATOR_ID)
     parsed = OrchestratorOutput.model_validate(output) if isinstance(output, dict) else None
-    problems = [
-        f"{r.id} ({r.role}) {r.status.value}: {r.error.message if r.error else ''}".strip()
-        for r in result.results.values()
-        if r.status.value != "done"
-    ]
     return SolveOutcome(
         run_id=result.run_id,
         status=result.status.value,
-        answer=answer,
-        out_dir=config.out,
-        paths=paths,
+        answer=run.files.answer,
+        out_dir=run.config.out,
+        paths=run.files.paths,
         subagents=len(result.results) - 1,
         turns=parsed.turns if parsed else 0,
         agents=dict(parsed.agents) if parsed else {},
-        duration_s=time.perf_counter() - t0,
-        problems=problems,
+        duration_s=run.duration_s,
+        problems=subtask_problems(result),
     )
-
-
-def _run(
-    config: SolveConfig,
-    sinks: Sequence[EventSink],
-    resume: str | None,
-    extra_settings: Mapping[str, Any] | None = None,
-) -> SolveOutcome:
-    t0 = time.perf_counter()
-    with ThreadPoolExecutor(config.threads, thread_name_prefix="kimmy-solve") as pool:
-        loaded = load_resources(
-            corpus=config.corpus, datasets=config.datasets, out=config.out, executor=pool,
-            defaults=config.defaults, python=config.model is not None,
-        )  # fmt: skip
-        swarm = _build(config, loaded, pool, sinks, extra_settings or {})
-        try:
-            if resume is None:
-                result = swarm.run_sync(_plan(config))
-            else:
-                import asyncio
-
-                box: list[RunResult] = []
-
-                async def main() -> None:
-                    box.append(await swarm.resume(resume))
-
-                asyncio.run(main())
-                result = box[0]
-        finally:
-            swarm.close()
-    return _outcome(config, loaded, result, t0)
 
 
 def run_solve(
@@ -317,17 +339,22 @@ def run_solve(
     *,
     sinks: Sequence[EventSink] = (),
     extra_settings: Mapping[str, Any] | None = None,
+    endpoint: ModelEndpoint | None = None,
 ) -> SolveOutcome:
     """Run the orchestrator on the goal to the end; writes `config.out / "answer.md"`.
 
-    `extra_settings` are recorded with the run (the CLI records how to reach the model).
+    The run records its settings and `endpoint` (default: `ModelEndpoint.of(config.model)`)
+    so that `resume_solve` can continue it; `extra_settings` are recorded beside them.
 
     Raises:
         ConfigError: offline, a goal no rule set plans (the message says how to give a
             model); bad settings.
         CorpusError, EmptyCorpusError: the corpus cannot be read.
     """
-    return _run(config, sinks, None, extra_settings)
+    run = run_pipeline(
+        SOLVE, config, sinks=sinks, endpoint=endpoint, extra_settings=extra_settings
+    )
+    return _outcome(run)
 
 
 def resume_solve(
@@ -340,18 +367,27 @@ def resume_solve(
     """Continue a stored `run_solve` run (the orchestrator's conversation is restored).
 
     Raises:
-        ConfigError: the run was not made by `run_solve`.
+        ConfigError: the run was not made by `run_solve`, or by an earlier version.
     """
     from swarm.store import RunStore
 
     with RunStore(runs_dir, create=False) as store:
         stored = store.load_run(run_id)
-    settings = stored.settings.get(SOLVE_SETTINGS_KEY)
-    if not isinstance(settings, dict):
-        raise ConfigError(f"run {stored.run_id} was not made by `kimmy swarm` / run_solve")
-    config = SolveConfig.from_settings(settings, model=model, runs_dir=runs_dir)
-    extra = {k: v for k, v in stored.settings.items() if k not in config.settings()}
-    return _run(config, sinks, stored.run_id, extra)
+    if "solve" in stored.settings and PIPELINE_KEY not in stored.settings:
+        raise ConfigError(
+            f"run {stored.run_id} was stored by an earlier version of `kimmy swarm` (its "
+            "settings under 'solve', not in a pipeline record); this version cannot resume "
+            "it: run it again"
+        )
+    return _outcome(resume_pipeline(SOLVE, stored, runs_dir=runs_dir, model=model, sinks=sinks))
 
 
-__all__ = ["SOLVE_SETTINGS_KEY", "SolveConfig", "SolveOutcome", "resume_solve", "run_solve"]
+__all__ = [
+    "SOLVE",
+    "SolveConfig",
+    "SolveOutcome",
+    "SolvePipeline",
+    "SolveSettings",
+    "resume_solve",
+    "run_solve",
+]

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from agents.loop.tool_calls import Call, calls_response
 from agents.orchestrator.agent import OrchestratorAgent, OrchestratorOutput
-from agents.orchestrator.prompts import Resources
+from agents.orchestrator.prompts import ResourceBrief
 from agents.parl.action import parse_calls
 from agents.parl.tasks import EXTRACTOR, SpawnTask
 from agents.roles import Role
@@ -237,7 +237,7 @@ class SpawnEnv:
         install(swarm, [frozen_extractor(task, self.step_latency_s)], self.tools,
                 executor=self._pool)  # fmt: skip
         agent = OrchestratorAgent(
-            Resources(), DecisionTurns(calls, completion), roles=[EXTRACTOR], max_turns=3
+            ResourceBrief(), DecisionTurns(calls, completion), roles=[EXTRACTOR], max_turns=3
         )
         swarm.add_role(ORCHESTRATOR, agent, output=OrchestratorOutput)
         goal = task.goal()

@@ -1,6 +1,6 @@
 """The literature-review pipeline: `run_review(ReviewConfig(corpus, topic, out))`.
 
-An orchestrator finds the relevant papers and their themes, one researcher per paper
+A planner finds the relevant papers and their themes, one researcher per paper
 extracts key findings with exact passages, one writer per theme writes its section,
 fact-checkers verify every claim against its cited passage, a synthesizer writes the
 introduction and conclusion. Output: review.md, references.bib, report.html, claims.jsonl.
@@ -8,15 +8,10 @@ introduction and conclusion. Output: review.md, references.bib, report.html, cla
 (citation precision and theme coverage).
 """
 
+from agents.review.config import ReviewConfig
 from agents.review.grader import ReviewGrader
-from agents.review.pipeline import (
-    EmptyCorpusError,
-    ReviewConfig,
-    ReviewOutcome,
-    decompose,
-    resume_review,
-    run_review,
-)
+from agents.review.pipeline import EmptyCorpusError, ReviewOutcome, resume_review, run_review
+from agents.review.planning import decompose
 from agents.review.roles import review_roles
 from agents.tools.search import Relevance
 

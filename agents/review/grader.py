@@ -22,7 +22,7 @@ def section_checks(traj: Trajectory) -> dict[str, SectionCheck]:
 
 
 def plan_themes(traj: Trajectory) -> set[str]:
-    """Theme ids of the orchestrator's plan (empty when the plan did not finish)."""
+    """Theme ids of the planner's plan (empty when the plan did not finish)."""
     plans = outputs_as(traj, ReviewPlan, lambda k: k == PLAN_ID)
     return {t.id for p in plans.values() for t in p.themes}
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from agents.review.procedures import _sentence_score, research_paper
+from agents.review.procedures import research_paper, sentence_score
 from agents.review.schemas import PaperNotes
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ def quantities(text: str) -> list[str]:
 
 
 def _physics_score(text: str, relevance: float) -> tuple[float, float]:
-    result, contribution = _sentence_score(text, relevance)
+    result, contribution = sentence_score(text, relevance)
     return result + 3.0 * len(quantities(text)), contribution
 
 

@@ -1,7 +1,7 @@
 """The literature review's offline procedures: real retrieval, extraction and checking.
 
 Each is the offline policy of one role and calls the same tools a model would:
-- `plan_review` (orchestrator): BM25 retrieval of the papers relevant to the topic (a score
+- `plan_review` (planner): BM25 retrieval of the papers relevant to the topic (a score
   threshold and the topic's key words decide; `max_papers` only caps), then TF-IDF +
   clustering into themes named by their key phrases.
 - `research_paper` (researcher): the paper's contribution, result and open-question
@@ -122,7 +122,7 @@ def _prose_sentence(text: str) -> bool:
     return is_prose(text)
 
 
-def _sentence_score(text: str, relevance: float) -> tuple[float, float]:
+def sentence_score(text: str, relevance: float) -> tuple[float, float]:
     """(result score, contribution score) of one sentence."""
     result = 2.0 * len(_RESULT_CUES.findall(text)) + (1.0 if _NUMBER.search(text) else 0.0)
     contribution = 2.0 * len(_CONTRIBUTION_CUES.findall(text))
@@ -133,7 +133,7 @@ def _sentence_score(text: str, relevance: float) -> tuple[float, float]:
 SentenceScore = Callable[[str, float], tuple[float, float]]
 
 
-def research_paper(run: Attempt, score: SentenceScore = _sentence_score) -> PaperNotes:
+def research_paper(run: Attempt, score: SentenceScore = sentence_score) -> PaperNotes:
     """Researcher: the contribution and key results of one paper, quoted exactly."""
     doc_id = str(run.inputs["doc_id"])
     query = " ".join([str(run.inputs.get("topic") or ""), *run.inputs.get("theme_terms", [])])
@@ -359,6 +359,7 @@ __all__ = [
     "compose_prose",
     "plan_review",
     "research_paper",
+    "sentence_score",
     "synthesize",
     "upstream_checks",
     "write_section",

@@ -25,9 +25,9 @@ from agents.review._citations import (
     reference_order,
 )
 from agents.review._prose import attribution, parenthetical, split_attribution
+from agents.review.content import ReviewContent
 
 if TYPE_CHECKING:
-    from agents.review.outputs import _Parts
     from agents.review.schemas import Claim, ClaimCheck
     from agents.tools.corpus import Corpus, Document
 
@@ -139,16 +139,16 @@ def _evidence(check: ClaimCheck, number: int, corpus: Corpus) -> dict[str, Any]:
     }
 
 
-def _themes(parts: _Parts, corpus: Corpus) -> list[dict[str, Any]]:
+def _themes(content: ReviewContent, corpus: Corpus) -> list[dict[str, Any]]:
     themes = []
     number = 0
-    for section in parts.sections:
+    for section in content.sections:
         paragraphs, evidence = [], []
-        for group, claims in kept_paragraphs(section, parts.checks):
+        for group, claims in kept_paragraphs(section, content.checks):
             views = []
             for claim in claims:
                 number += 1
-                check = parts.checks[claim.id]
+                check = content.checks[claim.id]
                 views.append(_claim_view(claim, number, corpus, bool(check.passage)))
                 if check.passage:
                     evidence.append(_evidence(check, number, corpus))
@@ -156,14 +156,14 @@ def _themes(parts: _Parts, corpus: Corpus) -> list[dict[str, Any]]:
         dropped = sum(
             1
             for c in section.claims
-            if (parts.checks.get(c.id) is None or parts.checks[c.id].verdict != "supported")
+            if (content.checks.get(c.id) is None or content.checks[c.id].verdict != "supported")
         )
         themes.append(
             {
                 "anchor": f"theme-{_anchor(section.theme_id)}",
                 "title": section.title,
                 "summary": emphasis(
-                    parts.prose.section_summaries.get(section.theme_id) or section.summary
+                    content.prose.section_summaries.get(section.theme_id) or section.summary
                 ),
                 "paragraphs": paragraphs,
                 "evidence": evidence,
@@ -174,9 +174,9 @@ def _themes(parts: _Parts, corpus: Corpus) -> list[dict[str, Any]]:
     return themes
 
 
-def _rows(parts: _Parts, corpus: Corpus) -> list[dict[str, Any]]:
+def _rows(content: ReviewContent, corpus: Corpus) -> list[dict[str, Any]]:
     rows = []
-    for section in parts.sections:
+    for section in content.sections:
         for r in section.rows:
             doc = corpus.get(r.doc_id) if r.doc_id in corpus else None
             rows.append(
@@ -211,49 +211,49 @@ def _references(doc_ids: list[str], corpus: Corpus) -> list[dict[str, Any]]:
     return refs
 
 
-def render_review_html(parts: _Parts, corpus: Corpus) -> str:
+def render_review_html(content: ReviewContent, corpus: Corpus) -> str:
     """The review as HTML: introduction, themes, comparison, conclusion, flagged claims,
     problems, references."""
-    themes = _themes(parts, corpus)
-    rows = _rows(parts, corpus)
+    themes = _themes(content, corpus)
+    rows = _rows(content, corpus)
     flagged = [
         {"claim": c.claim, "reason": c.reason or "unsupported"}
-        for c in parts.checks.values()
+        for c in content.checks.values()
         if c.verdict != "supported"
     ]
-    problems = list(parts.problems) + [
+    problems = list(content.problems) + [
         f"{sid}: made by the offline procedure after the model failed: {why}"
-        for sid, why in parts.fallbacks.items()
+        for sid, why in content.fallbacks.items()
     ]
-    refs = _references(reference_order(cited_ids(parts.sections, corpus), corpus), corpus)
+    refs = _references(reference_order(cited_ids(content.sections, corpus), corpus), corpus)
     toc = [{"anchor": "introduction", "title": "Introduction", "status": "ok"}]
     toc += [{"anchor": t["anchor"], "title": t["title"], "status": t["status"]} for t in themes]
     toc += [{"anchor": "comparison", "title": "Comparison", "status": "ok"}] if rows else []
-    if parts.prose.conclusion:
+    if content.prose.conclusion:
         toc.append({"anchor": "conclusion", "title": "Conclusion", "status": "ok"})
     if flagged:
         toc.append({"anchor": "flagged-claims", "title": "Flagged claims", "status": "warning"})
     if problems:
         toc.append({"anchor": "problems", "title": "Problems", "status": "error"})
     toc.append({"anchor": "references", "title": "References", "status": "ok"})
-    supported = sum(c.verdict == "supported" for c in parts.checks.values())
+    supported = sum(c.verdict == "supported" for c in content.checks.values())
     summary = [
-        ("Themes", str(len(parts.sections))),
-        ("Documents", str(len({r.doc_id for s in parts.sections for r in s.rows}))),
-        ("Claims supported", f"{supported} / {len(parts.checks)}"),
+        ("Themes", str(len(content.sections))),
+        ("Documents", str(len({r.doc_id for s in content.sections for r in s.rows}))),
+        ("Claims supported", f"{supported} / {len(content.checks)}"),
     ]
     return (
         _environment()
         .get_template("review.html.j2")
         .render(
-            title=parts.prose.title,
+            title=content.prose.title,
             summary=summary,
             toc=toc,
-            introduction=parts.prose.introduction,
+            introduction=content.prose.introduction,
             themes=themes,
             rows=rows,
             with_citations=any(r["citations"] is not None for r in rows),
-            conclusion=[p.strip() for p in parts.prose.conclusion.split("\n\n") if p.strip()],
+            conclusion=[p.strip() for p in content.prose.conclusion.split("\n\n") if p.strip()],
             flagged=flagged,
             problems=problems,
             references=refs,

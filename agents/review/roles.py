@@ -125,7 +125,7 @@ def _check_checks(result: SectionCheck, run: Attempt) -> None:
 _READING = ("read_document", "document_sentences", "find_passages", "quote")
 _SPECS: tuple[tuple[str, str, type, tuple[str, ...], Any, Any], ...] = (
     # (role, built-in it derives from, output, tools, procedure, check)
-    ("orchestrator", "orchestrator", ReviewPlan, ("search_corpus", "find_themes", "read_document"),
+    ("planner", "planner", ReviewPlan, ("search_corpus", "find_themes", "read_document"),
      proc.plan_review, _check_plan),
     ("researcher", "researcher", PaperNotes, _READING, proc.research_paper, _check_notes),
     ("physics_researcher", "physics_researcher", PaperNotes, _READING, research_physics,
@@ -170,7 +170,7 @@ SYNTHESIZER_PROMPT = (
 
 
 def review_roles() -> RoleRegistry:
-    """orchestrator, researcher, physics_researcher, writer, fact_checker, synthesizer."""
+    """planner, researcher, physics_researcher, writer, fact_checker, synthesizer."""
     base = builtin_roles()
     roles = RoleRegistry()
     for name, parent, output, tools, procedure, check in _SPECS:

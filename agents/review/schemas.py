@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agents.fallback import Provenance
 
-#: The orchestrator's subtask: its output is the `ReviewPlan`.
+#: The planner's subtask: its output is the `ReviewPlan`.
 PLAN_ID = "plan"
 #: The synthesizer's subtask: its output is the `ReviewProse`.
 SYNTHESIZE_ID = "synthesize"
@@ -60,7 +60,7 @@ class ThemePlan(_Out):
 
 
 class ReviewPlan(_Out, Provenance):
-    """The orchestrator's decomposition: which papers are relevant, grouped into themes."""
+    """The planner's decomposition: which papers are relevant, grouped into themes."""
 
     topic: str
     relevant: list[str]

@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
+from agents.tools.authors import parse_authors
+
 __all__ = [
     "SUPPORTED_SUFFIXES",
     "FileRead",
     "RawRecord",
-    "parse_authors",
     "parse_year",
     "read_file",
     "record_from_mapping",
@@ -33,7 +34,6 @@ _EMPTY = "empty record"
 _RECORD_KEYS = frozenset({"title", "abstract", "text", "authors", "author", "year", "venue", "url"})
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
 _YEAR = re.compile(r"(?<!\d)([12]\d{3})(?!\d)")
-_AND = re.compile(r"\s+and\s+", re.IGNORECASE)
 _BIB_KEY = re.compile(r"\s*@\w+\s*[{(]\s*([^,\s]+)\s*,")
 #: Venues a collection's file name may name, as they are written ("iclr2017" -> "ICLR 2017").
 _VENUES = {
@@ -113,38 +113,6 @@ def venue_of_name(path: str) -> tuple[str, int] | None:
             venue, year = found.groups()
             return f"{_VENUES[venue.lower()]} {year}", int(year)
     return None
-
-
-def _clean_name(name: str) -> str:
-    # "*" marks equal contribution in OpenReview author lists; it is not part of the name.
-    return " ".join(name.replace("*", " ").split())
-
-
-def parse_authors(value: Any, *, bibtex: bool = False) -> tuple[str, ...]:
-    """Author names from a list, or from an "A and B" / "A; B" / "A, B" string.
-
-    A string split on " and " (always, with `bibtex`) follows the BibTeX convention:
-    "Last, First" becomes "First Last".
-    """
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        bibtex = bibtex or bool(_AND.search(value))
-        parts = _AND.split(value) if bibtex else re.split(r"[;,]", value)
-    elif isinstance(value, list | tuple):
-        parts = [p.get("name", "") if isinstance(p, Mapping) else str(p) for p in value]
-    else:
-        parts = [str(value)]
-    names = []
-    for part in parts:
-        name = _clean_name(str(part))
-        if bibtex and "," in name:  # "Last, First" or "Last, Jr, First" -> "First Last Jr"
-            pieces = [p.strip() for p in name.split(",")]
-            suffix = pieces[1] if len(pieces) == 3 else ""
-            name = " ".join(p for p in (pieces[-1], pieces[0], suffix) if p)
-        if name and name.lower() != "others":
-            names.append(name)
-    return tuple(names)
 
 
 def _text_field(value: Any) -> str:

@@ -24,11 +24,11 @@ from agents.tools._corpus_files import FileRef, open_reason, open_under, read_ca
 from agents.tools._readers import (
     SUPPORTED_SUFFIXES,
     RawRecord,
-    parse_authors,
     parse_year,
     venue_of_name,
 )
 from agents.tools._readers import read_file as _read_file
+from agents.tools.authors import parse_authors
 from swarm.errors import UserError
 
 __all__ = [

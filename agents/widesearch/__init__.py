@@ -5,6 +5,8 @@
 - `answer`: a Markdown table or JSON rows parsed into rows; cell normalization.
 - `grader`: item-level precision / recall / F1 and cell accuracy; `WideGrader`.
 - `extract`: the `extractor` role's offline procedure and the serial baseline.
+- `pipeline`: the wide search as a `Pipeline` (`WIDESEARCH`): `WideRules`, the
+  orchestrator's offline plan of a wide task, and its grader for a run.
 """
 
 from agents.widesearch.answer import normalize_cell, parse_answer, rows_markdown, title_key

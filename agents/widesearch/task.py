@@ -22,7 +22,7 @@ from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from agents.tools._readers import parse_authors
+from agents.tools.authors import parse_authors
 from agents.tools.corpus import Document, load_corpus
 
 #: A column a wide task may ask for.

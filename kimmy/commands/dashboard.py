@@ -28,12 +28,11 @@ INSTALL_HINT = "pip install 'kimmy-swarm[dashboard]'"
 def run_rewards(runs_dir: Path) -> Any:
     """The scorer the dashboard shows for a finished run: `kimmy rewards RUN` at its
     default settings (step 0, linear schedule over 1,000 steps, width 64)."""
-    from kimmy.commands.rewards import ScheduleKind, _load, _parts, _score
+    from agents.graders import score_stored_run
 
     def score(run_id: str) -> dict[str, Any]:
-        traj, _ = _load(run_id, runs_dir)
-        b = _score(traj, step=0, schedule=ScheduleKind.linear, total_steps=1000, width=64)
-        return {**b.to_dict(), "grader_parts": _parts(traj, b.grader)}
+        scored = score_stored_run(run_id, runs_dir)
+        return {**scored.breakdown.to_dict(), "grader_parts": scored.parts}
 
     return score
 

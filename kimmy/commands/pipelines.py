@@ -3,7 +3,7 @@
 Offline by default (the roles' procedures); with `--base-url` / `--model` or
 `KIMMY_BASE_URL` the same pipelines run the model policy against that server. A stored run
 records its settings and how its model was reached (never the API key; the URL without
-credentials): `kimmy resume RUN` continues it (`resume_pipeline`). Heavy
+credentials): `kimmy resume RUN` continues it (`resume_pipeline_run`). Heavy
 libraries load only when one runs. Exit codes as for `kimmy run`: 0 everything finished,
 1 partial (the files say what is missing), 2 bad input.
 """
@@ -298,7 +298,7 @@ def _resume_client(
     )  # fmt: skip
 
 
-def resume_pipeline(
+def resume_pipeline_run(
     run_id: str,
     runs_dir: Path,
     settings: dict[str, object],
@@ -313,7 +313,7 @@ def resume_pipeline(
 ) -> None:
     """`kimmy resume` of a `kimmy review` / `kimmy analyze` run: the same roles and model,
     finished subtasks reused, the files written as an unbroken run writes them."""
-    from agents.pipeline_record import pipeline_record
+    from agents.pipelines import pipeline_record
 
     record = pipeline_record(settings)
     assert record is not None

@@ -4,7 +4,7 @@
     kimmy rewards 20261202-1955 --json --step 500 --schedule cosine
     kimmy rollouts task.json -k 8 --out rollouts.jsonl [--base-url URL]
 
-A run is scored by the grader of the pipeline that made it (`agents.graders.grader_for`).
+A run is scored by the grader of the pipeline that made it (`agents.graders.score_stored_run`).
 Task files: `kimmy.tasks`. Everything heavy (the pipelines, rich) loads when a command runs.
 """
 
@@ -27,10 +27,8 @@ from kimmy.options import (
 )
 
 if TYPE_CHECKING:
+    from agents.graders import StoredRunScore
     from rewards.export import RolloutRecord
-    from rewards.parl import RewardBreakdown
-    from rewards.trajectory import Trajectory
-    from swarm.schema import Plan
 
 app = command_group()
 
@@ -61,33 +59,15 @@ Artifacts = Annotated[
 ]
 
 
-def _score(
-    traj: Trajectory, *, step: int, schedule: ScheduleKind, total_steps: int, width: int
-) -> RewardBreakdown:
-    from agents.graders import grader_for
-    from rewards.parl import Schedule, score
+def _scored(
+    run: str, runs_dir: Path, *, step: int, schedule: ScheduleKind, total_steps: int, width: int
+) -> StoredRunScore:
+    """A stored run scored by its pipeline's grader, the λs annealed by `schedule`."""
+    from agents.graders import score_stored_run
+    from rewards.parl import Schedule
 
     sched = Schedule(kind=schedule.value, total_steps=total_steps)
-    return score(traj, grader_for(traj), step=step, lambda1=sched, lambda2=sched, width=width)
-
-
-def _load(run: str, runs_dir: Path) -> tuple[Trajectory, Plan]:
-    """(trajectory, stored plan) of a stored run."""
-    from rewards.trajectory import build_trajectory
-    from swarm.store import RunStore
-
-    with RunStore(runs_dir, create=False) as store:
-        stored = store.load_run(run)
-        return build_trajectory(store.events(stored.run_id), plan=stored.plan), stored.plan
-
-
-def _parts(traj: Trajectory, grader_name: str) -> dict[str, float]:
-    """The grader's sub-scores (precision, coverage, …) when it reports them."""
-    from agents.graders import grader_for
-
-    grader = grader_for(traj)
-    parts = getattr(grader, "parts", None)
-    return dict(parts(traj)) if callable(parts) and grader.name == grader_name else {}
+    return score_stored_run(run, runs_dir, step=step, schedule=sched, width=width)
 
 
 def _num(value: float) -> str:
@@ -107,9 +87,11 @@ def rewards_cmd(
     """The PARL reward of a stored run: r_inst, r_comp, r_result, λs, total, critical steps."""
     import json
 
-    traj, _ = _load(run, runs_dir)
-    b = _score(traj, step=step, schedule=schedule, total_steps=total_steps, width=width)
-    payload = {"run_id": traj.run_id, **b.to_dict(), "grader_parts": _parts(traj, b.grader)}
+    scored = _scored(
+        run, runs_dir, step=step, schedule=schedule, total_steps=total_steps, width=width
+    )
+    traj, b = scored.trajectory, scored.breakdown
+    payload = {"run_id": traj.run_id, **b.to_dict(), "grader_parts": scored.parts}
     if json_out:
         print(json.dumps(payload))
         return
@@ -215,8 +197,9 @@ def rollouts_cmd(
             files = artifacts if artifacts is not None else Path(tmp)
             for i in range(k):
                 run_id = runner(client, runs_dir, files / f"rollout-{i}")
-                traj, plan = _load(run_id, runs_dir)
-                b = _score(traj, step=step, schedule=schedule, total_steps=total_steps, width=width)
+                scored = _scored(run_id, runs_dir, step=step, schedule=schedule,
+                                 total_steps=total_steps, width=width)  # fmt: skip
+                traj, plan, b = scored.trajectory, scored.plan, scored.breakdown
                 print(f"rollout {i + 1}/{k}: run {run_id} ({traj.status}), total {b.total:.4f}")
                 trajs.append(traj)
                 plans.append(plan)

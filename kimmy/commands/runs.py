@@ -10,7 +10,7 @@ so far is stored, and `kimmy resume RUN` continues.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 
 app = command_group()
 
-Work = Callable[[Sequence["EventSink"]], Awaitable["RunResult"]]
 RunId = Annotated[str, typer.Argument(help="Run id, unique prefix, or 'latest'.")]
 
 
@@ -105,30 +104,17 @@ def _attach(
         swarm.settings["context_tokens"] = context_tokens
 
 
-def _execute(swarm: Swarm, work: Work, json_lines: bool, workflow: str) -> RunResult:
-    """Run `work(sinks)` with the progress view and the spans of `telemetry_sinks`; Ctrl-C /
-    SIGTERM cancel it cleanly."""
-    import asyncio
+def _execute(
+    swarm: Swarm, work: Callable[[Sequence[EventSink]], RunResult], json_lines: bool, workflow: str
+) -> RunResult:
+    """`work(sinks)` the way every command runs its work (`kimmy.command_work.run_work`:
+    the progress view, spans, Ctrl-C / SIGTERM), then the swarm closed."""
+    from kimmy.command_work import run_work
 
-    from kimmy.command_work import telemetry_sinks
-    from kimmy.interrupts import stop_on_signals
-    from swarm.progress import make_progress
-
-    box: list[RunResult] = []
-    telemetry = telemetry_sinks(workflow)
-
-    async def main() -> None:
-        with make_progress(json=json_lines) as sink:
-            try:
-                box.append(await work([sink, *telemetry]))
-            finally:
-                if swarm.model is not None:
-                    await swarm.model.aclose()
-                swarm.close()
-
-    with stop_on_signals():
-        asyncio.run(main())  # the result is not the main task's: see Swarm.run_sync
-    return box[0]
+    try:
+        return run_work(work, swarm.model, json_lines, workflow=workflow)
+    finally:
+        swarm.close()
 
 
 def _finish(result: RunResult, json_lines: bool, runs_dir: Path | None) -> None:
@@ -246,7 +232,7 @@ def run(
     parsed = _checked_plan(plan, swarm)  # a bad plan fails before the server is even asked
     _attach(swarm, base_url, model, api_key, context_tokens, local, call_timeout)
     result = _execute(
-        swarm, lambda sinks: swarm.execute(parsed, sinks=sinks), json_lines, "kimmy run"
+        swarm, lambda sinks: swarm.run_sync(parsed, sinks=sinks), json_lines, "kimmy run"
     )
     _finish(result, json_lines, where)
 
@@ -267,20 +253,22 @@ def resume(
     json_lines: Json = False,
 ) -> None:
     """Continue a stored run: finished subtasks are reused, the rest runs."""
+    from agents.pipeline_record import record_kind
     from swarm import RunConfig
     from swarm.store import RunStore
 
     with RunStore(runs_dir, create=False) as store:
         stored = store.load_run(run_id)
-    if "solve" in stored.settings:  # a `kimmy swarm` run: its orchestrator continues
+    kind = record_kind(stored.settings)
+    if kind == "solve" or "solve" in stored.settings:  # `kimmy swarm`: its orchestrator goes on
         from kimmy.commands.solve import resume_swarm
 
         resume_swarm(stored.run_id, runs_dir, stored.settings, json_lines, api_key, call_timeout)
         return
-    if "pipeline" in stored.settings:  # a `kimmy review` / `kimmy analyze` run
-        from kimmy.commands.pipelines import resume_pipeline
+    if kind is not None:  # a `kimmy review` / `kimmy analyze` run
+        from kimmy.commands.pipelines import resume_pipeline_run
 
-        resume_pipeline(
+        resume_pipeline_run(
             stored.run_id, runs_dir, stored.settings, json_lines, base_url=base_url,
             model=model, api_key=api_key, context_tokens=context_tokens,
             max_concurrency=max_concurrency, call_timeout=call_timeout,
@@ -304,7 +292,10 @@ def resume(
         call_timeout,
     )
     result = _execute(
-        swarm, lambda sinks: swarm.resume(stored.run_id, sinks=sinks), json_lines, "kimmy resume"
+        swarm,
+        lambda sinks: swarm.resume_sync(stored.run_id, sinks=sinks),
+        json_lines,
+        "kimmy resume",
     )
     _finish(result, json_lines, runs_dir)
 

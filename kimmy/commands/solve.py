@@ -35,11 +35,9 @@ from kimmy.options import (
 
 if TYPE_CHECKING:
     from agents.orchestrator import SolveOutcome
+    from swarm.llm.endpoint import ModelEndpoint
 
 app = command_group()
-
-#: How a run's model is found again on resume (kept in the run's settings).
-MODEL_SOURCE_KEY = "model_source"
 
 
 def open_model(
@@ -82,6 +80,30 @@ def _source(
         return {"kind": "local", "path": local}
     if base_url or model or os.environ.get("KIMMY_BASE_URL"):
         return {"kind": "http", "base_url": base_url, "model": model}
+    return {"kind": "offline"}
+
+
+def _endpoint_of(source: dict[str, Any]) -> ModelEndpoint:
+    """How the run reached its model, stored with it (`tiny` is the local source `tiny`)."""
+    from swarm.llm.endpoint import ModelEndpoint
+
+    kind = source["kind"]
+    if kind == "http":
+        return ModelEndpoint(kind="http", base_url=source["base_url"], model=source["model"])
+    if kind in ("tiny", "local"):
+        return ModelEndpoint(kind="local", local="tiny" if kind == "tiny" else source["path"])
+    return ModelEndpoint()
+
+
+def _source_of(endpoint: ModelEndpoint) -> dict[str, Any]:
+    """The model source `open_model` opens for a stored endpoint (a model object given from
+    Python is not stored: such a run goes on offline)."""
+    if endpoint.kind == "http":
+        return {"kind": "http", "base_url": endpoint.base_url, "model": endpoint.model}
+    if endpoint.kind == "local" and endpoint.local == "tiny":
+        return {"kind": "tiny"}
+    if endpoint.kind == "local" and endpoint.local is not None:
+        return {"kind": "local", "path": endpoint.local}
     return {"kind": "offline"}
 
 
@@ -171,8 +193,9 @@ def swarm_cmd(
     )  # fmt: skip
     if source["kind"] == "offline" and config.corpus is None and not config.datasets:
         from agents.orchestrator import offline_rules
+        from agents.pipeline import RunResources
 
-        offline_rules(config.goal, corpus=None, datasets=())  # one clear line, nothing loaded
+        offline_rules(config.goal, RunResources())  # one clear line, nothing loaded
     client = open_model(source, api_key, call_timeout)
     if source["kind"] == "http" and client is not None:
         from swarm.llm import redact_url
@@ -181,7 +204,7 @@ def swarm_cmd(
         source = {"kind": "http", "base_url": redact_url(client.base_url), "model": client.name}
     config = SolveConfig(**{**vars(config), "model": client})
     run_with_progress(
-        lambda sinks: run_solve(config, sinks=sinks, extra_settings={MODEL_SOURCE_KEY: source}),
+        lambda sinks: run_solve(config, sinks=sinks, endpoint=_endpoint_of(source)),
         client,
         json_lines,
         store,
@@ -192,10 +215,13 @@ def swarm_cmd(
 def resume_swarm(run_id: str, runs_dir: Path, settings: dict[str, Any], json_lines: bool,
                  api_key: str | None, call_timeout: float | None = None) -> None:  # fmt: skip
     """`kimmy resume` of a `kimmy swarm` run: the same model, the conversation restored."""
-    from agents.orchestrator import resume_solve
+    from agents.orchestrator import SolveSettings, resume_solve
+    from agents.pipeline_record import parse_record
+    from swarm.llm.endpoint import ModelEndpoint
 
-    source = settings.get(MODEL_SOURCE_KEY) or {"kind": "offline"}
-    client = open_model(source, api_key, call_timeout)
+    record = parse_record(settings, SolveSettings)  # None: stored by an earlier version
+    client = open_model(_source_of(record.endpoint if record else ModelEndpoint()), api_key,
+                        call_timeout)  # fmt: skip
     run_with_progress(
         lambda sinks: resume_solve(run_id, runs_dir=runs_dir, model=client, sinks=sinks),
         client,

@@ -1,24 +1,27 @@
-"""`agents.graders`: the pipelines' graders in the order they are tried, and the fallback
-for a run no pipeline made."""
+"""`agents.graders`: every registered pipeline's grader is found for its runs (the wide
+search's too), a run no pipeline made is scored by its completion, and a stored run is
+scored by its pipeline's grader (`score_stored_run`, as `kimmy rewards` and the dashboard
+score it)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from agents.analysis.grader import AnalysisGrader
-from agents.graders import grader_for, pipeline_graders
-from agents.review.grader import ReviewGrader
+import pytest
+
+from agents.analysis import AnalysisConfig, run_analysis
+from agents.graders import grader_for, pipeline_graders, score_stored_run
+from agents.orchestrator import SolveConfig, run_solve
+from agents.widesearch import ICLR_DEFAULTS, WIDE_TASKS, WideGrader
 from rewards.graders import CompletionGrader, PipelineGrader
+from rewards.parl import Schedule
 from rewards.trajectory import load_trajectory
 from swarm import Swarm
 from swarm.context import SubtaskContext
 
-
-def test_one_grader_per_pipeline_review_first() -> None:
-    graders = pipeline_graders()
-    assert [type(g) for g in graders] == [ReviewGrader, AnalysisGrader]
-    assert all(isinstance(g, PipelineGrader) for g in graders)
-    assert [g.name for g in graders] == ["review", "analysis"]
+PAPERS = Path(__file__).resolve().parents[3] / "shared" / "data" / "papers"
+ICLR = PAPERS / "iclr2017_citations_in_2018.json"
+needs_papers = pytest.mark.skipif(not ICLR.is_file(), reason="../shared/data/papers is absent")
 
 
 def test_a_run_of_no_pipeline_is_scored_by_its_completion(tmp_path: Path) -> None:
@@ -30,6 +33,35 @@ def test_a_run_of_no_pipeline_is_scored_by_its_completion(tmp_path: Path) -> Non
         swarm.run_sync(plan, run_id="x")
     traj = load_trajectory("x", tmp_path)
     # ids that look like a pipeline's are not enough: the outputs must be its schemas'
-    assert not any(g.applies(traj) for g in pipeline_graders())
+    assert pipeline_graders(traj) == ()
     grader = grader_for(traj)
     assert isinstance(grader, CompletionGrader) and grader(traj) == 1.0
+
+
+@needs_papers
+def test_a_wide_task_run_is_graded_by_the_wide_grader(tmp_path: Path) -> None:
+    """`WideGrader` was left out of the graders: a wide-task run got the completion grader."""
+    task = WIDE_TASKS["memory_papers"]
+    out = run_solve(
+        SolveConfig(goal=task.goal(), out=tmp_path / "o", corpus=ICLR, runs_dir=tmp_path / "r",
+                    defaults=ICLR_DEFAULTS)
+    )  # fmt: skip
+    traj = load_trajectory(out.run_id, tmp_path / "r")
+    grader = grader_for(traj)
+    assert isinstance(grader, WideGrader) and isinstance(grader, PipelineGrader)
+    assert grader.name == "widesearch:memory_papers" and grader(traj) == 1.0
+    assert [g.name for g in pipeline_graders(traj)] == ["widesearch:memory_papers"]
+    scored = score_stored_run(out.run_id, tmp_path / "r")
+    assert scored.breakdown.grader == grader.name and scored.breakdown.r_result == 1.0
+    assert scored.parts["truth_rows"] == scored.parts["correct_rows"] > 0
+
+
+def test_a_stored_run_is_scored_by_its_pipelines_grader(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    outcome = run_analysis(AnalysisConfig(["statsmodels:longley"], out=tmp_path, runs_dir=runs))
+    scored = score_stored_run("latest", runs, step=500, schedule=Schedule(kind="constant"))
+    assert scored.trajectory.run_id == outcome.run_id and scored.plan.subtasks[0].id == "plan"
+    b = scored.breakdown
+    assert b.grader == "analysis" and b.lambda1 == 1.0  # constant: no annealing
+    assert set(scored.parts) == {"verified", "answered", "numbers", "verified_numbers"}
+    assert b.r_result == grader_for(scored.trajectory)(scored.trajectory)

@@ -9,13 +9,17 @@ from pathlib import Path
 import pytest
 
 from agents.analysis import AnalysisConfig, run_analysis
+from agents.analysis.config import AnalysisSettings
 from agents.pipeline_record import (
     PIPELINE_KEY,
-    AnalysisSettings,
     PipelineRecord,
-    pipeline_record,
+    parse_record,
+    record_kind,
+    stored_settings,
 )
+from agents.pipelines import pipeline_record
 from agents.review import ReviewConfig, resume_review
+from agents.review.config import ReviewSettings
 from swarm.errors import ConfigError
 from swarm.llm import ModelEndpoint
 from swarm.store import RunStore
@@ -40,6 +44,11 @@ def test_configs_round_trip_through_their_settings(
     assert pipeline_record({"max_concurrency": 4}) is None
     with pytest.raises(ConfigError, match="not valid"):
         pipeline_record({PIPELINE_KEY: {"settings": {"kind": "poem"}}})
+    stored = {PIPELINE_KEY: record.model_dump(mode="json")}
+    assert record_kind(stored) == "analysis" and record_kind({}) is None
+    assert stored_settings(stored)["datasets"] == ["statsmodels:longley"]
+    with pytest.raises(ConfigError, match="not valid"):  # read as the wrong pipeline's
+        parse_record(stored, ReviewSettings)
 
 
 def test_a_run_records_its_pipeline_and_resume_checks_it(tmp_path: Path) -> None:

@@ -1,17 +1,28 @@
-"""The two pipelines, done one way: frozen configs checked when made, a `swarm.Plan` built
+"""The pipelines, done one way: frozen configs checked when made, a `swarm.Plan` built
 from the pipeline's id helpers, `run_*(config, *, sinks=())`, and outcomes with the same
-fields and the same pass-rate rule."""
+fields and the same pass-rate rule; and the registry (`agents.pipelines`) a pipeline of
+your own joins."""
 
 from __future__ import annotations
 
 import dataclasses
 import inspect
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
+from agents import Pipeline, PipelineFiles, PipelineSettings
 from agents.analysis import AnalysisConfig, AnalysisOutcome, run_analysis
+from agents.pipeline_record import PIPELINE_KEY
+from agents.pipelines import (
+    pipeline_named,
+    pipeline_record,
+    pipelines,
+    register_pipeline,
+    unregister_pipeline,
+)
 from agents.review import ReviewConfig, ReviewOutcome, decompose, run_review
 from agents.review.outputs import ReviewFiles
 from agents.review.schemas import (
@@ -162,3 +173,67 @@ def test_a_review_that_checked_nothing_does_not_pass(tmp_path: Path) -> None:
         ReviewConfig(corpus=ICLR_JSON, topic="zygomorphic xylophones", out=tmp_path)
     )
     assert outcome.files.claims == 0 and outcome.pass_rate == 0.0
+
+
+class _EchoSettings(PipelineSettings):
+    kind: Literal["echo"] = "echo"
+    text: str = ""
+
+
+class _Echo(Pipeline[Any, PipelineFiles]):
+    """A pipeline of one's own: the smallest one (it writes nothing, plans nothing)."""
+
+    name = "echo"
+    Settings = _EchoSettings
+
+    def install(self, swarm: Any, resources: Any, executor: Any, **_: Any) -> dict[str, str]:
+        return {}
+
+    def write_outputs(self, resources: Any, result: Any, out: Path, **_: Any) -> PipelineFiles:
+        return PipelineFiles(paths={})
+
+
+@pytest.fixture
+def echo() -> Iterator[_Echo]:
+    pipeline = _Echo()
+    yield pipeline
+    unregister_pipeline(pipeline.name)
+
+
+def test_a_pipeline_of_ones_own_joins_the_registry(echo: _Echo) -> None:
+    stored = {PIPELINE_KEY: {"settings": {"kind": "echo", "text": "hi"}}}
+    with pytest.raises(ConfigError, match="not valid"):  # not registered: an unknown kind
+        pipeline_record(stored)
+    with pytest.raises(ConfigError, match="no pipeline named 'echo'; registered: widesearch"):
+        pipeline_named("echo")
+    assert register_pipeline(echo) is echo and register_pipeline(echo) is echo
+    assert list(pipelines()) == ["widesearch", "analysis", "review", "echo"]
+    assert pipeline_named("echo") is echo
+    record = pipeline_record(stored)
+    assert record is not None and record.settings == _EchoSettings(text="hi")
+    unregister_pipeline("echo")
+    assert "echo" not in pipelines() and "review" in pipelines()
+
+
+def test_registering_names_what_is_wrong(echo: _Echo) -> None:
+    class Review(_Echo):
+        name = "review"
+        Settings = None
+
+    class Bad(_Echo):
+        name = "2 words"
+
+    class Mismatch(_Echo):
+        name = "echo2"
+
+    register_pipeline(echo)
+    with pytest.raises(ConfigError, match="a pipeline named 'review' is already registered"):
+        register_pipeline(Review())
+    with pytest.raises(ConfigError, match="a pipeline named 'echo' is already registered"):
+        register_pipeline(_Echo())
+    with pytest.raises(ConfigError, match="bad pipeline name '2 words'"):
+        register_pipeline(Bad())
+    with pytest.raises(ConfigError, match="Settings' kind must default to 'echo2'"):
+        register_pipeline(Mismatch())
+    with pytest.raises(ConfigError, match=r"is not a pipeline: subclass agents\.Pipeline"):
+        register_pipeline(object())  # type: ignore[arg-type]

@@ -87,7 +87,7 @@ def test_builtin_roles() -> None:
         set(roles)
         == set(BUILTIN_ROLE_NAMES)
         == {
-            "orchestrator",
+            "planner",
             "researcher",
             "fact_checker",
             "writer",

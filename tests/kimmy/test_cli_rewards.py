@@ -108,18 +108,18 @@ class VaryingReviewModel(ReviewModel):
 
     def __call__(self, request: ServerRequest) -> Reply:
         reply = super().__call__(request)
-        if "(role orchestrator)" not in request.body["messages"][0]["content"]:
+        if "(role planner)" not in request.body["messages"][0]["content"]:
             return reply
         body = json.loads(reply.body)
         tokens = [{"token": "plan", "logprob": -0.5, "bytes": [112, 108, 97, 110]}]
         body["choices"][0]["logprobs"] = {"content": tokens}
         return Reply(status=reply.status, body=json.dumps(body).encode())
 
-    def _orchestrator(self, subtask, inputs, upstream, messages):  # type: ignore[no-untyped-def]
+    def _planner(self, subtask, inputs, upstream, messages):  # type: ignore[no-untyped-def]
         if not any(m["role"] == "tool" for m in messages):  # a rollout's first call
             with self._count:
                 self.rollouts += 1
-        return super()._orchestrator(subtask, inputs, upstream, messages)
+        return super()._planner(subtask, inputs, upstream, messages)
 
     def _writer(self, subtask, inputs, upstream, messages):  # type: ignore[no-untyped-def]
         content, calls = super()._writer(subtask, inputs, upstream, messages)

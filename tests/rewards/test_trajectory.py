@@ -330,7 +330,7 @@ def test_review_run_trajectory(review: Trajectory) -> None:
     themes = [t["id"] for t in review.outputs["plan"]["themes"]]
     roles = Counter(e.role for e in eps.values())
     assert roles == {
-        "orchestrator": 1,
+        "planner": 1,
         "researcher": 20,
         "writer": len(themes),
         "fact_checker": len(themes),

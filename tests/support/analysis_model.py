@@ -81,7 +81,7 @@ class AnalysisModel:
         content, calls = handler(body, _inputs(body), _tool_results(body))
         return reply(content, tool_calls=calls)(request)
 
-    def _orchestrator(self, body: Body, inputs: Body, tools: Body) -> Turn:
+    def _planner(self, body: Body, inputs: Body, tools: Body) -> Turn:
         if "list_datasets" not in tools:
             return None, [("list_datasets", {})]
         listing = tools["list_datasets"]

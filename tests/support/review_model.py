@@ -71,7 +71,7 @@ class ReviewModel:
         content, calls = handler(subtask, _inputs(user), _upstream(user), messages)
         return reply(content, tool_calls=calls)(request)
 
-    def _orchestrator(self, subtask, inputs, upstream, messages):  # type: ignore[no-untyped-def]
+    def _planner(self, subtask, inputs, upstream, messages):  # type: ignore[no-untyped-def]
         results = _tool_results(messages)
         if not results:
             return None, [("search_corpus", {"query": inputs["topic"], "k": inputs["max_papers"]})]

@@ -134,7 +134,7 @@ class WeakAnalysisModel(AnalysisModel):
         super().__init__(bad_json="(none)", wrong_mean="(none)")
         self.prose_dataset = prose_dataset
 
-    def _orchestrator(self, body: Body, inputs: Body, tools: Body) -> Turn:
+    def _planner(self, body: Body, inputs: Body, tools: Body) -> Turn:
         return "I would analyse each dataset in turn.", None
 
     def _data_analyst(self, body: Body, inputs: Body, tools: Body) -> Turn:

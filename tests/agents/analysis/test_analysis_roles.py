@@ -16,7 +16,7 @@ import statsmodels.api as sm
 
 from agents import SubAgent
 from agents.analysis.board import AnalysisBoard
-from agents.analysis.pipeline import AnalysisConfig, build_swarm, load_datasets
+from agents.analysis.pipeline import install_analysis_roles, load_datasets
 from agents.analysis.roles import analysis_roles
 from agents.analysis.schemas import DatasetAnalysis
 from agents.analysis.tools import build_toolbox
@@ -43,8 +43,9 @@ class Env:
 
     def swarm(self) -> Swarm:
         """The pipeline's swarm: the five roles behind their board workers."""
-        config = AnalysisConfig(list(self.board.datasets), out=self.board.out_dir)
-        return build_swarm(config, self.board, self.tools, self.executor)
+        swarm = Swarm(failure_policy="continue")
+        install_analysis_roles(swarm, self.board, self.tools, self.executor)
+        return swarm
 
     def run(
         self, subtasks: list[Subtask], swarm: Swarm | None = None, *, failing: int = 0
@@ -78,15 +79,15 @@ def _find(a: DatasetAnalysis, statistic: str, columns: list[str]) -> NumericFind
     return hits[0]
 
 
-def test_orchestrator_plans_each_pair_and_reports_load_errors(env_factory: Any) -> None:
+def test_planner_plans_each_pair_and_reports_load_errors(env_factory: Any) -> None:
     env = env_factory(["statsmodels:longley", "sklearn:iris", "sklearn:irs"])
-    role = analysis_roles()["orchestrator"]
+    role = analysis_roles()["planner"]
     swarm = Swarm(model=None, failure_policy="continue")
-    swarm.add_role("orchestrator", SubAgent(role, env.tools), output=role.output)
+    swarm.add_role("planner", SubAgent(role, env.tools), output=role.output)
     questions = ["What drives TOTEMP?", "profile and model the data"]
     specs = ["statsmodels:longley", "sklearn:iris", "sklearn:irs"]
     inputs = {"datasets": specs, "questions": questions}
-    plan = env.run([Subtask(id="plan", role="orchestrator", inputs=inputs)], swarm)["plan"]
+    plan = env.run([Subtask(id="plan", role="planner", inputs=inputs)], swarm)["plan"]
     pairs = [(t["n"], t["dataset"], t["question"]) for t in plan["tasks"]]
     assert pairs == [
         (1, "statsmodels:longley", questions[0]),

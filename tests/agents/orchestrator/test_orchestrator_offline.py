@@ -5,14 +5,19 @@ swarm` / `kimmy show` on the command line."""
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from agents.orchestrator import ORCHESTRATOR_ID, SolveConfig, run_solve
+from agents.orchestrator import ORCHESTRATOR_ID, SolveConfig, offline_rules, run_solve
+from agents.orchestrator.resources import load_resources
+from agents.pipeline import RunInputs, RunResources
+from agents.review.planning import ReviewRules
 from agents.widesearch import ICLR_DEFAULTS, WIDE_TASKS, WideGrader, load_papers
 from kimmy.app import main
 from rewards import load_trajectory, score
+from swarm.errors import ConfigError
 
 PAPERS = Path(__file__).resolve().parents[4] / "shared" / "data" / "papers"
 ICLR = PAPERS / "iclr2017_citations_in_2018.json"
@@ -57,7 +62,7 @@ def test_an_analysis_offline_answers_with_the_report(tmp_path: Path) -> None:
     assert out.answer.startswith("# Batch data analysis")
     traj = load_trajectory(out.run_id, tmp_path / "r")
     assert {e.role for k, e in traj.episodes.items() if k != ORCHESTRATOR_ID} == {
-        "analysis_planner", "data_analyst", "fact_checker", "frontend_engineer", "synthesizer",
+        "planner", "data_analyst", "fact_checker", "frontend_engineer", "synthesizer",
     }  # fmt: skip
 
 
@@ -78,7 +83,7 @@ def test_kimmy_swarm_and_show_offline(tmp_path: Path, capsys: pytest.CaptureFixt
     assert main(["show", "latest", "--runs-dir", str(runs)]) == 0
     shown = capsys.readouterr().out
     assert "orchestrator (orchestrator, 3 turns)" in shown
-    assert "assign_task(agent=\"review_planner\"" in shown and "finish(answer=" in shown
+    assert "assign_task(agent=\"planner\"" in shown and "finish(answer=" in shown
     assert main(["rewards", "latest", "--runs-dir", str(runs), "--json"]) == 0
     reward = json.loads(capsys.readouterr().out)
     traj = load_trajectory("latest", runs)
@@ -105,5 +110,30 @@ def test_settings_of_a_run_leave_the_model_alone(tmp_path: Path) -> None:
         settings = SolveConfig(goal="g", out=tmp_path, model=model).settings()  # type: ignore[arg-type]
     finally:
         model.sock.close()
-    assert "model" not in settings and settings["out"] == str(tmp_path)
-    assert json.loads(json.dumps(settings)) == settings
+    stored = settings.model_dump(mode="json")
+    assert "model" not in stored and stored["out"] == str(tmp_path)
+    assert json.loads(json.dumps(stored)) == stored
+
+
+def test_offline_rules_come_from_the_registered_pipelines_in_order(tmp_path: Path) -> None:
+    corpus = tmp_path / "notes"
+    corpus.mkdir()
+    (corpus / "n.md").write_text("# Note\n\nLinear attention keeps a state of fixed size.\n")
+    wide = WIDE_TASKS["rl_papers"].goal()
+    with ThreadPoolExecutor(2) as pool:
+        papers = load_resources(RunInputs(out=tmp_path, corpus=corpus), pool)
+        both = load_resources(
+            RunInputs(out=tmp_path, corpus=corpus, datasets=("statsmodels:longley",)), pool
+        )
+    tools = list(papers.tools)
+    assert "search_corpus" in tools and tools[-1] == "read_metadata"  # the corpus loaded once
+    assert list(both.tools)[: len(tools)] == tools and both.datasets == ("statsmodels:longley",)
+    pipeline, rules = offline_rules("Review linear attention", papers)
+    assert pipeline.name == "review" and isinstance(rules, ReviewRules)
+    assert rules.topic == "linear attention"
+    assert offline_rules(wide, papers)[0].name == "widesearch"  # tried before the review
+    assert offline_rules(wide, both)[0].name == "widesearch"
+    with pytest.raises(ConfigError, match=r"either a review .* or an analysis"):
+        offline_rules("Review linear attention", both)
+    with pytest.raises(ConfigError, match="needs a model to plan it"):
+        offline_rules("Write a poem", RunResources())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,3 +45,28 @@ def dated_corpus(tmp_path: Path, iclr: Corpus) -> Path:
                 + "\n"
             )
     return path
+
+
+#: A small corpus: four notes on linear attention.
+NOTES = [
+    "Linear attention keeps a state of fixed size; the kernel trick makes it linear.",
+    "The delta rule updates the linear attention state; 12 experiments show the gain.",
+    "Gating of linear attention improves recall by 3 points on the benchmark.",
+    "State space models are recurrent; they compete with linear attention at scale.",
+]
+
+
+@pytest.fixture(scope="module")
+def notes_review(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """An offline review of `NOTES` in two themes, as `run_pipeline` ran it."""
+    from agents.pipeline import run_pipeline
+    from agents.review import ReviewConfig
+    from agents.review.pipeline import REVIEW
+
+    tmp = tmp_path_factory.mktemp("review")
+    corpus = tmp / "notes"
+    corpus.mkdir()
+    for i, text in enumerate(NOTES):
+        (corpus / f"n{i}.md").write_text(f"# Note {i} on linear attention\n\n{text}\n")
+    config = ReviewConfig(corpus=corpus, topic="linear attention", out=tmp / "out", themes=2)
+    return run_pipeline(REVIEW, config)

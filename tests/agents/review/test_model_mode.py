@@ -110,7 +110,7 @@ class WeakReviewModel(ReviewModel):
         super().__init__()
         self.prose_docs = prose_docs
 
-    def _orchestrator(self, subtask, inputs, upstream, messages):  # type: ignore[no-untyped-def]
+    def _planner(self, subtask, inputs, upstream, messages):  # type: ignore[no-untyped-def]
         return "I would group these papers by method, then by dataset.", None
 
     def _researcher(self, subtask, inputs, upstream, messages):  # type: ignore[no-untyped-def]
@@ -166,7 +166,7 @@ def test_strict_model_mode_leaves_the_review_empty_as_before(tmp_path: Path) -> 
     outcome, sink = _weak_review(tmp_path, set(), fallback=False)
     assert outcome.status != "completed" and outcome.fallbacks == {}
     assert outcome.relevant == 0 and outcome.files.claims == 0
-    assert any("plan (orchestrator) failed" in p for p in outcome.problems)
+    assert any("plan (planner) failed" in p for p in outcome.problems)
     assert not any(isinstance(e, AgentStep) and e.outcome == "fallback" for e in sink.events)
 
 
@@ -182,19 +182,22 @@ def test_cli_no_fallback_is_strict_model_mode_and_is_stored_for_resume(
         ])  # fmt: skip
     captured = capsys.readouterr()
     assert code == 1, captured.err
-    assert "problem: plan (orchestrator) failed" in captured.out
+    assert "problem: plan (planner) failed" in captured.out
     assert "fell back" not in captured.out
-    from agents.pipeline_record import load_pipeline_run
+    from agents.pipeline import read_record
+    from agents.review.pipeline import REVIEW
+    from swarm.store import RunStore
 
     run_id = captured.out.split("kimmy show ")[1].split()[0]
-    _, record = load_pipeline_run(run_id, runs, "review")
+    with RunStore(runs, create=False) as store:
+        record = read_record(store.load_run(run_id), REVIEW)
     assert record.settings.fallback is False  # `kimmy resume` goes on in strict mode
 
 
 class EmptyPlanModel(ReviewModel):
     """A planner that answers a well-formed plan listing no document (SmolLM2 did)."""
 
-    def _orchestrator(self, subtask, inputs, upstream, messages):  # type: ignore[no-untyped-def]
+    def _planner(self, subtask, inputs, upstream, messages):  # type: ignore[no-untyped-def]
         return json.dumps({"topic": inputs["topic"], "relevant": [], "themes": []}), None
 
 
@@ -254,7 +257,7 @@ def test_empty_notes_and_sections_where_the_papers_say_something_are_invalid(
 class UnknownIdPlanModel(ReviewModel):
     """A planner that lists a theme's name as a document id (SmolLM2 listed 'themes')."""
 
-    def _orchestrator(self, subtask, inputs, upstream, messages):  # type: ignore[no-untyped-def]
+    def _planner(self, subtask, inputs, upstream, messages):  # type: ignore[no-untyped-def]
         plan = {"topic": inputs["topic"], "relevant": ["themes"],
                 "themes": [{"id": "t1", "label": "themes", "doc_ids": ["themes"]}]}  # fmt: skip
         return json.dumps(plan), None

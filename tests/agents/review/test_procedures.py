@@ -33,13 +33,13 @@ def _doc_by_title(corpus: Corpus, title: str) -> str:
     return next(d.id for d in corpus if d.title == title)
 
 
-def test_orchestrator_retrieves_relevant_papers_and_partitions_them(iclr: Corpus) -> None:
+def test_planner_retrieves_relevant_papers_and_partitions_them(iclr: Corpus) -> None:
     out = _run_one(
         iclr,
         [
             {
                 "id": "plan",
-                "role": "orchestrator",
+                "role": "planner",
                 "inputs": {
                     "topic": "reinforcement learning",
                     "max_papers": 80,
@@ -58,13 +58,13 @@ def test_orchestrator_retrieves_relevant_papers_and_partitions_them(iclr: Corpus
     assert len({t["label"] for t in out["themes"]}) == len(out["themes"]) >= 2
 
 
-def test_orchestrator_notes_a_topic_nothing_matches(iclr: Corpus) -> None:
+def test_planner_notes_a_topic_nothing_matches(iclr: Corpus) -> None:
     out = _run_one(
         iclr,
         [
             {
                 "id": "plan",
-                "role": "orchestrator",
+                "role": "planner",
                 "inputs": {"topic": "zygomorphic xylophones", "max_papers": 10},
             }
         ],
@@ -233,7 +233,7 @@ def test_third_person_and_split_roundtrip() -> None:
 def test_orchestrator_keeps_the_relevant_papers_and_says_what_the_cap_cut(iclr: Corpus) -> None:
     def plan(max_papers: int) -> dict[str, Any]:
         inputs = {"topic": "reinforcement learning", "max_papers": max_papers}
-        return _run_one(iclr, [{"id": "plan", "role": "orchestrator", "inputs": inputs}])["plan"]
+        return _run_one(iclr, [{"id": "plan", "role": "planner", "inputs": inputs}])["plan"]
 
     # Relevance decides, not the cap: a cap of 200 keeps the ~55 papers about RL, not 200.
     wide = plan(200)
@@ -306,8 +306,8 @@ def test_in_model_mode_the_writer_names_the_theme(tmp_path: Path, iclr: Corpus) 
 
 
 def test_the_relevance_setting_is_typed_and_stored_with_the_run(tmp_path: Path) -> None:
-    from agents.pipeline_record import ReviewSettings
     from agents.review import Relevance, ReviewConfig
+    from agents.review.config import ReviewSettings
     from swarm.errors import ConfigError
 
     config = ReviewConfig(corpus=tmp_path, topic="t", out=tmp_path, relevance=Relevance(0.2, 0.5))

@@ -1,0 +1,75 @@
+"""How an analysis is planned: the first subtask of a run of its own (`initial_plan`; its
+planner spawns the rest, `workers.analysis_subtasks`), and the orchestrator's offline rules
+(`AnalysisRules`; the orchestrator assigns the same subtasks)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from agents.analysis.schemas import PLAN_ID, SUMMARIZE_ID, AnalysisPlan
+from agents.analysis.workers import analysis_subtasks
+from agents.pipeline import assign_call, failure_reason
+from swarm.schema import Plan, Subtask
+
+if TYPE_CHECKING:
+    from agents.analysis.config import AnalysisConfig
+    from agents.loop import Call
+    from agents.pipeline import Orchestration
+    from swarm.context import SubtaskContext
+
+#: The role of the analysis's planner (subtask `plan`).
+PLANNER = "planner"
+
+
+def initial_plan(config: AnalysisConfig) -> Plan:
+    """The planner's subtask of a run of its own; it spawns the rest."""
+    datasets = list(dict.fromkeys(config.datasets))
+    return Plan(
+        goal=f"batch analysis of {len(datasets)} dataset(s)",
+        subtasks=[
+            Subtask(
+                id=PLAN_ID,
+                role=PLANNER,
+                instructions="Plan one analysis per (dataset, question).",
+                inputs={"datasets": datasets, "questions": list(config.questions)},
+            )
+        ],
+    )
+
+
+@dataclass
+class AnalysisRules:
+    """The batch analysis, planned offline by the analysis's own rules."""
+
+    datasets: Sequence[str]
+    questions: Sequence[str] = ()
+
+    async def calls(
+        self, ctx: SubtaskContext, progress: Orchestration
+    ) -> list[Call]:
+        """Assign the planner and wait; then assign its plan's analyses, checks and reports
+        and wait; then finish with the summary."""
+        tasks = progress.state.tasks
+        if not tasks:
+            inputs = {"datasets": list(self.datasets), "questions": list(self.questions)}
+            task = "Plan one analysis per (dataset, question)."
+            assign = {"agent": PLANNER, "task": task, "inputs": inputs, "id": PLAN_ID}
+            return [("assign_task", assign), ("wait", {"ids": [PLAN_ID]})]
+        if len(tasks) == 1:
+            result = await progress.result_of(PLAN_ID)
+            if result is None or result.output is None:
+                why = failure_reason(result)
+                return [("finish", {"answer": f"No analysis: the plan failed ({why})."})]
+            plan = AnalysisPlan.model_validate(result.output)
+            return [*map(assign_call, analysis_subtasks(plan)), ("wait", {"ids": "all"})]
+        summary = await progress.result_of(SUMMARIZE_ID)
+        if summary is not None and isinstance(summary.output, dict):
+            answer = str(summary.output.get("markdown") or "")
+        else:
+            answer = f"The summary failed ({failure_reason(summary)}); see report.md."
+        return [("finish", {"answer": answer or "The analysis produced no summary."})]
+
+
+__all__ = ["PLANNER", "AnalysisRules", "initial_plan"]

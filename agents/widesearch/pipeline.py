@@ -1,0 +1,136 @@
+"""The wide search as a `Pipeline`: the orchestrator plans a wide task's goal over the paper
+corpus with `WideRules` (extractors over slices of the corpus, then the merged table), and
+`WideGrader` scores such a run by the F1 of its answer.
+
+It runs only under the orchestrator (`run_solve` with a `WIDE_TASKS` goal and the corpus):
+its answer is the orchestrator's, so it stores no settings of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agents.pipeline import Pipeline, PipelineConfig, PipelineFiles, RunResources
+from agents.pipeline_record import stored_settings
+from agents.review.pipeline import load_review_corpus
+from agents.review.tools import build_toolbox
+from agents.subagent import install
+from agents.toolbox import ToolBox
+from agents.widesearch.answer import rows_markdown
+from agents.widesearch.extract import extractor_role, metadata_tool
+from agents.widesearch.grader import WideGrader
+from agents.widesearch.task import WIDE_TASKS, WideTask, load_papers
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
+    from agents.loop import Call
+    from agents.pipeline import Orchestration, RunInputs
+    from rewards.graders import PipelineGrader
+    from rewards.trajectory import Trajectory
+    from swarm import RunResult, Swarm
+    from swarm.context import SubtaskContext
+
+#: Papers per extractor of a wide task (the corpus is split into slices of this size).
+WIDE_SLICE = 5
+
+
+def _ws(text: str) -> str:
+    return " ".join(text.split())
+
+
+def wide_task_of(goal: str) -> WideTask | None:
+    """The wide task whose goal `goal` is (whitespace aside), if any."""
+    wanted = _ws(goal)
+    return next((t for t in WIDE_TASKS.values() if _ws(t.goal()) == wanted), None)
+
+
+@dataclass
+class WideRules:
+    """A wide task: one extractor per slice of the corpus, then the merged table."""
+
+    task: WideTask
+    documents: Sequence[str]
+    slice_size: int = WIDE_SLICE
+
+    async def calls(
+        self, ctx: SubtaskContext, progress: Orchestration
+    ) -> list[Call]:
+        """Assign the extractors at once and wait; then finish with their rows as one table."""
+        if not progress.state.tasks:
+            docs = list(self.documents)
+            slices = [docs[i : i + self.slice_size] for i in range(0, len(docs), self.slice_size)]
+            spec = self.task.model_dump(mode="json")
+            inputs_list = [{"doc_ids": s, "task": spec} for s in slices]
+            job = "Report the row of every paper of your documents that meets the task."
+            fan_out = {"agent": "extractor", "task": job, "inputs_list": inputs_list}
+            return [("assign_tasks", fan_out), ("wait", {"ids": "all"})]
+        rows: list[dict[str, Any]] = []
+        for key in progress.state.tasks:
+            result = await progress.result_of(key)
+            if result is not None and isinstance(result.output, dict):
+                rows += [r for r in result.output.get("rows", []) if isinstance(r, dict)]
+        return [("finish", {"answer": rows_markdown(tuple(self.task.columns), rows)})]
+
+
+class WidePipeline(Pipeline[PipelineConfig, PipelineFiles]):
+    """The wide search (its resources: the corpus, with the review's tools and
+    `read_metadata`)."""
+
+    name = "widesearch"
+
+    def load_inputs(self, inputs: RunInputs, resources: RunResources, executor: Executor) -> None:
+        if inputs.corpus is None:
+            return
+        if resources.corpus is None:
+            resources.corpus = load_review_corpus(inputs.corpus, defaults=inputs.defaults)
+        if "read_document" not in resources.tools:
+            resources.add_tools(build_toolbox(resources.corpus))
+        resources.add_tools(ToolBox([metadata_tool(resources.corpus)]))
+
+    def install(
+        self,
+        swarm: Swarm,
+        resources: RunResources,
+        executor: Executor,
+        *,
+        planner: str = "planner",
+        config: PipelineConfig | None = None,
+    ) -> dict[str, str]:
+        install(swarm, [extractor_role()], resources.tools, executor=executor)
+        return {"extractor": "reports the rows of the papers that meet a wide task"}
+
+    def write_outputs(
+        self,
+        resources: RunResources,
+        result: RunResult,
+        out: Path,
+        *,
+        config: PipelineConfig | None = None,
+    ) -> PipelineFiles:
+        return PipelineFiles(paths={})  # the answer (answer.md) is the table
+
+    def offline_rules(self, goal: str, resources: RunResources) -> WideRules | None:
+        task = wide_task_of(goal) if resources.corpus is not None else None
+        if task is None or resources.corpus is None:
+            return None
+        return WideRules(task, resources.corpus.ids)
+
+    def grader(self, traj: Trajectory) -> PipelineGrader | None:
+        """`WideGrader` of a run whose goal is a wide task's, its truth computed from the
+        corpus the run read (None when that corpus is not there any more)."""
+        task = wide_task_of(traj.goal) if isinstance(traj.goal, str) else None
+        corpus = stored_settings(traj.settings).get("corpus")
+        if task is None or not isinstance(corpus, str) or not Path(corpus).exists():
+            return None
+        return WideGrader(task, load_papers(corpus))
+
+
+#: The wide search (registered in `agents.pipelines`).
+WIDESEARCH = WidePipeline()
+
+
+__all__ = ["WIDESEARCH", "WIDE_SLICE", "WidePipeline", "WideRules", "wide_task_of"]
