@@ -38,6 +38,7 @@ from agents import (
     register_pipeline,
     run_pipeline,
 )
+from agents.loop import Call
 from agents.pipeline import Orchestration
 from swarm import Plan, Subtask, SubtaskContext, Swarm
 from swarm.llm.protocol import ChatModel
@@ -110,7 +111,7 @@ class WordCountRules:
 
     async def calls(
         self, ctx: SubtaskContext, progress: Orchestration
-    ) -> list[tuple[str, dict[str, Any]]]:
+    ) -> list[Call]:
         if not progress.state.tasks:
             fan_out = {
                 "agent": "counter",
