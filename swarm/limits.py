@@ -104,8 +104,8 @@ class AdaptiveLimit:
     `overload_rate` (15%) of them (counted over no fewer than `min_window` calls) and number at
     least `min_overloads`. An isolated 429 — a quota blip of a shared server — only delays
     its own call (its retry waits for `Retry-After`, see `Backoff`); the swarm keeps its
-    pace. (Before, every 429 halved the limit: 4% of calls answered 429 held it near 4 of
-    64.) The cut is in proportion to the share refused — a server that refuses a share r
+    pace. (Halving the limit on every 429 would hold it near 4 of 64 when 4% of calls are
+    answered 429.) The cut is in proportion to the share refused — a server that refuses a share r
     of L calls takes about L·(1 − r) — but never deeper than `decrease_factor` at once; it
     happens at most once per cooldown (one observed round trip), and the window restarts
     after it (what it held was measured at the old limit).
