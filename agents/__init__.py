@@ -5,9 +5,9 @@ the pipelines behind one protocol (`Pipeline`; `agents.review`: literature revie
 the pipelines import their libraries on use.
 """
 
-from agents.fallback import MadeBy, Provenance, fallbacks, falls_back
-from agents.loop import AgentStepLimitError, Attempt
-from agents.pipeline import (
+from kimmy_swarm.agents.fallback import MadeBy, Provenance, fallbacks, falls_back
+from kimmy_swarm.agents.loop import AgentStepLimitError, Attempt
+from kimmy_swarm.agents.pipeline import (
     Pipeline,
     PipelineFiles,
     PipelineRun,
@@ -17,11 +17,11 @@ from agents.pipeline import (
     resume_pipeline,
     run_pipeline,
 )
-from agents.pipeline_record import PipelineSettings
-from agents.pipelines import pipelines, register_pipeline
-from agents.roles import BUILTIN_ROLE_NAMES, Answer, Role, RoleRegistry, builtin_roles
-from agents.subagent import SubAgent, install
-from agents.toolbox import Tool, ToolBox, ToolError, make_tool
+from kimmy_swarm.agents.pipeline_record import PipelineSettings
+from kimmy_swarm.agents.pipelines import pipelines, register_pipeline
+from kimmy_swarm.agents.roles import BUILTIN_ROLE_NAMES, Answer, Role, RoleRegistry, builtin_roles
+from kimmy_swarm.agents.subagent import SubAgent, install
+from kimmy_swarm.agents.toolbox import Tool, ToolBox, ToolError, make_tool
 
 __all__ = [
     "BUILTIN_ROLE_NAMES",

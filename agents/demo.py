@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from agents.analysis import AnalysisOutcome
-    from agents.review import ReviewOutcome
-    from swarm import EventSink
+    from kimmy_swarm.agents.analysis import AnalysisOutcome
+    from kimmy_swarm.agents.review import ReviewOutcome
+    from kimmy_swarm.swarm import EventSink
 
 #: Bundled datasets the demo analyses (small to medium; load offline in well under a second).
 DEMO_DATASETS: tuple[str, ...] = (
@@ -109,9 +109,9 @@ def run_demo(
         runs_dir: where both runs are stored (None: nowhere).
         watcher: told what happens (default: nobody).
     """
-    from agents.analysis import AnalysisConfig, run_analysis
-    from agents.review import ReviewConfig, run_review
-    from agents.tools.docstring_corpus import write_docstring_corpus
+    from kimmy_swarm.agents.analysis import AnalysisConfig, run_analysis
+    from kimmy_swarm.agents.review import ReviewConfig, run_review
+    from kimmy_swarm.agents.tools.docstring_corpus import write_docstring_corpus
 
     watch: DemoWatcher = watcher if watcher is not None else _Silent()
     t0 = time.perf_counter()

@@ -29,8 +29,13 @@ from typing import Any, Literal
 from pydantic import BaseModel
 from pydantic.json_schema import SkipJsonSchema
 
-from agents.loop.errors import AgentStepLimitError
-from swarm.errors import ContextOverflowError, ModelConnectionError, ModelError, OutputError
+from kimmy_swarm.agents.loop.errors import AgentStepLimitError
+from kimmy_swarm.swarm.errors import (
+    ContextOverflowError,
+    ModelConnectionError,
+    ModelError,
+    OutputError,
+)
 
 #: Who made an output: the model policy, the offline policy, or the offline procedure
 #: after the model failed the subtask.

@@ -13,14 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agents.pipelines import pipelines
-from rewards import graders
+from kimmy_swarm.agents.pipelines import pipelines
+from kimmy_swarm.rewards import graders
 
 if TYPE_CHECKING:
-    from rewards.graders import Grader, PipelineGrader
-    from rewards.parl import RewardBreakdown, Schedule
-    from rewards.trajectory import Trajectory
-    from swarm.schema import Plan
+    from kimmy_swarm.rewards.graders import Grader, PipelineGrader
+    from kimmy_swarm.rewards.parl import RewardBreakdown, Schedule
+    from kimmy_swarm.rewards.trajectory import Trajectory
+    from kimmy_swarm.swarm.schema import Plan
 
 
 def pipeline_graders(traj: Trajectory) -> tuple[PipelineGrader, ...]:
@@ -70,9 +70,9 @@ def score_stored_run(
     Raises:
         RunNotFoundError: no such run.
     """
-    from rewards.parl import Schedule, score
-    from rewards.trajectory import build_trajectory
-    from swarm.store import RunStore
+    from kimmy_swarm.rewards.parl import Schedule, score
+    from kimmy_swarm.rewards.trajectory import build_trajectory
+    from kimmy_swarm.swarm.store import RunStore
 
     with RunStore(runs_dir, create=False) as store:
         stored = store.load_run(run_id)

@@ -29,29 +29,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
-from agents.pipeline_record import (
+from kimmy_swarm.agents.pipeline_record import (
     PIPELINE_KEY,
     PipelineRecord,
     PipelineSettings,
     parse_record,
     record_kind,
 )
-from agents.toolbox import ToolBox
-from agents.tracking import RoleConcurrency
-from swarm.errors import ConfigError
-from swarm.llm.endpoint import ModelEndpoint
-from swarm.schema import RunResult, RunStatus
+from kimmy_swarm.agents.toolbox import ToolBox
+from kimmy_swarm.agents.tracking import RoleConcurrency
+from kimmy_swarm.swarm.errors import ConfigError
+from kimmy_swarm.swarm.llm.endpoint import ModelEndpoint
+from kimmy_swarm.swarm.schema import RunResult, RunStatus
 
 if TYPE_CHECKING:
-    from agents.loop import Call
-    from agents.tools.corpus import Corpus
-    from rewards.graders import PipelineGrader
-    from rewards.trajectory import Trajectory
-    from swarm import EventSink, RunConfig, Swarm
-    from swarm.context import SubtaskContext
-    from swarm.llm.protocol import ChatModel
-    from swarm.schema import Plan, Subtask, SubtaskResult
-    from swarm.store import StoredRun
+    from kimmy_swarm.agents.loop import Call
+    from kimmy_swarm.agents.tools.corpus import Corpus
+    from kimmy_swarm.rewards.graders import PipelineGrader
+    from kimmy_swarm.rewards.trajectory import Trajectory
+    from kimmy_swarm.swarm import EventSink, RunConfig, Swarm
+    from kimmy_swarm.swarm.context import SubtaskContext
+    from kimmy_swarm.swarm.llm.protocol import ChatModel
+    from kimmy_swarm.swarm.schema import Plan, Subtask, SubtaskResult
+    from kimmy_swarm.swarm.store import StoredRun
 
 
 class PipelineConfig(Protocol):
@@ -201,7 +201,7 @@ class Pipeline(Protocol[C, W]):
 
     def run_config(self, config: C) -> RunConfig:
         """How a run of its own executes: failures reported, never fatal."""
-        from swarm import RunConfig
+        from kimmy_swarm.swarm import RunConfig
 
         return RunConfig(max_concurrency=config.max_concurrency, failure_policy="continue")
 
@@ -279,7 +279,7 @@ def resume_pipeline(
         RunNotFoundError: no such run.
     """
     if isinstance(run, str):
-        from swarm.store import RunStore
+        from kimmy_swarm.swarm.store import RunStore
 
         with RunStore(runs_dir, create=False) as store:
             run = store.load_run(run)
@@ -315,7 +315,7 @@ def _run(
     extra_settings: Mapping[str, Any],
     stored: StoredRun | None,
 ) -> PipelineRun[C, W]:
-    from swarm import Swarm
+    from kimmy_swarm.swarm import Swarm
 
     t0 = time.perf_counter()
     record = PipelineRecord(settings=config.settings(), endpoint=endpoint)

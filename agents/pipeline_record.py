@@ -25,8 +25,8 @@ from pydantic import (
     ValidationError,
 )
 
-from swarm.errors import ConfigError
-from swarm.llm.endpoint import ModelEndpoint
+from kimmy_swarm.swarm.errors import ConfigError
+from kimmy_swarm.swarm.llm.endpoint import ModelEndpoint
 
 #: The key of a run's settings that holds its `PipelineRecord`.
 PIPELINE_KEY = "pipeline"

@@ -1,6 +1,6 @@
 """The registry of pipelines: the ones the orchestrator plans with and the graders know.
 
-    from agents.pipelines import pipelines, register_pipeline
+    from kimmy_swarm.agents.pipelines import pipelines, register_pipeline
     register_pipeline(MyPipeline())          # found by `run_solve`'s offline planner, by name,
                                              # and by `agents.graders.grader_for`
 
@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Annotated, Any, Union
 
 from pydantic import Field
 
-from agents.pipeline_record import parse_record
-from swarm.errors import ConfigError
+from kimmy_swarm.agents.pipeline_record import parse_record
+from kimmy_swarm.swarm.errors import ConfigError
 
 if TYPE_CHECKING:
-    from agents.pipeline import Pipeline
-    from agents.pipeline_record import PipelineRecord
+    from kimmy_swarm.agents.pipeline import Pipeline
+    from kimmy_swarm.agents.pipeline_record import PipelineRecord
 
 _builtin: dict[str, Pipeline[Any, Any]] = {}
 _registered: dict[str, Pipeline[Any, Any]] = {}
@@ -33,9 +33,9 @@ _registered: dict[str, Pipeline[Any, Any]] = {}
 
 def _builtins() -> dict[str, Pipeline[Any, Any]]:
     if not _builtin:
-        from agents.analysis.pipeline import ANALYSIS
-        from agents.review.pipeline import REVIEW
-        from agents.widesearch.pipeline import WIDESEARCH
+        from kimmy_swarm.agents.analysis.pipeline import ANALYSIS
+        from kimmy_swarm.agents.review.pipeline import REVIEW
+        from kimmy_swarm.agents.widesearch.pipeline import WIDESEARCH
 
         _builtin.update((p.name, p) for p in (WIDESEARCH, ANALYSIS, REVIEW))
     return _builtin
@@ -53,7 +53,7 @@ def register_pipeline(pipeline: Pipeline[Any, Any]) -> Pipeline[Any, Any]:
         ConfigError: not a `Pipeline`, a name that is not role-like, another pipeline's
             name, or `Settings` whose kind is not the name.
     """
-    from agents.pipeline import Pipeline
+    from kimmy_swarm.agents.pipeline import Pipeline
 
     if not isinstance(pipeline, Pipeline):
         raise ConfigError(

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, Field
 
-from swarm.errors import ConfigError
-from swarm.schema import ROLE_PATTERN
+from kimmy_swarm.swarm.errors import ConfigError
+from kimmy_swarm.swarm.schema import ROLE_PATTERN
 
 if TYPE_CHECKING:
-    from agents.toolbox import ToolBox
-    from swarm.context import SubtaskContext
+    from kimmy_swarm.agents.toolbox import ToolBox
+    from kimmy_swarm.swarm.context import SubtaskContext
 
 
 class AttemptView(Protocol):

@@ -26,15 +26,20 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from agents.fallback import FALLBACK_ERRORS, MadeBy, Provenance, falls_back_on_server_error
-from agents.loop import Attempt, error_text, run_model_policy
-from agents.roles import Role, RoleRegistry
-from agents.toolbox import ToolBox
-from swarm.errors import ConfigError, ModelError, OutputValidationError
+from kimmy_swarm.agents.fallback import (
+    FALLBACK_ERRORS,
+    MadeBy,
+    Provenance,
+    falls_back_on_server_error,
+)
+from kimmy_swarm.agents.loop import Attempt, error_text, run_model_policy
+from kimmy_swarm.agents.roles import Role, RoleRegistry
+from kimmy_swarm.agents.toolbox import ToolBox
+from kimmy_swarm.swarm.errors import ConfigError, ModelError, OutputValidationError
 
 if TYPE_CHECKING:
-    from swarm import Swarm
-    from swarm.context import SubtaskContext
+    from kimmy_swarm.swarm import Swarm
+    from kimmy_swarm.swarm.context import SubtaskContext
 
 Policy = Literal["auto", "model", "offline"]
 _POLICIES = ("auto", "model", "offline")

@@ -24,8 +24,8 @@ from typing import Any, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from swarm.errors import ConfigError, UserError, validation_problems
-from swarm.llm.types import function_tool
+from kimmy_swarm.swarm.errors import ConfigError, UserError, validation_problems
+from kimmy_swarm.swarm.llm.types import function_tool
 
 
 class ToolError(UserError):

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from swarm.event_fold import EventFold
-from swarm.events import SubtaskFinished, SubtaskStarted
+from kimmy_swarm.swarm.event_fold import EventFold
+from kimmy_swarm.swarm.events import SubtaskFinished, SubtaskStarted
 
 
 class RoleConcurrency(EventFold):

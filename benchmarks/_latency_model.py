@@ -51,8 +51,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Self
 
-from agents.widesearch import ExtractedRows, Paper, Row, WideTask, title_key
-from agents.widesearch.extract import EXTRACTOR_PROMPT
+from kimmy_swarm.agents.widesearch import ExtractedRows, Paper, Row, WideTask, title_key
+from kimmy_swarm.agents.widesearch.extract import EXTRACTOR_PROMPT
 
 MODEL_ID = "latency-model"
 _DOCUMENTS_LINE = re.compile(r"^\s*Documents?:\s*(.+?)\s*$", re.MULTILINE)

@@ -31,11 +31,11 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks._results import add_out_option, publish  # noqa: E402
-from swarm import Plan, Subtask, Swarm  # noqa: E402
-from swarm import events as ev  # noqa: E402
-from swarm.dashboard import BackgroundServer, create_app  # noqa: E402
-from swarm.schema import Usage  # noqa: E402
-from swarm.store import RunStore  # noqa: E402
+from kimmy_swarm.swarm import Plan, Subtask, Swarm  # noqa: E402
+from kimmy_swarm.swarm import events as ev  # noqa: E402
+from kimmy_swarm.swarm.dashboard import BackgroundServer, create_app  # noqa: E402
+from kimmy_swarm.swarm.schema import Usage  # noqa: E402
+from kimmy_swarm.swarm.store import RunStore  # noqa: E402
 
 RUN = "bench-dashboard"
 

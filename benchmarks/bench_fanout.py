@@ -47,8 +47,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 from benchmarks._results import add_out_option, publish  # noqa: E402
 
@@ -72,8 +70,8 @@ def _prompt() -> str:
 
 
 def _response() -> Any:
-    from swarm.llm import ChatResponse
-    from swarm.schema import Usage
+    from kimmy_swarm.swarm.llm import ChatResponse
+    from kimmy_swarm.swarm.schema import Usage
 
     usage = Usage(prompt_tokens=12, completion_tokens=7, total_tokens=19, model_calls=1)
     chars = _prompt_chars()
@@ -127,7 +125,7 @@ def _swarm_runner(
     executor: str = "local",
     transcripts: str = "full",
 ) -> Any:
-    from swarm import Plan, Subtask, SubtaskContext, Swarm
+    from kimmy_swarm.swarm import Plan, Subtask, SubtaskContext, Swarm
 
     swarm = Swarm(
         model=model,

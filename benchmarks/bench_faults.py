@@ -154,8 +154,8 @@ async def _call_model(ctx: Any) -> str:
 
 
 def _run_swarm(base_url: str, n: int, *, adaptive: bool, concurrency: int) -> dict[str, Any]:
-    from swarm import Plan, RunConfig, Subtask, Swarm
-    from swarm.llm import OpenAIChat
+    from kimmy_swarm.swarm import Plan, RunConfig, Subtask, Swarm
+    from kimmy_swarm.swarm.llm import OpenAIChat
 
     async def main() -> dict[str, Any]:
         limits = _Limits(concurrency)

@@ -38,7 +38,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks._results import add_out_option, publish  # noqa: E402
-from kernels.kda import kda, kda_gate, l2norm, naive_kda, torch_chunk_kda  # noqa: E402
+from kimmy_swarm.kernels.kda import kda, kda_gate, l2norm, naive_kda, torch_chunk_kda  # noqa: E402
 
 MODEL_H, MODEL_D = 32, 128  # Kimi Linear KDA layer: 32 heads of 128
 CONV_W = 4  # short convolution width (its state keeps W - 1 inputs of q, k and v)

@@ -41,18 +41,18 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from agents.orchestrator import ORCHESTRATOR_ID, SolveConfig, run_solve  # noqa: E402
-from agents.widesearch import (  # noqa: E402
+from benchmarks._latency_model import MODEL_ID, Latency, LatencyModelServer  # noqa: E402
+from benchmarks._results import add_out_option, publish  # noqa: E402
+from kimmy_swarm.agents.orchestrator import ORCHESTRATOR_ID, SolveConfig, run_solve  # noqa: E402
+from kimmy_swarm.agents.widesearch import (  # noqa: E402
     ICLR_DEFAULTS,
     WIDE_TASKS,
     grade_answer,
     load_papers,
     rows_markdown,
 )
-from benchmarks._latency_model import MODEL_ID, Latency, LatencyModelServer  # noqa: E402
-from benchmarks._results import add_out_option, publish  # noqa: E402
-from rewards import critical_steps, load_trajectory  # noqa: E402
-from swarm.llm import OpenAIChat  # noqa: E402
+from kimmy_swarm.rewards import critical_steps, load_trajectory  # noqa: E402
+from kimmy_swarm.swarm.llm import OpenAIChat  # noqa: E402
 
 PAPERS = ROOT.parent / "shared" / "data" / "papers" / "iclr2017_citations_in_2018.json"
 

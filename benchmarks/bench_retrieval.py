@@ -28,12 +28,12 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # `tests.support.topic_labels`
-    sys.path.insert(0, str(ROOT))
+if str(ROOT) not in sys.path:  # `tests.support.topic_labels`; last, so that the repository's
+    sys.path.append(str(ROOT))  # folders never shadow an installed package of their name
 
-from agents.tools.corpus import load_corpus  # noqa: E402
-from agents.tools.search import Relevance, SearchIndex, tokenize_terms  # noqa: E402
 from benchmarks._results import add_out_option, publish  # noqa: E402
+from kimmy_swarm.agents.tools.corpus import load_corpus  # noqa: E402
+from kimmy_swarm.agents.tools.search import Relevance, SearchIndex, tokenize_terms  # noqa: E402
 from tests.support.topic_labels import TOPICS, keyword_matches, labelled  # noqa: E402
 
 ICLR = ROOT.parent / "shared" / "data" / "papers" / "iclr2017_citations_in_2018.json"

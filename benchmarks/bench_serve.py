@@ -43,10 +43,10 @@ if str(ROOT) not in sys.path:
 
 from benchmarks._results import add_out_option, publish  # noqa: E402
 from benchmarks.experiments._common import fmt_bytes  # noqa: E402
-from model import KimiLinearConfig, KimiLinearForCausalLM  # noqa: E402
-from model.cache import cache_bytes_per_sequence  # noqa: E402
-from model.serve.engine import LLMEngine  # noqa: E402
-from model.serve.types import EngineConfig, GenerationParams  # noqa: E402
+from kimmy_swarm.model import KimiLinearConfig, KimiLinearForCausalLM  # noqa: E402
+from kimmy_swarm.model.cache import cache_bytes_per_sequence  # noqa: E402
+from kimmy_swarm.model.serve.engine import LLMEngine  # noqa: E402
+from kimmy_swarm.model.serve.types import EngineConfig, GenerationParams  # noqa: E402
 
 PROMPT_LEN, NEW_TOKENS = 64, 32
 ROLE_LEN, TAIL_LEN = 1000, 16

@@ -47,11 +47,9 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 from benchmarks._results import add_out_option, publish  # noqa: E402
-from model.gguf_loader import bundled_smollm2  # noqa: E402
+from kimmy_swarm.model.gguf_loader import bundled_smollm2  # noqa: E402
 
 SYSTEM_WORDS = 700  # ≈ 1,000 SmolLM2 tokens of role prompt
 
@@ -220,8 +218,9 @@ def main() -> None:
 
     if args.only != "llama.cpp":
         port = _free_port()
-        cmd = [sys.executable, "-m", "kimmy", "serve", "smollm2", "--port", str(port),
-               "--max-num-seqs", str(max(levels)), "--max-model-len", "2048"]  # fmt: skip
+        cmd = [sys.executable, "-P", "-m", "kimmy_swarm.cli", "serve", "smollm2",
+               "--port", str(port), "--max-num-seqs", str(max(levels)),
+               "--max-model-len", "2048"]  # fmt: skip
         with _server(cmd, port, "kimmy") as url:
             _run_all(url, "kimmy", "smollm2", levels, max_tokens, waves, save)
     if args.only != "kimmy":

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from kernels.kda import naive_kda, rel_err, torch_chunk_kda  # noqa: E402
+from kimmy_swarm.kernels.kda import naive_kda, rel_err, torch_chunk_kda  # noqa: E402
 
 NAMES = ("q", "k", "v", "g", "beta")
 H, D = 16, 128
@@ -83,8 +83,8 @@ def _grads(fn: Callable, inp: dict, do: torch.Tensor, ds: torch.Tensor) -> tuple
 
 def check_correctness(lines: list[str]) -> None:
     """Triton vs the PyTorch chunk path (fp32) at B=8, T=4096, H=16, K=V=128, bf16 inputs."""
-    from kernels.kda.triton_chunk import triton_chunk_kda
-    from kernels.kda.triton_recurrent import triton_fused_recurrent_kda
+    from kimmy_swarm.kernels.kda.triton_chunk import triton_chunk_kda
+    from kimmy_swarm.kernels.kda.triton_recurrent import triton_fused_recurrent_kda
 
     dev, b, t = SETUP.device, SETUP.b, SETUP.t
     inp = make_inputs(b, t, torch.bfloat16, dev)
@@ -157,7 +157,7 @@ def _fla():
 
 def bench_prefill(lines: list[str], ts: list[int]) -> None:
     """Milliseconds per call, forward and forward + backward, and ratios to ours."""
-    from kernels.kda.triton_chunk import triton_chunk_kda
+    from kimmy_swarm.kernels.kda.triton_chunk import triton_chunk_kda
 
     fla = _fla()
     lines += [
@@ -198,7 +198,7 @@ def bench_prefill(lines: list[str], ts: list[int]) -> None:
 @torch.no_grad()
 def bench_decode(lines: list[str], batches: list[int]) -> None:
     """One token per sequence with the state updated in place."""
-    from kernels.kda.triton_recurrent import triton_fused_recurrent_kda
+    from kimmy_swarm.kernels.kda.triton_recurrent import triton_fused_recurrent_kda
 
     fla = _fla()
     lines += [

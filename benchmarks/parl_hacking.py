@@ -36,13 +36,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 from benchmarks._results import add_out_option, publish  # noqa: E402
-from rewards.parl import RewardBreakdown, Schedule, score  # noqa: E402
-from rewards.trajectory import Trajectory, load_trajectory  # noqa: E402
-from swarm import SubtaskContext, Swarm  # noqa: E402
+from kimmy_swarm.rewards.parl import RewardBreakdown, Schedule, score  # noqa: E402
+from kimmy_swarm.rewards.trajectory import Trajectory, load_trajectory  # noqa: E402
+from kimmy_swarm.swarm import SubtaskContext, Swarm  # noqa: E402
 
 CHUNKS = 8
 CHUNK_SIZE = 5_000
@@ -192,9 +190,9 @@ def scenario(runs_dir: Path, *, width: int = 64, total_steps: int = 1000) -> lis
 def pipeline_rows(runs_dir: Path, out: Path, *, width: int, total_steps: int) -> list[Any]:
     """Score one real offline run of each pipeline with its own grader
     (`agents.graders.grader_for`)."""
-    from agents.analysis import AnalysisConfig, run_analysis
-    from agents.graders import grader_for
-    from agents.review import ReviewConfig, run_review
+    from kimmy_swarm.agents.analysis import AnalysisConfig, run_analysis
+    from kimmy_swarm.agents.graders import grader_for
+    from kimmy_swarm.agents.review import ReviewConfig, run_review
 
     rows = []
     if ICLR_JSON.exists():

@@ -2,7 +2,8 @@
 
 `model`, `model.train` and `kernels` export their public names through
 `kernels.lazy_exports`: `__all__, __getattr__, __dir__ = _lazy_exports(__name__, {".mod":
-[names], ".": [subpackages]})`, importing each name only when used, so `import model` does not
+[names], ".": [subpackages]})`, importing each name only when used, so
+`import kimmy_swarm.model` does not
 import torch. Reading the source alone, griffe finds none of those names. This extension reads
 that map, adds each name as an alias of its definition and takes the names as `__all__`, so
 `::: model` documents the package's public API without importing it. mkdocs.yml loads it; it

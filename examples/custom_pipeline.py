@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from agents import (
+from kimmy_swarm.agents import (
     Attempt,
     Pipeline,
     PipelineFiles,
@@ -38,11 +38,11 @@ from agents import (
     register_pipeline,
     run_pipeline,
 )
-from agents.loop import Call
-from agents.pipeline import Orchestration
-from swarm import Plan, Subtask, SubtaskContext, Swarm
-from swarm.llm.protocol import ChatModel
-from swarm.schema import RunResult
+from kimmy_swarm.agents.loop import Call
+from kimmy_swarm.agents.pipeline import Orchestration
+from kimmy_swarm.swarm import Plan, Subtask, SubtaskContext, Swarm
+from kimmy_swarm.swarm.llm.protocol import ChatModel
+from kimmy_swarm.swarm.schema import RunResult
 
 #: What a goal of this pipeline starts with; the texts follow, separated by ";".
 GOAL_PREFIX = "Count the words of:"
@@ -188,7 +188,7 @@ WORDCOUNT = WordCountPipeline()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from agents.orchestrator import SolveConfig, run_solve
+    from kimmy_swarm.agents.orchestrator import SolveConfig, run_solve
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("texts", nargs="*", default=["a swarm of agents", "one more text here"])

@@ -25,8 +25,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from swarm import Plan, Subtask, SubtaskContext, Swarm
-from swarm.progress import make_progress
+from kimmy_swarm.swarm import Plan, Subtask, SubtaskContext, Swarm
+from kimmy_swarm.swarm.progress import make_progress
 
 
 class ModuleStats(BaseModel):

@@ -36,11 +36,11 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from rewards.export import build_group, load_rollouts, to_trl, write_rollouts  # noqa: E402
-from rewards.parl import Schedule, score  # noqa: E402
-from rewards.trajectory import Trajectory, build_trajectory  # noqa: E402
-from swarm import SubtaskContext, Swarm  # noqa: E402
-from swarm.store import RunStore  # noqa: E402
+from kimmy_swarm.rewards.export import build_group, load_rollouts, to_trl, write_rollouts  # noqa: E402
+from kimmy_swarm.rewards.parl import Schedule, score  # noqa: E402
+from kimmy_swarm.rewards.trajectory import Trajectory, build_trajectory  # noqa: E402
+from kimmy_swarm.swarm import SubtaskContext, Swarm  # noqa: E402
+from kimmy_swarm.swarm.store import RunStore  # noqa: E402
 
 N = 4_000
 TASK = {"goal": f"sum of the squares of 1..{N}", "n": N}

@@ -1,7 +1,7 @@
-"""`python -m kimmy`: the same as the `kimmy` script."""
+"""`python -m kimmy_swarm.cli`: the same as the `kimmy` script."""
 
 import sys
 
-from kimmy.app import main
+from kimmy_swarm.cli.app import main
 
 sys.exit(main())

@@ -25,29 +25,29 @@ import typer
 import typer.main
 from typer.core import TyperGroup
 
-from kimmy.interrupts import Interrupted, interrupted_message
-from kimmy.options import fail
-from swarm.errors import ModelError, SwarmError, UserError
+from kimmy_swarm.cli.interrupts import Interrupted, interrupted_message
+from kimmy_swarm.cli.options import fail
+from kimmy_swarm.swarm.errors import ModelError, SwarmError, UserError
 
 __all__ = ["COMMANDS", "KimmyGroup", "app", "main"]
 
 #: Every `kimmy` command, in the order `kimmy --help` lists them, and the module that holds
 #: it (each module has a typer `app` with its commands).
 COMMANDS: dict[str, str] = {
-    "run": "kimmy.commands.runs",
-    "resume": "kimmy.commands.runs",
-    "runs": "kimmy.commands.runs",
-    "show": "kimmy.commands.runs",
-    "validate": "kimmy.commands.runs",
-    "swarm": "kimmy.commands.solve",
-    "review": "kimmy.commands.pipelines",
-    "analyze": "kimmy.commands.pipelines",
-    "demo": "kimmy.commands.pipelines",
-    "rewards": "kimmy.commands.rewards",
-    "rollouts": "kimmy.commands.rewards",
-    "serve": "kimmy.commands.serve",
-    "dashboard": "kimmy.commands.dashboard",
-    "train": "kimmy.commands.train",
+    "run": "kimmy_swarm.cli.commands.runs",
+    "resume": "kimmy_swarm.cli.commands.runs",
+    "runs": "kimmy_swarm.cli.commands.runs",
+    "show": "kimmy_swarm.cli.commands.runs",
+    "validate": "kimmy_swarm.cli.commands.runs",
+    "swarm": "kimmy_swarm.cli.commands.solve",
+    "review": "kimmy_swarm.cli.commands.pipelines",
+    "analyze": "kimmy_swarm.cli.commands.pipelines",
+    "demo": "kimmy_swarm.cli.commands.pipelines",
+    "rewards": "kimmy_swarm.cli.commands.rewards",
+    "rollouts": "kimmy_swarm.cli.commands.rewards",
+    "serve": "kimmy_swarm.cli.commands.serve",
+    "dashboard": "kimmy_swarm.cli.commands.dashboard",
+    "train": "kimmy_swarm.cli.commands.train",
 }
 
 # click's UsageError (typer ≥ 0.29 vendors click; older typer uses click itself): the base of

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from swarm import EventSink
+    from kimmy_swarm.swarm import EventSink
 
 T = TypeVar("T")
 
@@ -22,7 +22,7 @@ def telemetry_sinks(workflow: str) -> list[EventSink]:
         ConfigError: export is asked for but the `otel` extra is missing, or the protocol
             variable names one other than `http/protobuf` (one line, exit 2).
     """
-    from swarm.telemetry import sinks_from_env
+    from kimmy_swarm.swarm.telemetry import sinks_from_env
 
     return list(sinks_from_env(workflow_name=workflow))
 
@@ -38,8 +38,8 @@ def run_work(
     """
     import asyncio
 
-    from kimmy.interrupts import stop_on_signals
-    from swarm.progress import make_progress
+    from kimmy_swarm.cli.interrupts import stop_on_signals
+    from kimmy_swarm.swarm.progress import make_progress
 
     with stop_on_signals():  # Ctrl-C exits 130, SIGTERM 143; finished work is stored
         try:

@@ -21,7 +21,7 @@ import typer
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from swarm.llm import Capabilities, LocalModel, ModelEndpoint, OpenAIChat
+    from kimmy_swarm.swarm.llm import Capabilities, LocalModel, ModelEndpoint, OpenAIChat
 
 __all__ = [
     "DEFAULT_RUNS_DIR",
@@ -192,7 +192,7 @@ def stored_base_url(stored: str | None) -> str | None:
     had them: `KIMMY_BASE_URL` when it is that URL unmasked, else one error line (exit 2)
     asking for `--base-url` again.
     """
-    from swarm.llm.redact import MASK, redact_url
+    from kimmy_swarm.swarm.llm.redact import MASK, redact_url
 
     if stored is None or MASK not in stored:
         return stored
@@ -221,7 +221,7 @@ def model_endpoint(
     (`KIMMY_BASE_URL` then does, or `connect` says how to name one). Otherwise a model only
     when `--base-url` / `--model` or `KIMMY_BASE_URL` ask for model mode.
     """
-    from swarm.llm.endpoint import ModelEndpoint
+    from kimmy_swarm.swarm.llm.endpoint import ModelEndpoint
 
     if local is not None:
         if base_url or model:
@@ -340,7 +340,7 @@ def _connect(
 ) -> OpenAIChat | LocalModel:
     """`swarm.llm.connect` in its own event loop; a local model that cannot be loaded is one
     error line (exit 2)."""
-    from swarm.llm.endpoint import connect
+    from kimmy_swarm.swarm.llm.endpoint import connect
 
     connecting = connect(
         endpoint, base_url=base_url, api_key=api_key, probe=probe, given=given,
@@ -348,7 +348,9 @@ def _connect(
     )  # fmt: skip
     if endpoint.kind != "local":
         return asyncio.run(connecting)
-    from model.errors import KimiModelError  # the model side loads only for a local model
+    from kimmy_swarm.model.errors import (
+        KimiModelError,  # the model side loads only for a local model
+    )
 
     try:
         return asyncio.run(connecting)
@@ -361,8 +363,8 @@ def _say_capabilities(
 ) -> None:
     """One line saying what the server honours and where each value came from, unless
     nothing was probed or given."""
-    from kimmy.summaries import say
-    from swarm.llm.capabilities import CAPABILITY_NAMES
+    from kimmy_swarm.cli.summaries import say
+    from kimmy_swarm.swarm.llm.capabilities import CAPABILITY_NAMES
 
     found = client.capabilities
     if found is None or not (probed or given):

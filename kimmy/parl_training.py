@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from swarm.errors import ConfigError
+from kimmy_swarm.swarm.errors import ConfigError
 
 if TYPE_CHECKING:
-    from agents.parl import SpawnTask
-    from model.train.grpo import GRPOConfig, GRPOResult
+    from kimmy_swarm.agents.parl import SpawnTask
+    from kimmy_swarm.model.train.grpo import GRPOConfig, GRPOResult
 
 #: The reward arms: which PARL terms count (see the module docstring).
 REWARD_ARMS = ("parl", "result", "no-comp")
@@ -78,7 +78,7 @@ class ParlSettings:
 
     def lambdas(self, steps: int) -> tuple[Any, Any]:
         """(λ1, λ2) of the arm: schedules or constants for `rewards.parl.score`."""
-        from rewards.parl import Schedule
+        from kimmy_swarm.rewards.parl import Schedule
 
         linear = Schedule(kind="linear", total_steps=self.anneal_steps or steps)
         return {"parl": (linear, linear), "result": (0.0, 0.0), "no-comp": (linear, 0.0)}[
@@ -89,8 +89,8 @@ class ParlSettings:
 def _corpus_path(settings: ParlSettings, out: Path) -> Path:
     if settings.corpus is not None:
         return Path(settings.corpus).expanduser()
-    from agents.demo import DEMO_PACKAGES
-    from agents.tools.docstring_corpus import write_docstring_corpus
+    from kimmy_swarm.agents.demo import DEMO_PACKAGES
+    from kimmy_swarm.agents.tools.docstring_corpus import write_docstring_corpus
 
     folder = out / "docs-corpus"
     if not folder.is_dir():
@@ -99,7 +99,7 @@ def _corpus_path(settings: ParlSettings, out: Path) -> Path:
 
 
 def _tasks(settings: ParlSettings, out: Path, corpus: Any, source: Path) -> list[SpawnTask]:
-    from agents.parl import SpawnTask, make_spawn_tasks
+    from kimmy_swarm.agents.parl import SpawnTask, make_spawn_tasks
 
     file = out / TASKS_FILE
     if file.is_file():
@@ -138,11 +138,11 @@ def run_parl_training(
             run without resume, a resume with other training settings).
         CorpusError, SpawnTaskError: the corpus cannot give tasks of this width.
     """
-    from agents.parl import ParlScorer, SpawnEnv, spawn_messages, spawn_tools
-    from agents.tools.corpus import load_corpus
-    from agents.widesearch.task import ICLR_DEFAULTS
-    from model.serve.factory import load_source
-    from model.train.grpo import Prompt, train_grpo
+    from kimmy_swarm.agents.parl import ParlScorer, SpawnEnv, spawn_messages, spawn_tools
+    from kimmy_swarm.agents.tools.corpus import load_corpus
+    from kimmy_swarm.agents.widesearch.task import ICLR_DEFAULTS
+    from kimmy_swarm.model.serve.factory import load_source
+    from kimmy_swarm.model.train.grpo import Prompt, train_grpo
 
     out.mkdir(parents=True, exist_ok=True)
     settings = _settings(settings, out, resume)

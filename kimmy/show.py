@@ -13,8 +13,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from swarm.schema import RunResult, RunStatus, SubtaskResult, SubtaskStatus, Usage
-from swarm.store import DB_NAME, RunStore
+from kimmy_swarm.swarm.schema import RunResult, RunStatus, SubtaskResult, SubtaskStatus, Usage
+from kimmy_swarm.swarm.store import DB_NAME, RunStore
 
 _STYLE = {
     RunStatus.COMPLETED: "green",
@@ -47,7 +47,7 @@ def _failures(results: list[SubtaskResult], limit: int = 10) -> list[str]:
 
 def _fallbacks(results: list[SubtaskResult], limit: int = 10) -> list[str]:
     """Sub-agents whose model failed, done by their role's offline procedure instead."""
-    from agents.fallback import fallbacks
+    from kimmy_swarm.agents.fallback import fallbacks
 
     fell = fallbacks({r.id: r.output for r in results})
     if not fell:
@@ -175,7 +175,7 @@ def _stored_result(store: RunStore, run_id: str) -> RunResult:
 def show_run(
     runs_dir: Path, run_id: str, *, events: bool, output: str | None, json_lines: bool
 ) -> None:
-    from swarm.errors import UserError
+    from kimmy_swarm.swarm.errors import UserError
 
     with RunStore(runs_dir, create=False) as store:
         if events:
@@ -193,7 +193,7 @@ def show_run(
     if json_lines:
         print(result.model_dump_json())
         return
-    from kimmy.show_turns import print_turns
+    from kimmy_swarm.cli.show_turns import print_turns
 
     console = Console()
     _report(console, result)

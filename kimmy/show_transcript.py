@@ -17,8 +17,8 @@ from rich.console import Console, Group
 from rich.panel import Panel
 from rich.text import Text
 
-from swarm.store import RunStore
-from swarm.transcripts import (
+from kimmy_swarm.swarm.store import RunStore
+from kimmy_swarm.swarm.transcripts import (
     AttemptTranscript,
     Entry,
     FinishedEntry,

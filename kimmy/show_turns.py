@@ -12,8 +12,8 @@ from typing import Any
 from rich.console import Console
 from rich.tree import Tree
 
-from swarm.events import AgentTurn
-from swarm.schema import Subtask, SubtaskResult
+from kimmy_swarm.swarm.events import AgentTurn
+from kimmy_swarm.swarm.schema import Subtask, SubtaskResult
 
 _ARG_CHARS = 100
 #: Tool calls shown per turn (the rest are counted by tool).

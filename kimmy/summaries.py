@@ -10,8 +10,8 @@ import sys
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from agents.analysis import AnalysisOutcome
-    from agents.review import ReviewOutcome
+    from kimmy_swarm.agents.analysis import AnalysisOutcome
+    from kimmy_swarm.agents.review import ReviewOutcome
 
 __all__ = ["print_analysis", "print_review", "say"]
 

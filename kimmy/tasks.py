@@ -18,10 +18,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from swarm.errors import UserError
+from kimmy_swarm.swarm.errors import UserError
 
 if TYPE_CHECKING:
-    from swarm.llm import ChatModel
+    from kimmy_swarm.swarm.llm import ChatModel
 
 __all__ = ["Runner", "TaskFileError", "read_task", "task_runner"]
 
@@ -68,7 +68,7 @@ def _fields(config_cls: type, task: dict[str, Any], shape: str) -> dict[str, Any
 
 
 def _review_runner(task: dict[str, Any], base: Path) -> Runner:
-    from agents.review import ReviewConfig, run_review
+    from kimmy_swarm.agents.review import ReviewConfig, run_review
 
     options = _fields(ReviewConfig, task, "review")
     if "corpus" not in options:
@@ -84,7 +84,7 @@ def _review_runner(task: dict[str, Any], base: Path) -> Runner:
 
 
 def _analysis_runner(task: dict[str, Any], base: Path) -> Runner:
-    from agents.analysis import AnalysisConfig, run_analysis
+    from kimmy_swarm.agents.analysis import AnalysisConfig, run_analysis
 
     options = _fields(AnalysisConfig, task, "analysis")
     if "datasets" not in options:
@@ -100,7 +100,7 @@ def _analysis_runner(task: dict[str, Any], base: Path) -> Runner:
 
 
 def _plan_runner(task: dict[str, Any], base: Path) -> Runner:
-    from swarm.planfile import load_plan, parse_plan
+    from kimmy_swarm.swarm.planfile import load_plan, parse_plan
 
     unknown = sorted(set(task) - {"plan", "max_concurrency"})
     if unknown:
@@ -117,9 +117,9 @@ def _plan_runner(task: dict[str, Any], base: Path) -> Runner:
                 "a plan task runs the built-in roles, which need a model: pass --base-url "
                 "(and --model) or set KIMMY_BASE_URL"
             )
-        from agents import builtin_roles, install
-        from swarm import RunConfig, Swarm
-        from swarm.llm import redact_url
+        from kimmy_swarm.agents import builtin_roles, install
+        from kimmy_swarm.swarm import RunConfig, Swarm
+        from kimmy_swarm.swarm.llm import redact_url
 
         config = RunConfig(max_concurrency=concurrency)
         with Swarm(config=config, model=model, runs_dir=runs_dir) as swarm:

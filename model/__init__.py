@@ -2,16 +2,17 @@
 Residuals), the causal LM with its hybrid cache and generation, HF-format checkpoints,
 tokenizers, the MuonClip optimizer (`model.optim`) and training (`model.train`).
 
-    from model import KimiLinearConfig, KimiLinearForCausalLM, MuonClip
+    from kimmy_swarm.model import KimiLinearConfig, KimiLinearForCausalLM, MuonClip
     lm = KimiLinearForCausalLM(KimiLinearConfig.tiny())
     out = lm.generate(torch.tensor([[1, 5, 9]]), max_new_tokens=8)
 
 Heavy kernels live in `kernels/`; this package only assembles the model. Names load on
-first access, so `import model` (and the `kimmy` CLI that registers `kimmy train`) does not
+first access, so `import kimmy_swarm.model` (and the `kimmy` CLI that registers
+`kimmy train`) does not
 import torch until a model object is used.
 """
 
-from kernels.lazy_exports import lazy_exports as _lazy_exports
+from kimmy_swarm.kernels.lazy_exports import lazy_exports as _lazy_exports
 
 __all__, __getattr__, __dir__ = _lazy_exports(
     __name__,

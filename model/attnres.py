@@ -19,7 +19,7 @@ import math
 import torch
 from torch import nn
 
-from model.norm import rms_norm
+from kimmy_swarm.model.norm import rms_norm
 
 __all__ = ["DepthMixer", "DepthSources"]
 

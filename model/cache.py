@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from model.config import KimiLinearConfig
+from kimmy_swarm.model.config import KimiLinearConfig
 
 __all__ = ["HybridCache", "KDAState", "MLAState", "cache_bytes_per_sequence"]
 

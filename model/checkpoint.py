@@ -34,7 +34,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from model.errors import CheckpointError
+from kimmy_swarm.model.errors import CheckpointError
 
 __all__ = [
     "DEFAULT_MAX_SHARD_BYTES",

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from model.config_json import read_config_json, write_config_json
-from model.errors import ModelConfigError
+from kimmy_swarm.model.config_json import read_config_json, write_config_json
+from kimmy_swarm.model.errors import ModelConfigError
 
 __all__ = ["KimiLinearConfig", "LayerType", "LinearAttnConfig", "Residual", "hybrid_layers"]
 

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from model.errors import ModelConfigError
+from kimmy_swarm.model.errors import ModelConfigError
 
 __all__ = ["read_config_json", "write_config_json"]
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from model.errors import GenerationError
+from kimmy_swarm.model.errors import GenerationError
 
 __all__ = ["SamplingParams", "generate", "sample_next"]
 

@@ -23,9 +23,9 @@ from gguf import GGUFReader, GGUFValueType, ReaderField
 from gguf.quants import dequantize
 from tokenizers import AddedToken, decoders, models, pre_tokenizers
 
-from model.errors import GGUFError
-from model.llama import LlamaConfig, LlamaForCausalLM
-from model.tokenizer import HFTokenizer
+from kimmy_swarm.model.errors import GGUFError
+from kimmy_swarm.model.llama import LlamaConfig, LlamaForCausalLM
+from kimmy_swarm.model.tokenizer import HFTokenizer
 
 __all__ = ["SMOLLM2_FILE", "bundled_smollm2", "load_gguf", "read_llama_config", "unpermute_qk"]
 

@@ -17,10 +17,10 @@ import math
 import torch
 from torch import nn
 
-from kernels.kda import causal_conv1d, kda, kda_gate
-from model.cache import KDAState
-from model.config import KimiLinearConfig
-from model.norm import GatedRMSNorm
+from kimmy_swarm.kernels.kda import causal_conv1d, kda, kda_gate
+from kimmy_swarm.model.cache import KDAState
+from kimmy_swarm.model.config import KimiLinearConfig
+from kimmy_swarm.model.norm import GatedRMSNorm
 
 __all__ = ["KimiDeltaAttention", "ShortConv"]
 

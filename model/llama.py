@@ -23,9 +23,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from model.config_json import read_config_json, write_config_json
-from model.errors import ModelConfigError
-from model.norm import RMSNorm
+from kimmy_swarm.model.config_json import read_config_json, write_config_json
+from kimmy_swarm.model.errors import ModelConfigError
+from kimmy_swarm.model.norm import RMSNorm
 
 __all__ = ["LLAMA_MODEL_TYPES", "LlamaCache", "LlamaConfig", "LlamaForCausalLM"]
 
@@ -372,7 +372,7 @@ class LlamaForCausalLM(nn.Module):
     def save_pretrained(self, path: str | Path, **kwargs: Any) -> Path:
         """Write an HF-format folder (config.json, safetensors; `tokenizer=`, `dtype=`,
         `max_shard_bytes=` as for `model.checkpoint.save_checkpoint`)."""
-        from model.checkpoint import save_checkpoint
+        from kimmy_swarm.model.checkpoint import save_checkpoint
 
         return save_checkpoint(self, path, **kwargs)
 
@@ -391,7 +391,7 @@ class LlamaForCausalLM(nn.Module):
             ModelConfigError: config.json is missing, invalid or not a Llama one.
             CheckpointError: weights are missing or do not fit the config.
         """
-        from model.checkpoint import load_pretrained_weights
+        from kimmy_swarm.model.checkpoint import load_pretrained_weights
 
         config = LlamaConfig.from_pretrained(path)
         with torch.device("meta"):  # no random init: every weight comes from the folder
@@ -408,6 +408,6 @@ class LlamaForCausalLM(nn.Module):
     def generate(self, input_ids: torch.Tensor, **kwargs: Any) -> torch.Tensor:
         """`model.generation.generate(self, input_ids, **kwargs)`: greedy unless
         `do_sample=True`, KV-cached unless `use_cache=False`; returns prompt + new ids."""
-        from model.generation import generate
+        from kimmy_swarm.model.generation import generate
 
         return generate(self, input_ids, **kwargs)

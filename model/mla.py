@@ -16,9 +16,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from model.cache import MLAState
-from model.config import KimiLinearConfig
-from model.norm import RMSNorm
+from kimmy_swarm.model.cache import MLAState
+from kimmy_swarm.model.config import KimiLinearConfig
+from kimmy_swarm.model.norm import RMSNorm
 
 __all__ = ["KV_A_NORM_EPS", "MLAttention", "attention_mask"]
 

@@ -15,14 +15,14 @@ from typing import Any
 import torch
 from torch import nn
 
-from model.attnres import DepthMixer, DepthSources, block_size
-from model.cache import HybridCache, KDAState, MLAState
-from model.config import KimiLinearConfig
-from model.kda_layer import KimiDeltaAttention
-from model.mla import MLAttention
-from model.mlp import MLP
-from model.moe import SparseMoE
-from model.norm import RMSNorm
+from kimmy_swarm.model.attnres import DepthMixer, DepthSources, block_size
+from kimmy_swarm.model.cache import HybridCache, KDAState, MLAState
+from kimmy_swarm.model.config import KimiLinearConfig
+from kimmy_swarm.model.kda_layer import KimiDeltaAttention
+from kimmy_swarm.model.mla import MLAttention
+from kimmy_swarm.model.mlp import MLP
+from kimmy_swarm.model.moe import SparseMoE
+from kimmy_swarm.model.norm import RMSNorm
 
 __all__ = ["DecoderLayer", "KimiLinearForCausalLM", "KimiLinearModel"]
 
@@ -156,7 +156,7 @@ class KimiLinearForCausalLM(nn.Module):
 
     def generate(self, input_ids: torch.Tensor, **kwargs: Any) -> torch.Tensor:
         """Greedy or sampled continuation with the hybrid cache; see `model.generation`."""
-        from model.generation import generate
+        from kimmy_swarm.model.generation import generate
 
         return generate(self, input_ids, **kwargs)
 
@@ -167,7 +167,7 @@ class KimiLinearForCausalLM(nn.Module):
         Keyword arguments go to `model.checkpoint.save_checkpoint` (`tokenizer=`,
         `max_shard_bytes=`, `dtype=`).
         """
-        from model.checkpoint import save_checkpoint
+        from kimmy_swarm.model.checkpoint import save_checkpoint
 
         return save_checkpoint(self, path, **kwargs)
 
@@ -185,7 +185,7 @@ class KimiLinearForCausalLM(nn.Module):
             ModelConfigError: config.json is missing or invalid.
             CheckpointError: weights are missing or do not fit the config.
         """
-        from model.checkpoint import load_pretrained_weights
+        from kimmy_swarm.model.checkpoint import load_pretrained_weights
 
         model = cls(KimiLinearConfig.from_pretrained(path))
         return load_pretrained_weights(

@@ -13,8 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from model.config import KimiLinearConfig
-from model.mlp import MLP
+from kimmy_swarm.model.config import KimiLinearConfig
+from kimmy_swarm.model.mlp import MLP
 
 __all__ = ["Expert", "MoEGate", "SparseMoE", "balance_router_biases_"]
 

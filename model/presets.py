@@ -14,9 +14,9 @@ import functools
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from model.config import KimiLinearConfig
-    from model.modeling import KimiLinearForCausalLM
-    from model.tokenizer import Tokenizer
+    from kimmy_swarm.model.config import KimiLinearConfig
+    from kimmy_swarm.model.modeling import KimiLinearForCausalLM
+    from kimmy_swarm.model.tokenizer import Tokenizer
 
 __all__ = [
     "PRESETS",
@@ -39,8 +39,8 @@ TINY_SPECIAL_TOKENS = (
 def tiny_tokenizer(*, vocab_size: int = 512, num_docs: int | None = None) -> Tokenizer:
     """The `--tiny` tokenizer: BPE trained on the Python docs (the first `num_docs` topics,
     all by default), cached per process (training takes seconds)."""
-    from model.tokenizer import train_bpe_tokenizer
-    from model.train.data import python_docs_texts
+    from kimmy_swarm.model.python_docs import python_docs_texts
+    from kimmy_swarm.model.tokenizer import train_bpe_tokenizer
 
     texts = python_docs_texts()
     return train_bpe_tokenizer(
@@ -53,8 +53,8 @@ def tiny_model(tokenizer: Tokenizer, *, seed: int = 0) -> KimiLinearForCausalLM:
     (the caller's random state is left as it was)."""
     import torch
 
-    from model.config import KimiLinearConfig
-    from model.modeling import KimiLinearForCausalLM
+    from kimmy_swarm.model.config import KimiLinearConfig
+    from kimmy_swarm.model.modeling import KimiLinearForCausalLM
 
     config = KimiLinearConfig.tiny(
         vocab_size=tokenizer.vocab_size,
@@ -89,8 +89,8 @@ def model_config(
     Raises:
         ModelConfigError: an unknown preset or a size the config rejects.
     """
-    from model.config import KimiLinearConfig, hybrid_layers
-    from model.errors import ModelConfigError
+    from kimmy_swarm.model.config import KimiLinearConfig, hybrid_layers
+    from kimmy_swarm.model.errors import ModelConfigError
 
     if preset not in PRESETS:
         raise ModelConfigError(f"preset {preset!r} is not one of {', '.join(PRESETS)}")

@@ -23,7 +23,7 @@ from jinja2 import TemplateError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from tokenizers import decoders, models, pre_tokenizers, trainers
 
-from model.errors import CheckpointError, GenerationError, ModelConfigError
+from kimmy_swarm.model.errors import CheckpointError, GenerationError, ModelConfigError
 
 __all__ = [
     "DEFAULT_CHAT_TEMPLATE",

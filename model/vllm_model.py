@@ -1,7 +1,7 @@
 """Attention Residuals Kimi Linear inside vLLM: `KimmyAttnResForCausalLM`.
 
 `model/vllm_plugin.py` registers this class with vLLM as
-"model.vllm_model:KimmyAttnResForCausalLM"; vLLM builds it for checkpoints whose
+"kimmy_swarm.model.vllm_model:KimmyAttnResForCausalLM"; vLLM builds it for checkpoints whose
 `config.json` names that architecture (`residual` "full_attnres" or "block_attnres").
 
 Design. Attention Residuals change only how a sublayer's input is formed: a softmax over
@@ -46,8 +46,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from model.attnres import DepthMixer, DepthSources, block_size
-from model.errors import ModelConfigError
+from kimmy_swarm.model.attnres import DepthMixer, DepthSources, block_size
+from kimmy_swarm.model.errors import ModelConfigError
 
 __all__ = ["CLASS_NAME", "Sublayer", "attach_depth_mixers", "attnres_settings", "depth_forward"]
 
@@ -149,7 +149,8 @@ def _build_class() -> type:
         from vllm.model_executor.models.kimi_linear import KimiLinearForCausalLM as VllmKimi
     except ImportError as e:
         raise ImportError(
-            f"model.vllm_model.{CLASS_NAME} runs inside vLLM: install a vLLM release with "
+            f"kimmy_swarm.model.vllm_model.{CLASS_NAME} runs inside vLLM: install a vLLM "
+            "release with "
             f"Kimi Linear support (pip install vllm; needs a CUDA GPU) ({e})"
         ) from e
 
@@ -195,7 +196,7 @@ def _build_class() -> type:
 
 def __getattr__(name: str) -> Any:
     """Build the vLLM class on first access: vLLM resolves the plugin's lazy
-    "model.vllm_model:KimmyAttnResForCausalLM" with `getattr`, and importing this module
+    "kimmy_swarm.model.vllm_model:KimmyAttnResForCausalLM" with `getattr`, and importing this module
     must not need vLLM (the tests import it)."""
     if name == CLASS_NAME:
         cls = _build_class()

@@ -4,12 +4,12 @@ vLLM serves a standard Kimi Linear checkpoint natively (`architectures:
 ["KimiLinearForCausalLM"]`), so nothing is registered for it. A checkpoint with
 `residual` "full_attnres" or "block_attnres" names `KimmyAttnResForCausalLM` in its
 `config.json` (`KimiLinearConfig.to_dict`), a name vLLM does not know; `register` maps that
-name to `model.vllm_model:KimmyAttnResForCausalLM`.
+name to `kimmy_swarm.model.vllm_model:KimmyAttnResForCausalLM`.
 
 vLLM finds `register` through the entry point declared in `pyproject.toml`
 
     [project.entry-points."vllm.general_plugins"]
-    kimmy = "model.vllm_plugin:register"
+    kimmy = "kimmy_swarm.model.vllm_plugin:register"
 
 and calls it in every process it starts (API server, engine core, workers) before it loads a
 model. So this module imports neither torch nor vLLM at import time, and `register` uses the
@@ -31,10 +31,10 @@ __all__ = [
 
 STANDARD_ARCHITECTURE = "KimiLinearForCausalLM"
 ATTNRES_ARCHITECTURE = "KimmyAttnResForCausalLM"
-MODEL_CLASS = f"model.vllm_model:{ATTNRES_ARCHITECTURE}"
+MODEL_CLASS = f"kimmy_swarm.model.vllm_model:{ATTNRES_ARCHITECTURE}"
 ENTRY_POINT_GROUP = "vllm.general_plugins"
 ENTRY_POINT_NAME = "kimmy"
-ENTRY_POINT = "model.vllm_plugin:register"
+ENTRY_POINT = "kimmy_swarm.model.vllm_plugin:register"
 
 
 def register() -> None:

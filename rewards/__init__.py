@@ -8,12 +8,12 @@
 
 Trainers' reward functions (`rewards.trl.parl_reward`, `rewards.verl.compute_score`) score a
 completion from its task alone: the task's `env` names a completion environment registered
-in `rewards.envs` (`import agents.parl` registers `kimmy/wide_spawn`).
+in `rewards.envs` (`import kimmy_swarm.agents.parl` registers `kimmy/wide_spawn`).
 
-`import rewards` stays light (pydantic and `swarm` only; no torch, no pandas).
+`import kimmy_swarm.rewards` stays light (pydantic and `swarm` only; no torch, no pandas).
 """
 
-from rewards.envs import (
+from kimmy_swarm.rewards.envs import (
     CompletionEnv,
     EnvTaskError,
     UnknownEnvError,
@@ -22,8 +22,14 @@ from rewards.envs import (
     registered_envs,
     score_completion,
 )
-from rewards.export import RolloutRecord, group_advantages, load_rollouts, to_trl, write_rollouts
-from rewards.graders import (
+from kimmy_swarm.rewards.export import (
+    RolloutRecord,
+    group_advantages,
+    load_rollouts,
+    to_trl,
+    write_rollouts,
+)
+from kimmy_swarm.rewards.graders import (
     CompletionGrader,
     Grader,
     GraderError,
@@ -33,7 +39,7 @@ from rewards.graders import (
     grader_for,
     outputs_as,
 )
-from rewards.parl import (
+from kimmy_swarm.rewards.parl import (
     CriticalSteps,
     RewardBreakdown,
     RewardConfigError,
@@ -44,7 +50,7 @@ from rewards.parl import (
     instantiation_reward,
     score,
 )
-from rewards.trajectory import (
+from kimmy_swarm.rewards.trajectory import (
     SCHEMA_VERSION,
     Episode,
     ModelCall,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from swarm.errors import UserError
+from kimmy_swarm.swarm.errors import UserError
 
 #: A task (a mapping, JSON text or a pydantic model such as `SpawnTask`) and its prompt.
 TaskPrompt = tuple[Any, Sequence[Mapping[str, Any]]]

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:
-    from rewards.trajectory_models import Episode, OrchestratorTurn, Trajectory
-    from swarm.schema import Plan
+    from kimmy_swarm.rewards.trajectory_models import Episode, OrchestratorTurn, Trajectory
+    from kimmy_swarm.swarm.schema import Plan
 
 #: The key that marks a message which is not the orchestrator's own text.
 RECONSTRUCTED = "reconstructed"

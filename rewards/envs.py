@@ -5,7 +5,7 @@ row) and the text the policy wrote. The task's `env` field names the environment
 carries the completion out and scores it; environments register themselves here, so the
 reward functions for trainers (`rewards.trl`, `rewards.verl`) stay free of domain code:
 
-    import agents.parl                       # registers "kimmy/wide_spawn"
+    import kimmy_swarm.agents.parl           # registers "kimmy/wide_spawn"
     breakdown = score_completion(task, completion, step=120)   # a RewardBreakdown
 
 `rewards` never imports `agents`; an environment is registered by the package that defines
@@ -19,13 +19,13 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from swarm.errors import UserError
+from kimmy_swarm.swarm.errors import UserError
 
 if TYPE_CHECKING:
-    from rewards.parl import RewardBreakdown, Schedule
+    from kimmy_swarm.rewards.parl import RewardBreakdown, Schedule
 
 #: Where each environment name shipped with Kimmy Swarm is registered (for error messages).
-KNOWN_ENVS = {"kimmy/wide_spawn": "agents.parl"}
+KNOWN_ENVS = {"kimmy/wide_spawn": "kimmy_swarm.agents.parl"}
 
 
 class EnvTaskError(UserError):

@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from rewards.trajectory_models import ModelCall, OrchestratorTurn, ToolUse
-from swarm import events as ev
-from swarm.event_fold import EventFold
-from swarm.schema import RunStatus, SubtaskResult, SubtaskStatus
+from kimmy_swarm.rewards.trajectory_models import ModelCall, OrchestratorTurn, ToolUse
+from kimmy_swarm.swarm import events as ev
+from kimmy_swarm.swarm.event_fold import EventFold
+from kimmy_swarm.swarm.schema import RunStatus, SubtaskResult, SubtaskStatus
 
 #: (role, parent, depends_on) of one subtask.
 Spec = tuple[str, str | None, list[str]]

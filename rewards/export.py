@@ -27,13 +27,13 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from rewards.conversation import SpawnRecord, TurnTokens, conversation
-from swarm.errors import UserError, validation_problems
+from kimmy_swarm.rewards.conversation import SpawnRecord, TurnTokens, conversation
+from kimmy_swarm.swarm.errors import UserError, validation_problems
 
 if TYPE_CHECKING:
-    from rewards.parl import RewardBreakdown
-    from rewards.trajectory import Trajectory
-    from swarm.schema import Plan
+    from kimmy_swarm.rewards.parl import RewardBreakdown
+    from kimmy_swarm.rewards.trajectory import Trajectory
+    from kimmy_swarm.swarm.schema import Plan
 
 #: The record layout written by this version; bump the suffix when a field changes meaning.
 ROLLOUT_SCHEMA = "kimmy.rollout/v2"

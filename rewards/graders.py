@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from swarm.errors import ModelBehaviourError, UserError, validation_problems
+from kimmy_swarm.swarm.errors import ModelBehaviourError, UserError, validation_problems
 
 if TYPE_CHECKING:
-    from rewards.trajectory import Trajectory
-    from swarm.llm.protocol import ChatModel
+    from kimmy_swarm.rewards.trajectory import Trajectory
+    from kimmy_swarm.swarm.llm.protocol import ChatModel
 
 M = TypeVar("M", bound=BaseModel)
 

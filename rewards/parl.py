@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, model_validator
 
-from swarm.errors import UserError
+from kimmy_swarm.swarm.errors import UserError
 
 if TYPE_CHECKING:
-    from rewards.graders import Grader
-    from rewards.trajectory import Episode, Trajectory
+    from kimmy_swarm.rewards.graders import Grader
+    from kimmy_swarm.rewards.trajectory import Episode, Trajectory
 
 SCHEDULE_KINDS = ("constant", "linear", "cosine", "step")
 
@@ -232,7 +232,7 @@ def score(
         RewardConfigError: a bad width, step or weight.
         GraderError: the grader scored outside [0, 1].
     """
-    from rewards.graders import CompletionGrader, GraderError
+    from kimmy_swarm.rewards.graders import CompletionGrader, GraderError
 
     _check_step(step)
     grader = grader if grader is not None else CompletionGrader()

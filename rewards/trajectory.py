@@ -16,8 +16,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from rewards.event_fold import Acc, Fold, Spec
-from rewards.trajectory_models import (
+from kimmy_swarm.rewards.event_fold import Acc, Fold, Spec
+from kimmy_swarm.rewards.trajectory_models import (
     NEVER_STARTED,
     SCHEMA_VERSION,
     Episode,
@@ -26,8 +26,8 @@ from rewards.trajectory_models import (
     ToolUse,
     Trajectory,
 )
-from swarm import events as ev
-from swarm.schema import Plan, SubtaskStatus, Timings, Usage
+from kimmy_swarm.swarm import events as ev
+from kimmy_swarm.swarm.schema import Plan, SubtaskStatus, Timings, Usage
 
 
 def _structure(fold: Fold, plan: Plan | None) -> dict[str, Spec]:
@@ -142,7 +142,7 @@ def load_trajectory(run: str, runs_dir: str | Path) -> Trajectory:
         ConfigError: `runs_dir` holds no run store.
         RunNotFoundError: no stored run matches `run`.
     """
-    from swarm.store import RunStore
+    from kimmy_swarm.swarm.store import RunStore
 
     with RunStore(runs_dir, create=False) as store:
         stored = store.load_run(run)

@@ -8,8 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from swarm.errors import CycleError
-from swarm.schema import Usage
+from kimmy_swarm.swarm.errors import CycleError
+from kimmy_swarm.swarm.schema import Usage
 
 #: Version of the `Trajectory` JSON layout (bumped when a field changes meaning).
 SCHEMA_VERSION = 1

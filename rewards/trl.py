@@ -3,12 +3,12 @@
 `trl.GRPOTrainer` samples completions of each row's `prompt` and calls its reward functions
 with them and the row's other columns. Here a row carries its task as JSON (`task`), and
 `parl_reward` hands each completion to the task's registered environment (`rewards.envs`:
-`import agents.parl` registers `kimmy/wide_spawn`, which carries the orchestrator's tool
+`import kimmy_swarm.agents.parl` registers `kimmy/wide_spawn`, which carries the orchestrator's tool
 calls out with a real swarm of frozen sub-agents), and returns r_PARL per completion:
 
-    import agents.parl
-    from agents.parl import make_spawn_tasks, prompt_pairs
-    from rewards.trl import parl_reward, trl_prompt_dataset
+    import kimmy_swarm.agents.parl
+    from kimmy_swarm.agents.parl import make_spawn_tasks, prompt_pairs
+    from kimmy_swarm.rewards.trl import parl_reward, trl_prompt_dataset
 
     dataset = trl_prompt_dataset(prompt_pairs(make_spawn_tasks(corpus, count=64, width=6,
                                                                source=corpus_path)))
@@ -25,10 +25,10 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from rewards._prompts import TaskPrompt, checked_messages
-from rewards.envs import score_completion, task_json
-from rewards.parl import Schedule
-from swarm.errors import UserError
+from kimmy_swarm.rewards._prompts import TaskPrompt, checked_messages
+from kimmy_swarm.rewards.envs import score_completion, task_json
+from kimmy_swarm.rewards.parl import Schedule
+from kimmy_swarm.swarm.errors import UserError
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -59,7 +59,7 @@ def trl_prompt_dataset(pairs: Iterable[TaskPrompt]) -> Dataset:
     except ImportError:
         raise UserError(
             "trl_prompt_dataset needs the 'datasets' package: pip install datasets "
-            "(or build a dataset from rewards.trl.prompt_rows yourself)"
+            "(or build a dataset from kimmy_swarm.rewards.trl.prompt_rows yourself)"
         ) from None
     return Dataset.from_list(prompt_rows(pairs))
 
@@ -218,7 +218,7 @@ def parl_reward(
     Raises:
         UserError: no `task` column, or one task per completion missing.
         EnvTaskError, UnknownEnvError: a task that is not one, or whose environment is not
-            registered (`import agents.parl` registers `kimmy/wide_spawn`).
+            registered (`import kimmy_swarm.agents.parl` registers `kimmy/wide_spawn`).
     """
     return _DEFAULT(prompts, completions, **kwargs)
 

@@ -26,10 +26,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from rewards._prompts import TaskPrompt, checked_messages
-from rewards.envs import score_completion, task_json, task_mapping
-from rewards.parl import Schedule
-from swarm.errors import UserError
+from kimmy_swarm.rewards._prompts import TaskPrompt, checked_messages
+from kimmy_swarm.rewards.envs import score_completion, task_json, task_mapping
+from kimmy_swarm.rewards.parl import Schedule
+from kimmy_swarm.swarm.errors import UserError
 
 #: The `ability` of our rows (verl groups metrics by it and by `data_source`).
 ABILITY = "agent_swarm"
@@ -118,7 +118,7 @@ def compute_score(
 
     Raises:
         EnvTaskError, UnknownEnvError: a task that is not one, or whose environment is not
-            registered (`import agents.parl` registers `kimmy/wide_spawn`).
+            registered (`import kimmy_swarm.agents.parl` registers `kimmy/wide_spawn`).
     """
     task: Any = ground_truth
     if isinstance(task, str | bytes):

@@ -1,11 +1,16 @@
 """Kimmy Swarm runtime: plans as DAGs, an async scheduler for thousands of sub-agents,
-model clients, durable runs and progress. `import swarm` stays light (no torch).
+model clients, durable runs and progress. `import kimmy_swarm.swarm` stays light (no torch).
 """
 
-from swarm.config import RunConfig
-from swarm.context import SubtaskContext
-from swarm.dag import critical_path, critical_path_length, topological_generations, validate_plan
-from swarm.errors import (
+from kimmy_swarm.swarm.config import RunConfig
+from kimmy_swarm.swarm.context import SubtaskContext
+from kimmy_swarm.swarm.dag import (
+    critical_path,
+    critical_path_length,
+    topological_generations,
+    validate_plan,
+)
+from kimmy_swarm.swarm.errors import (
     ConfigError,
     CycleError,
     LimitError,
@@ -15,14 +20,14 @@ from swarm.errors import (
     SwarmError,
     UserError,
 )
-from swarm.event_fold import EventFold
-from swarm.events import Event, parse_event
-from swarm.journal import EventSink
-from swarm.limits import AdaptiveLimit, Backoff, Budget, RateLimit
-from swarm.planfile import load_plan, parse_plan
-from swarm.runtime import Swarm, new_run_id
-from swarm.scheduler import Scheduler
-from swarm.schema import (
+from kimmy_swarm.swarm.event_fold import EventFold
+from kimmy_swarm.swarm.events import Event, parse_event
+from kimmy_swarm.swarm.journal import EventSink
+from kimmy_swarm.swarm.limits import AdaptiveLimit, Backoff, Budget, RateLimit
+from kimmy_swarm.swarm.planfile import load_plan, parse_plan
+from kimmy_swarm.swarm.runtime import Swarm, new_run_id
+from kimmy_swarm.swarm.scheduler import Scheduler
+from kimmy_swarm.swarm.schema import (
     ErrorInfo,
     Plan,
     RunResult,
@@ -33,11 +38,11 @@ from swarm.schema import (
     Timings,
     Usage,
 )
-from swarm.steps import FailurePolicy
-from swarm.tasks import gather_all
-from swarm.transcript_capture import TranscriptCapture
-from swarm.transcripts import Transcript, read_transcript
-from swarm.worker import Worker
+from kimmy_swarm.swarm.steps import FailurePolicy
+from kimmy_swarm.swarm.tasks import gather_all
+from kimmy_swarm.swarm.transcript_capture import TranscriptCapture
+from kimmy_swarm.swarm.transcripts import Transcript, read_transcript
+from kimmy_swarm.swarm.worker import Worker
 
 __version__ = "0.1.0"
 

@@ -15,7 +15,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from swarm.schema import RunStatus, SubtaskStatus
+from kimmy_swarm.swarm.schema import RunStatus, SubtaskStatus
 
 #: The goal is shown on one line, cut to this many characters.
 GOAL_CHARS = 80

@@ -16,15 +16,15 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Final
 
-from swarm._progress_render import (
+from kimmy_swarm.swarm._progress_render import (
     FailureNote,
     InFlightNote,
     RoleCounts,
     StatsSnapshot,
     truncate,
 )
-from swarm.event_fold import EventFold
-from swarm.events import (
+from kimmy_swarm.swarm.event_fold import EventFold
+from kimmy_swarm.swarm.events import (
     BudgetExhausted,
     ConcurrencyChanged,
     Event,
@@ -37,8 +37,8 @@ from swarm.events import (
     SubtasksSpawned,
     SubtaskStarted,
 )
-from swarm.run_counters import RunCounters
-from swarm.schema import RunStatus, SubtaskStatus
+from kimmy_swarm.swarm.run_counters import RunCounters
+from kimmy_swarm.swarm.schema import RunStatus, SubtaskStatus
 
 Clock = Callable[[], float]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from swarm.events import AgentTurn
-from swarm.schema import Plan, RunStatus, SubtaskResult
+from kimmy_swarm.swarm.events import AgentTurn
+from kimmy_swarm.swarm.schema import Plan, RunStatus, SubtaskResult
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (

@@ -7,11 +7,11 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from swarm import events as ev
-from swarm.unvalidated import trusted
+from kimmy_swarm.swarm import events as ev
+from kimmy_swarm.swarm.unvalidated import trusted
 
 if TYPE_CHECKING:
-    from swarm.journal import Journal
+    from kimmy_swarm.swarm.journal import Journal
 
 
 class TurnLog:

@@ -18,22 +18,22 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from asyncio_throttle import Throttler
 
-from swarm import events as ev
-from swarm.call_gate import CallGate
-from swarm.errors import ModelError, ModelRateLimitedError
-from swarm.limits import AdaptiveLimit
-from swarm.schema import NO_USAGE, ErrorInfo
-from swarm.transcript_capture import new_messages
+from kimmy_swarm.swarm import events as ev
+from kimmy_swarm.swarm.call_gate import CallGate
+from kimmy_swarm.swarm.errors import ModelError, ModelRateLimitedError
+from kimmy_swarm.swarm.limits import AdaptiveLimit
+from kimmy_swarm.swarm.schema import NO_USAGE, ErrorInfo
+from kimmy_swarm.swarm.transcript_capture import new_messages
 
 if TYPE_CHECKING:
-    from swarm.config import RunConfig
-    from swarm.journal import Journal
-    from swarm.llm.capabilities import Capabilities
-    from swarm.llm.protocol import ChatModel
-    from swarm.llm.server_profile import ServerProfile
-    from swarm.llm.types import ChatResponse, MessageLike
-    from swarm.schema import Subtask
-    from swarm.transcript_capture import TranscriptCapture
+    from kimmy_swarm.swarm.config import RunConfig
+    from kimmy_swarm.swarm.journal import Journal
+    from kimmy_swarm.swarm.llm.capabilities import Capabilities
+    from kimmy_swarm.swarm.llm.protocol import ChatModel
+    from kimmy_swarm.swarm.llm.server_profile import ServerProfile
+    from kimmy_swarm.swarm.llm.types import ChatResponse, MessageLike
+    from kimmy_swarm.swarm.schema import Subtask
+    from kimmy_swarm.swarm.transcript_capture import TranscriptCapture
 
 
 class CallObserver(Protocol):

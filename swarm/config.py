@@ -20,11 +20,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from swarm.dag import DEFAULT_MAX_SUBTASKS
-from swarm.errors import ConfigError
-from swarm.limits import Backoff, Budget, RateLimit
-from swarm.steps import FailurePolicy
-from swarm.transcript_capture import TranscriptCapture
+from kimmy_swarm.swarm.dag import DEFAULT_MAX_SUBTASKS
+from kimmy_swarm.swarm.errors import ConfigError
+from kimmy_swarm.swarm.limits import Backoff, Budget, RateLimit
+from kimmy_swarm.swarm.steps import FailurePolicy
+from kimmy_swarm.swarm.transcript_capture import TranscriptCapture
 
 #: The executors a swarm may use (`swarm.executors` builds the `ray` one).
 EXECUTORS = ("local", "ray")

@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import ValidationError
 
-from swarm.errors import ConfigError, SpawnError, validation_problems
-from swarm.events import AgentStep, ToolCalled
-from swarm.schema import NO_USAGE, Subtask, SubtaskResult, Usage
+from kimmy_swarm.swarm.errors import ConfigError, SpawnError, validation_problems
+from kimmy_swarm.swarm.events import AgentStep, ToolCalled
+from kimmy_swarm.swarm.schema import NO_USAGE, Subtask, SubtaskResult, Usage
 
 if TYPE_CHECKING:
-    from swarm.call_meter import MeteredModel
-    from swarm.events import AgentTurn
-    from swarm.transcript_capture import TranscriptCapture
+    from kimmy_swarm.swarm.call_meter import MeteredModel
+    from kimmy_swarm.swarm.events import AgentTurn
+    from kimmy_swarm.swarm.transcript_capture import TranscriptCapture
 
 
 class TurnRecorder(Protocol):

@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Collection, Iterable
 from typing import TYPE_CHECKING
 
-from swarm.errors import (
+from kimmy_swarm.swarm.errors import (
     CycleError,
     DuplicateIdError,
     EmptyPlanError,
@@ -19,7 +19,7 @@ from swarm.errors import (
     UnknownRoleError,
     UnknownSchemaError,
 )
-from swarm.schema import Plan, Subtask
+from kimmy_swarm.swarm.schema import Plan, Subtask
 
 if TYPE_CHECKING:  # networkx is imported when a graph is asked for: it is slow to import
     import networkx as nx

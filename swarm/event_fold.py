@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Final, get_args
 
-from swarm.events import Event
+from kimmy_swarm.swarm.events import Event
 
 if TYPE_CHECKING:
     from pydantic import BaseModel

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
 
-from swarm.schema import ErrorInfo, RunStatus, Subtask, SubtaskResult, Usage
+from kimmy_swarm.swarm.schema import ErrorInfo, RunStatus, Subtask, SubtaskResult, Usage
 
 
 class _Event(BaseModel):

@@ -16,12 +16,12 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Protocol
 
-from swarm.errors import StoreError
-from swarm.unvalidated import trusted
+from kimmy_swarm.swarm.errors import StoreError
+from kimmy_swarm.swarm.unvalidated import trusted
 
 if TYPE_CHECKING:
-    from swarm.events import Event
-    from swarm.store import RunStore
+    from kimmy_swarm.swarm.events import Event
+    from kimmy_swarm.swarm.store import RunStore
 
 
 class EventSink(Protocol):

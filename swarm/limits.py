@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from swarm.errors import ConfigError
+from kimmy_swarm.swarm.errors import ConfigError
 
 
 def _positive(name: str, value: float | None, *, allow_none: bool = True) -> None:

@@ -16,8 +16,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from swarm.errors import ConfigError, PlanValidationError, validation_problems
-from swarm.schema import Plan
+from kimmy_swarm.swarm.errors import ConfigError, PlanValidationError, validation_problems
+from kimmy_swarm.swarm.schema import Plan
 
 #: How deep lists and objects may nest in a plan, counting the plan object itself.
 MAX_PLAN_NESTING = 64

@@ -22,7 +22,7 @@ from typing import Self, TextIO
 from rich.console import Console, RenderableType
 from rich.live import Live
 
-from swarm._progress_render import (
+from kimmy_swarm.swarm._progress_render import (
     FailureNote,
     InFlightNote,
     RoleCounts,
@@ -31,8 +31,8 @@ from swarm._progress_render import (
     render_live,
     render_summary,
 )
-from swarm._progress_stats import Clock, RunStats
-from swarm.events import Event, ModelCalled, RunFinished
+from kimmy_swarm.swarm._progress_stats import Clock, RunStats
+from kimmy_swarm.swarm.events import Event, ModelCalled, RunFinished
 
 
 class ProgressSink:

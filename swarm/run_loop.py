@@ -14,13 +14,13 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from swarm import events as ev
-from swarm.agent_turns import TurnLog
-from swarm.call_meter import CallMeter
-from swarm.deadlines import Deadlines
-from swarm.errors import BudgetExceededError, SpawnError
-from swarm.journal import EventSink, Journal
-from swarm.schema import (
+from kimmy_swarm.swarm import events as ev
+from kimmy_swarm.swarm.agent_turns import TurnLog
+from kimmy_swarm.swarm.call_meter import CallMeter
+from kimmy_swarm.swarm.deadlines import Deadlines
+from kimmy_swarm.swarm.errors import BudgetExceededError, SpawnError
+from kimmy_swarm.swarm.journal import EventSink, Journal
+from kimmy_swarm.swarm.schema import (
     ErrorInfo,
     Plan,
     RunResult,
@@ -30,15 +30,15 @@ from swarm.schema import (
     SubtaskStatus,
     Usage,
 )
-from swarm.steps import add_subtasks, apply_result, new_state, stop_pending, take_ready
-from swarm.subtask_runner import SubtaskRunner
-from swarm.unvalidated import trusted
-from swarm.waits import Waits
+from kimmy_swarm.swarm.steps import add_subtasks, apply_result, new_state, stop_pending, take_ready
+from kimmy_swarm.swarm.subtask_runner import SubtaskRunner
+from kimmy_swarm.swarm.unvalidated import trusted
+from kimmy_swarm.swarm.waits import Waits
 
 if TYPE_CHECKING:
-    from swarm.config import RunConfig
-    from swarm.store import RunStore
-    from swarm.workforce import Workforce
+    from kimmy_swarm.swarm.config import RunConfig
+    from kimmy_swarm.swarm.store import RunStore
+    from kimmy_swarm.swarm.workforce import Workforce
 
 
 def _ignore_after_end(_: object) -> None:

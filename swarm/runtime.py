@@ -21,23 +21,23 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from swarm.config import RunConfig
-from swarm.dag import check_plan, validate_plan
-from swarm.errors import ConfigError, UnknownRoleError
-from swarm.events import Event
-from swarm.journal import EventSink
-from swarm.planfile import load_plan, parse_plan
-from swarm.scheduler import Scheduler
-from swarm.schema import ROLE_PATTERN, Plan, RunResult
-from swarm.worker import Worker
-from swarm.workforce import RoleFactory, Workforce
+from kimmy_swarm.swarm.config import RunConfig
+from kimmy_swarm.swarm.dag import check_plan, validate_plan
+from kimmy_swarm.swarm.errors import ConfigError, UnknownRoleError
+from kimmy_swarm.swarm.events import Event
+from kimmy_swarm.swarm.journal import EventSink
+from kimmy_swarm.swarm.planfile import load_plan, parse_plan
+from kimmy_swarm.swarm.scheduler import Scheduler
+from kimmy_swarm.swarm.schema import ROLE_PATTERN, Plan, RunResult
+from kimmy_swarm.swarm.worker import Worker
+from kimmy_swarm.swarm.workforce import RoleFactory, Workforce
 
 if TYPE_CHECKING:
     import networkx as nx
 
-    from swarm.executors.ray import RayExecutor
-    from swarm.llm.protocol import ChatModel
-    from swarm.store import RunStore
+    from kimmy_swarm.swarm.executors.ray import RayExecutor
+    from kimmy_swarm.swarm.llm.protocol import ChatModel
+    from kimmy_swarm.swarm.store import RunStore
 
 
 def new_run_id() -> str:
@@ -197,7 +197,7 @@ class Swarm:
             return self.workers
         ex = self._executor
         if ex is None or ex.workers != self.workers or ex.model is not self.model:
-            from swarm.executors import make_executor
+            from kimmy_swarm.swarm.executors import make_executor
 
             if ex is not None:
                 ex.shutdown()
@@ -242,7 +242,7 @@ class Swarm:
         if self.runs_dir is None:
             return None
         if self._store is None:
-            from swarm.store import RunStore
+            from kimmy_swarm.swarm.store import RunStore
 
             self._store = RunStore(self.runs_dir)
         return self._store
@@ -352,7 +352,7 @@ class Swarm:
         Errors of the run (a bad plan, a store failure) are raised from the iteration.
         Leaving the loop early cancels the run.
         """
-        from swarm.progress import EventStream
+        from kimmy_swarm.swarm.progress import EventStream
 
         events = EventStream()
         task = asyncio.create_task(self.execute(plan, run_id=run_id, sinks=[events]))

@@ -12,15 +12,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from swarm.config import RunConfig
-from swarm.journal import EventSink
-from swarm.run_loop import RunLoop
-from swarm.schema import Plan, RunResult, SubtaskResult
-from swarm.workforce import Workforce
+from kimmy_swarm.swarm.config import RunConfig
+from kimmy_swarm.swarm.journal import EventSink
+from kimmy_swarm.swarm.run_loop import RunLoop
+from kimmy_swarm.swarm.schema import Plan, RunResult, SubtaskResult
+from kimmy_swarm.swarm.workforce import Workforce
 
 if TYPE_CHECKING:
-    from swarm.events import AgentTurn
-    from swarm.store import RunStore
+    from kimmy_swarm.swarm.events import AgentTurn
+    from kimmy_swarm.swarm.store import RunStore
 
 
 class Scheduler:

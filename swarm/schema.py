@@ -151,7 +151,7 @@ class ErrorInfo(_Frozen):
     @classmethod
     def from_exception(cls, exc: BaseException) -> ErrorInfo:
         """The record of `exc`; unexpected errors (not `SwarmError`) keep their traceback."""
-        from swarm.errors import SwarmError, is_retryable
+        from kimmy_swarm.swarm.errors import SwarmError, is_retryable
 
         tb = None
         if not isinstance(exc, SwarmError):

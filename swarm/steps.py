@@ -13,9 +13,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from swarm.dag import build_graph, find_cycle
-from swarm.errors import SpawnError
-from swarm.schema import ErrorInfo, Plan, Subtask, SubtaskResult, SubtaskStatus, Timings, Usage
+from kimmy_swarm.swarm.dag import build_graph, find_cycle
+from kimmy_swarm.swarm.errors import SpawnError
+from kimmy_swarm.swarm.schema import (
+    ErrorInfo,
+    Plan,
+    Subtask,
+    SubtaskResult,
+    SubtaskStatus,
+    Timings,
+    Usage,
+)
 
 # Enum members as module globals: a class-attribute lookup on an Enum costs several times
 # more, and these are read once or more per sub-agent.

@@ -23,10 +23,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from swarm import events as ev
-from swarm._store_schema import SCHEMA, UPSERT_RESULT, RunSummary, StoredRun
-from swarm.errors import ConfigError, RunNotFoundError
-from swarm.schema import Plan, RunStatus, Subtask, SubtaskResult
+from kimmy_swarm.swarm import events as ev
+from kimmy_swarm.swarm._store_schema import SCHEMA, UPSERT_RESULT, RunSummary, StoredRun
+from kimmy_swarm.swarm.errors import ConfigError, RunNotFoundError
+from kimmy_swarm.swarm.schema import Plan, RunStatus, Subtask, SubtaskResult
 
 DB_NAME = "kimmy.db"
 

@@ -16,30 +16,37 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
-from swarm import events as ev
-from swarm.call_meter import MeteredModel
-from swarm.context import SpawnFn, SubtaskContext, WaitFn
-from swarm.errors import (
+from kimmy_swarm.swarm import events as ev
+from kimmy_swarm.swarm.call_meter import MeteredModel
+from kimmy_swarm.swarm.context import SpawnFn, SubtaskContext, WaitFn
+from kimmy_swarm.swarm.errors import (
     OutputValidationError,
     SubtaskTimeoutError,
     is_retryable,
     validation_problems,
 )
-from swarm.schema import NO_USAGE, ErrorInfo, SubtaskResult, SubtaskStatus, Timings, Usage
-from swarm.unvalidated import trusted
+from kimmy_swarm.swarm.schema import (
+    NO_USAGE,
+    ErrorInfo,
+    SubtaskResult,
+    SubtaskStatus,
+    Timings,
+    Usage,
+)
+from kimmy_swarm.swarm.unvalidated import trusted
 
 if TYPE_CHECKING:
     import random
     from collections.abc import Callable
 
-    from swarm.agent_turns import TurnLog
-    from swarm.call_meter import CallMeter
-    from swarm.config import RunConfig
-    from swarm.deadlines import Deadlines
-    from swarm.journal import Journal
-    from swarm.schema import Subtask
-    from swarm.steps import RunState
-    from swarm.workforce import Workforce
+    from kimmy_swarm.swarm.agent_turns import TurnLog
+    from kimmy_swarm.swarm.call_meter import CallMeter
+    from kimmy_swarm.swarm.config import RunConfig
+    from kimmy_swarm.swarm.deadlines import Deadlines
+    from kimmy_swarm.swarm.journal import Journal
+    from kimmy_swarm.swarm.schema import Subtask
+    from kimmy_swarm.swarm.steps import RunState
+    from kimmy_swarm.swarm.workforce import Workforce
 
 _SCALARS = frozenset({str, int, bool, type(None)})
 

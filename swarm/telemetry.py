@@ -27,7 +27,7 @@ processor, flushed when each run finishes. The CLI adds it to every run when the
 or `OTEL_EXPORTER_OTLP_ENDPOINT` (base URL; `/v1/traces` is appended) is set
 (`sinks_from_env`); `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_SERVICE_NAME` and
 `OTEL_SDK_DISABLED=true` are honoured. OpenTelemetry is imported only when a sink is built,
-so `import swarm` never needs it.
+so `import kimmy_swarm.swarm` never needs it.
 """
 
 from __future__ import annotations
@@ -37,15 +37,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from swarm.errors import ConfigError
-from swarm.event_fold import EventFold
-from swarm.schema import RunStatus, SubtaskStatus
+from kimmy_swarm.swarm.errors import ConfigError
+from kimmy_swarm.swarm.event_fold import EventFold
+from kimmy_swarm.swarm.schema import RunStatus, SubtaskStatus
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
     from opentelemetry.trace import Span, TracerProvider
 
-    from swarm.events import (
+    from kimmy_swarm.swarm.events import (
         AgentTurn,
         ModelCalled,
         RunFinished,
@@ -129,7 +129,7 @@ class SpanSink(EventFold):
         if flush_timeout_s <= 0:
             raise ConfigError(f"flush_timeout_s must be > 0, got {flush_timeout_s!r}")
         trace = _import_api()
-        from swarm import __version__
+        from kimmy_swarm.swarm import __version__
 
         self._trace = trace
         self.tracer_provider = tracer_provider

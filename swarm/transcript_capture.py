@@ -23,10 +23,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from swarm.errors import ConfigError
+from kimmy_swarm.swarm.errors import ConfigError
 
 if TYPE_CHECKING:
-    from swarm.llm.types import ChatResponse
+    from kimmy_swarm.swarm.llm.types import ChatResponse
 
 #: Characters of one text (message content, tool arguments, tool result) kept by default.
 DEFAULT_MAX_CHARS = 16_000

@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING, Annotated, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from swarm.errors import UserError
-from swarm.event_fold import EventFold
-from swarm.schema import ErrorInfo, SubtaskStatus, Usage
-from swarm.transcript_capture import cut
+from kimmy_swarm.swarm.errors import UserError
+from kimmy_swarm.swarm.event_fold import EventFold
+from kimmy_swarm.swarm.schema import ErrorInfo, SubtaskStatus, Usage
+from kimmy_swarm.swarm.transcript_capture import cut
 
 if TYPE_CHECKING:
-    from swarm import events as ev
-    from swarm.store import RunStore
+    from kimmy_swarm.swarm import events as ev
+    from kimmy_swarm.swarm.store import RunStore
 
 
 class _Entry(BaseModel):

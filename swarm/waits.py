@@ -12,11 +12,11 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Literal
 
-from swarm.errors import WaitError
+from kimmy_swarm.swarm.errors import WaitError
 
 if TYPE_CHECKING:
-    from swarm.schema import Subtask, SubtaskResult
-    from swarm.steps import RunState
+    from kimmy_swarm.swarm.schema import Subtask, SubtaskResult
+    from kimmy_swarm.swarm.steps import RunState
 
 WaitMode = Literal["all", "any"]
 

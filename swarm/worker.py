@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from swarm.context import SubtaskContext
+from kimmy_swarm.swarm.context import SubtaskContext
 
 #: A worker runs one subtask and returns its output (JSON-compatible, or a pydantic model).
 Worker = Callable[[SubtaskContext], Awaitable[Any]]

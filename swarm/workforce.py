@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from swarm.schema import Subtask
-from swarm.worker import Worker
+from kimmy_swarm.swarm.schema import Subtask
+from kimmy_swarm.swarm.worker import Worker
 
 if TYPE_CHECKING:
-    from swarm.llm.protocol import ChatModel
+    from kimmy_swarm.swarm.llm.protocol import ChatModel
 
 #: Builds the worker of a role made at run time from the subtask that names it (its
 #: `role_spec`); None when it cannot (the role is then unknown).

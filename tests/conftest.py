@@ -1,18 +1,26 @@
-"""Shared test setup: the repository root on `sys.path`, so `swarm` and `tests.support` import
-without an install; Triton's interpreter switched on before anything imports triton."""
+"""Shared test setup: the `tests` package (`tests.support`, the shared fixtures) importable
+without the repository root on `sys.path`; Triton's interpreter switched on before anything
+imports triton."""
 
 from __future__ import annotations
 
 import os
 import sys
+import types
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+# The project imports as `kimmy_swarm.…` (installed, editable or not). The repository root
+# stays off `sys.path`: its top-level folders (`kernels`, `agents`, `model`, …) would shadow
+# other distributions' packages of those names, such as Hugging Face's `kernels`, which
+# transformers imports. Only `tests` is made importable, from its folder.
+if "tests" not in sys.modules:
+    _tests = types.ModuleType("tests", "The test suite's shared modules (`tests.support`).")
+    _tests.__path__ = [str(ROOT / "tests")]
+    sys.modules["tests"] = _tests
 
 # The kernel tests run Triton on the CPU, in its interpreter, which triton reads once, when
 # it is first imported. Test modules collected before tests/kernels (TRL's, whose import
@@ -26,8 +34,8 @@ os.environ["TRITON_INTERPRET"] = "1"
 def iclr_attention_review(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any]:
     """One real offline review of 20 ICLR 2017 papers on attention, stored: (trajectory,
     outcome), shared by the tests that grade or judge a real pipeline run."""
-    from agents.review import ReviewConfig, run_review
-    from rewards.trajectory import load_trajectory
+    from kimmy_swarm.agents.review import ReviewConfig, run_review
+    from kimmy_swarm.rewards.trajectory import load_trajectory
     from tests.agents.review.conftest import ICLR_JSON
 
     if not ICLR_JSON.exists():

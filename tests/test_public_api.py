@@ -1,15 +1,12 @@
-"""The public API of each package is pinned, and `import swarm` stays light."""
+"""The public API of each package is pinned, and `import kimmy_swarm.swarm` stays light."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
-import kernels
-import model
-import rewards
-import swarm
-import swarm.progress
+from kimmy_swarm import kernels, model, rewards, swarm
+from kimmy_swarm.swarm import progress
 
 SWARM_API = {
     "AdaptiveLimit",
@@ -60,7 +57,7 @@ SWARM_API = {
 
 def test_swarm_exports_exactly_its_public_api() -> None:
     assert set(swarm.__all__) == SWARM_API  # swarm.llm's is pinned in its own tests
-    for pkg in (swarm, swarm.progress):
+    for pkg in (swarm, progress):
         for name in pkg.__all__:
             assert getattr(pkg, name) is not None, f"{pkg.__name__}.{name}"
 
@@ -98,12 +95,11 @@ AGENTS_API = {
 
 
 def test_agents_exports_exactly_its_public_api() -> None:
-    import agents
-    import agents.analysis
-    import agents.review
+    from kimmy_swarm import agents
+    from kimmy_swarm.agents import analysis, review
 
     assert set(agents.__all__) == AGENTS_API
-    for pkg in (agents, agents.review, agents.analysis):
+    for pkg in (agents, review, analysis):
         assert pkg.__doc__
         for name in pkg.__all__:
             assert getattr(pkg, name) is not None, f"{pkg.__name__}.{name}"
@@ -111,7 +107,7 @@ def test_agents_exports_exactly_its_public_api() -> None:
 
 def test_import_agents_stays_light() -> None:
     code = (
-        "import sys, agents; "
+        "import sys, kimmy_swarm.agents; "
         "print(','.join(m for m in ('torch', 'pandas', 'sklearn', 'matplotlib', 'bm25s', "
         "'statsmodels') if m in sys.modules))"
     )
@@ -150,10 +146,10 @@ def test_model_exports_exactly_its_public_api() -> None:
     assert model.__doc__ and set(model.__all__) == MODEL_API
     for name in model.__all__:
         assert getattr(model, name) is not None, name
-    from model.optim import newton_schulz  # the pure function the issue names
+    from kimmy_swarm.model.optim import newton_schulz  # the pure function the issue names
 
     assert callable(newton_schulz)
-    code = "import sys, model, kimmy.app; print('torch' in sys.modules)"
+    code = "import sys, kimmy_swarm.model, kimmy_swarm.cli.app; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False"]  # `kimmy` starts without torch; names load on use
 
@@ -204,7 +200,7 @@ def test_rewards_exports_exactly_its_public_api() -> None:
     for name in rewards.__all__:
         assert getattr(rewards, name) is not None, f"rewards.{name}"
     code = (
-        "import sys, rewards; "
+        "import sys, kimmy_swarm.rewards; "
         "print(','.join(m for m in ('torch', 'pandas', 'numpy', 'agents', 'httpx') "
         "if m in sys.modules))"
     )
@@ -217,14 +213,14 @@ KERNELS_API = {"kda"}
 
 def test_kernels_exports_exactly_its_public_api() -> None:
     assert kernels.__doc__ and set(kernels.__all__) == KERNELS_API
-    code = "import sys, kernels; print('torch' in sys.modules, 'triton' in sys.modules)"
+    code = "import sys, kimmy_swarm.kernels; print('torch' in sys.modules, 'triton' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]  # kernels.kda (torch) loads on first use
 
 
 def test_import_swarm_pulls_in_nothing_heavy() -> None:
     code = (
-        "import sys, swarm; "
+        "import sys, kimmy_swarm.swarm; "
         "print(','.join(m for m in ('torch', 'triton', 'ray', 'vllm', 'httpx', 'networkx', "
         "'openai') if m in sys.modules))"
     )

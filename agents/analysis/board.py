@@ -15,13 +15,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agents.analysis.schemas import AnalysisTask, DatasetAnalysis, DatasetInfo, FindingChecks
-from swarm.errors import UserError
+from kimmy_swarm.agents.analysis.schemas import (
+    AnalysisTask,
+    DatasetAnalysis,
+    DatasetInfo,
+    FindingChecks,
+)
+from kimmy_swarm.swarm.errors import UserError
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from agents.tools.datasets import Dataset
+    from kimmy_swarm.agents.tools.datasets import Dataset
 
 __all__ = ["AnalysisBoard", "UnknownAnalysisDatasetError"]
 

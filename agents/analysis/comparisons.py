@@ -13,12 +13,12 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agents.analysis.interpret import ALPHA
-from agents.tools.conventions import AnalysisError
-from agents.tools.finding import NumericFinding
+from kimmy_swarm.agents.analysis.interpret import ALPHA
+from kimmy_swarm.agents.tools.conventions import AnalysisError
+from kimmy_swarm.agents.tools.finding import NumericFinding
 
 if TYPE_CHECKING:
-    from agents.loop import Attempt
+    from kimmy_swarm.agents.loop import Attempt
 
 __all__ = ["MAX_COMPARED", "GroupStep", "compare_asked"]
 

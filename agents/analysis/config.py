@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from agents.pipeline_record import PipelineSettings
-from swarm.errors import ConfigError
+from kimmy_swarm.agents.pipeline_record import PipelineSettings
+from kimmy_swarm.swarm.errors import ConfigError
 
 if TYPE_CHECKING:
-    from swarm.llm.protocol import ChatModel
+    from kimmy_swarm.swarm.llm.protocol import ChatModel
 
 
 class AnalysisSettings(PipelineSettings):

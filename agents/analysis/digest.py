@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from agents.analysis.schemas import check_of
-from agents.fallback import OFFLINE_FALLBACK
-from agents.tools.families import ModelFamily
-from agents.tools.finding import Statistic
+from kimmy_swarm.agents.analysis.schemas import check_of
+from kimmy_swarm.agents.fallback import OFFLINE_FALLBACK
+from kimmy_swarm.agents.tools.families import ModelFamily
+from kimmy_swarm.agents.tools.finding import Statistic
 
 if TYPE_CHECKING:
-    from agents.analysis.board import AnalysisBoard
-    from agents.analysis.schemas import DatasetAnalysis, FindingChecks
-    from agents.tools.finding import NumericFinding, Verdict
+    from kimmy_swarm.agents.analysis.board import AnalysisBoard
+    from kimmy_swarm.agents.analysis.schemas import DatasetAnalysis, FindingChecks
+    from kimmy_swarm.agents.tools.finding import NumericFinding, Verdict
 
 __all__ = [
     "UNCHECKED",

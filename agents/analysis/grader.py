@@ -10,11 +10,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agents.analysis.schemas import DatasetAnalysis, FindingChecks, is_analyze_id, is_check_id
-from rewards.graders import outputs_as
+from kimmy_swarm.agents.analysis.schemas import (
+    DatasetAnalysis,
+    FindingChecks,
+    is_analyze_id,
+    is_check_id,
+)
+from kimmy_swarm.rewards.graders import outputs_as
 
 if TYPE_CHECKING:
-    from rewards.trajectory import Trajectory
+    from kimmy_swarm.rewards.trajectory import Trajectory
 
 
 def analyses(traj: Trajectory) -> dict[str, DatasetAnalysis]:

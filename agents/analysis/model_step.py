@@ -12,12 +12,12 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agents.analysis.interpret import FAMILY_NAMES, diagnostics_text, model_text, num
-from agents.tools.conventions import AnalysisError
-from agents.tools.finding import NumericFinding
+from kimmy_swarm.agents.analysis.interpret import FAMILY_NAMES, diagnostics_text, model_text, num
+from kimmy_swarm.agents.tools.conventions import AnalysisError
+from kimmy_swarm.agents.tools.finding import NumericFinding
 
 if TYPE_CHECKING:
-    from agents.loop import Attempt
+    from kimmy_swarm.agents.loop import Attempt
 
 __all__ = ["LEFT_OUT", "ModelStep", "fit_summary", "model_step"]
 

@@ -14,10 +14,10 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agents.analysis.digest import analysis_digest
+from kimmy_swarm.agents.analysis.digest import analysis_digest
 
 if TYPE_CHECKING:
-    from agents.analysis.board import AnalysisBoard
+    from kimmy_swarm.agents.analysis.board import AnalysisBoard
 
 __all__ = ["finding_records", "write_jsonl"]
 

@@ -26,17 +26,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agents.analysis.board import AnalysisBoard
-from agents.analysis.config import AnalysisConfig, AnalysisSettings
-from agents.analysis.digest import analysis_digest, run_problems
-from agents.analysis.grader import AnalysisGrader
-from agents.analysis.outputs import finding_records, write_jsonl
-from agents.analysis.planning import PLANNER, AnalysisRules, initial_plan
-from agents.analysis.report_text import intro_text, render_markdown
-from agents.analysis.roles import analysis_roles
-from agents.analysis.schemas import REPORT_ID, SUMMARIZE_ID, is_check_id
-from agents.analysis.tools import build_toolbox
-from agents.analysis.workers import (
+from kimmy_swarm.agents.analysis.board import AnalysisBoard
+from kimmy_swarm.agents.analysis.config import AnalysisConfig, AnalysisSettings
+from kimmy_swarm.agents.analysis.digest import analysis_digest, run_problems
+from kimmy_swarm.agents.analysis.grader import AnalysisGrader
+from kimmy_swarm.agents.analysis.outputs import finding_records, write_jsonl
+from kimmy_swarm.agents.analysis.planning import PLANNER, AnalysisRules, initial_plan
+from kimmy_swarm.agents.analysis.report_text import intro_text, render_markdown
+from kimmy_swarm.agents.analysis.roles import analysis_roles
+from kimmy_swarm.agents.analysis.schemas import REPORT_ID, SUMMARIZE_ID, is_check_id
+from kimmy_swarm.agents.analysis.tools import build_toolbox
+from kimmy_swarm.agents.analysis.workers import (
     AnalystWorker,
     CheckWorker,
     PlanOnlyWorker,
@@ -44,8 +44,8 @@ from agents.analysis.workers import (
     ReportWorker,
     restore_board,
 )
-from agents.fallback import fallback_markdown, fallbacks, made_by_counts
-from agents.pipeline import (
+from kimmy_swarm.agents.fallback import fallback_markdown, fallbacks, made_by_counts
+from kimmy_swarm.agents.pipeline import (
     Pipeline,
     PipelineFiles,
     PipelineRun,
@@ -53,21 +53,21 @@ from agents.pipeline import (
     resume_pipeline,
     run_pipeline,
 )
-from agents.subagent import SubAgent
-from swarm.errors import ConfigError, UserError
-from swarm.llm.endpoint import ModelEndpoint
-from swarm.schema import Plan, RunResult, SubtaskStatus
+from kimmy_swarm.agents.subagent import SubAgent
+from kimmy_swarm.swarm.errors import ConfigError, UserError
+from kimmy_swarm.swarm.llm.endpoint import ModelEndpoint
+from kimmy_swarm.swarm.schema import Plan, RunResult, SubtaskStatus
 
 if TYPE_CHECKING:
-    from agents.pipeline import RunInputs
-    from agents.toolbox import ToolBox
-    from agents.tools.datasets import Dataset
-    from rewards.graders import PipelineGrader
-    from rewards.trajectory import Trajectory
-    from swarm import EventSink, Plan, Swarm
-    from swarm.llm.endpoint import ModelEndpoint
-    from swarm.llm.protocol import ChatModel
-    from swarm.store import StoredRun
+    from kimmy_swarm.agents.pipeline import RunInputs
+    from kimmy_swarm.agents.toolbox import ToolBox
+    from kimmy_swarm.agents.tools.datasets import Dataset
+    from kimmy_swarm.rewards.graders import PipelineGrader
+    from kimmy_swarm.rewards.trajectory import Trajectory
+    from kimmy_swarm.swarm import EventSink, Plan, Swarm
+    from kimmy_swarm.swarm.llm.endpoint import ModelEndpoint
+    from kimmy_swarm.swarm.llm.protocol import ChatModel
+    from kimmy_swarm.swarm.store import StoredRun
 
 @dataclass
 class AnalysisOutcome:
@@ -105,7 +105,7 @@ def load_datasets(
     specs: Sequence[str], *, root: Path, executor: Executor
 ) -> tuple[dict[str, Dataset], dict[str, str]]:
     """Load each spec once, in parallel: the datasets by spec, and the specs that failed."""
-    from agents.tools.datasets import load_dataset
+    from kimmy_swarm.agents.tools.datasets import load_dataset
 
     unique = list(dict.fromkeys(specs))
     futures = {s: executor.submit(load_dataset, s, root=root) for s in unique}
@@ -139,7 +139,7 @@ class DatasetLoadError(UserError):
 
 def sandbox_for(board: AnalysisBoard) -> Any:
     """The sandbox for `run_python`; None (and a problem noted) where it cannot isolate."""
-    from agents.tools.sandbox import Sandbox, SandboxLimits, SandboxUnavailableError
+    from kimmy_swarm.agents.tools.sandbox import Sandbox, SandboxLimits, SandboxUnavailableError
 
     try:
         return Sandbox(SandboxLimits())

@@ -8,16 +8,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from agents.analysis.schemas import PLAN_ID, SUMMARIZE_ID, AnalysisPlan
-from agents.analysis.workers import analysis_subtasks
-from agents.pipeline import assign_call, failure_reason
-from swarm.schema import Plan, Subtask
+from kimmy_swarm.agents.analysis.schemas import PLAN_ID, SUMMARIZE_ID, AnalysisPlan
+from kimmy_swarm.agents.analysis.workers import analysis_subtasks
+from kimmy_swarm.agents.pipeline import assign_call, failure_reason
+from kimmy_swarm.swarm.schema import Plan, Subtask
 
 if TYPE_CHECKING:
-    from agents.analysis.config import AnalysisConfig
-    from agents.loop import Call
-    from agents.pipeline import Orchestration
-    from swarm.context import SubtaskContext
+    from kimmy_swarm.agents.analysis.config import AnalysisConfig
+    from kimmy_swarm.agents.loop import Call
+    from kimmy_swarm.agents.pipeline import Orchestration
+    from kimmy_swarm.swarm.context import SubtaskContext
 
 #: The role of the analysis's planner (subtask `plan`).
 PLANNER = "planner"

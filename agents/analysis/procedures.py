@@ -11,10 +11,14 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agents.analysis.comparisons import compare_asked
-from agents.analysis.interpret import correlations_text, distributions_text, profile_text
-from agents.analysis.model_step import fit_summary, model_step
-from agents.analysis.schemas import (
+from kimmy_swarm.agents.analysis.comparisons import compare_asked
+from kimmy_swarm.agents.analysis.interpret import (
+    correlations_text,
+    distributions_text,
+    profile_text,
+)
+from kimmy_swarm.agents.analysis.model_step import fit_summary, model_step
+from kimmy_swarm.agents.analysis.schemas import (
     GENERAL_QUESTION,
     AnalysisPlan,
     AnalysisTask,
@@ -23,11 +27,11 @@ from agents.analysis.schemas import (
     FigureOut,
     FindingChecks,
 )
-from agents.tools.finding import NumericFinding, Verdict
+from kimmy_swarm.agents.tools.finding import NumericFinding, Verdict
 
 if TYPE_CHECKING:
-    from agents.loop import Attempt
-    from swarm.context import SubtaskContext
+    from kimmy_swarm.agents.loop import Attempt
+    from kimmy_swarm.swarm.context import SubtaskContext
 
 #: Columns described (distribution statistics, outliers) per analysis at most.
 MAX_DESCRIBED = 12

@@ -26,8 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from agents.tools.groups import groupable
-from agents.tools.stats import numeric_columns
+from kimmy_swarm.agents.tools.groups import groupable
+from kimmy_swarm.agents.tools.stats import numeric_columns
 
 if TYPE_CHECKING:
     import pandas as pd

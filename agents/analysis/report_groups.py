@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from agents.analysis.digest import AnalysisEntry, FindingRecord
+from kimmy_swarm.agents.analysis.digest import AnalysisEntry, FindingRecord
 
 __all__ = ["group_paragraphs", "group_tables"]
 

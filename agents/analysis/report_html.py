@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from agents.analysis.digest import AnalysisDigest
-from agents.analysis.report_groups import group_paragraphs
-from agents.analysis.report_text import (
+from kimmy_swarm.agents.analysis.digest import AnalysisDigest
+from kimmy_swarm.agents.analysis.report_groups import group_paragraphs
+from kimmy_swarm.agents.analysis.report_text import (
     SUMMARY_HEADER,
     entry_notes,
     finding_sections,
@@ -24,7 +24,7 @@ from agents.analysis.report_text import (
 )
 
 if TYPE_CHECKING:
-    from agents.tools.report import ReportSection
+    from kimmy_swarm.agents.tools.report import ReportSection
 
 __all__ = ["html_sections", "render_report_html"]
 
@@ -34,7 +34,7 @@ def html_sections(
 ) -> list[ReportSection]:
     """The page's sections: the summary, the problems, then the analyses in `order` (ids);
     a figure is shown when its PNG is in `figures` (by figure id)."""
-    from agents.tools.report import Figure, ReportSection, Table
+    from kimmy_swarm.agents.tools.report import Figure, ReportSection, Table
 
     header = ReportSection(
         "Findings across datasets",
@@ -73,7 +73,7 @@ def render_report_html(
     order: Sequence[str],
 ) -> str:
     """The whole page: `title`, `intro` as its subtitle, the verdict totals, the sections."""
-    from agents.tools.report import render_html
+    from kimmy_swarm.agents.tools.report import render_html
 
     t = digest.totals
     summary = [("analyses", t.analyses), ("numbers reported", t.findings),

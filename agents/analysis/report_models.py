@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from agents.analysis.digest import FindingRecord
-from agents.analysis.interpret import FAMILY_NAMES
-from agents.analysis.model_step import LEFT_OUT
+from kimmy_swarm.agents.analysis.digest import FindingRecord
+from kimmy_swarm.agents.analysis.interpret import FAMILY_NAMES
+from kimmy_swarm.agents.analysis.model_step import LEFT_OUT
 
 __all__ = ["DIAGNOSTIC_STATS", "diagnostic_tables", "model_tables"]
 

@@ -12,15 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from agents.analysis.digest import AnalysisDigest, analysis_digest
-from agents.analysis.report_html import render_report_html
-from agents.analysis.report_text import fmt, intro_text, render_markdown
-from agents.analysis.schemas import ReportPage, ReportText
-from swarm.errors import UserError
+from kimmy_swarm.agents.analysis.digest import AnalysisDigest, analysis_digest
+from kimmy_swarm.agents.analysis.report_html import render_report_html
+from kimmy_swarm.agents.analysis.report_text import fmt, intro_text, render_markdown
+from kimmy_swarm.agents.analysis.schemas import ReportPage, ReportText
+from kimmy_swarm.swarm.errors import UserError
 
 if TYPE_CHECKING:
-    from agents.analysis.board import AnalysisBoard
-    from agents.loop import Attempt
+    from kimmy_swarm.agents.analysis.board import AnalysisBoard
+    from kimmy_swarm.agents.loop import Attempt
 
 __all__ = ["build_report_page", "compact_digest", "report_tools", "write_summary"]
 
@@ -54,7 +54,7 @@ def report_tools(board: AnalysisBoard) -> list[Callable[..., Any]]:
 
     def render_report(title: str, intro: str, order: list[str] | None = None) -> dict[str, Any]:
         """Build report.html (analyses in `order`, by id; the rest after) and write it."""
-        from agents.tools.report import write_html
+        from kimmy_swarm.agents.tools.report import write_html
 
         digest = analysis_digest(board)
         known = [e.id for e in digest.analyses]

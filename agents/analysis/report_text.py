@@ -9,11 +9,11 @@ mark, mismatches flagged with the recomputed value, never silently kept.
 
 from __future__ import annotations
 
-from agents.analysis.digest import AnalysisDigest, AnalysisEntry, FindingRecord
-from agents.analysis.interpret import FAMILY_NAMES
-from agents.analysis.model_step import LEFT_OUT
-from agents.analysis.report_groups import group_paragraphs, group_tables
-from agents.analysis.report_models import diagnostic_tables, model_tables
+from kimmy_swarm.agents.analysis.digest import AnalysisDigest, AnalysisEntry, FindingRecord
+from kimmy_swarm.agents.analysis.interpret import FAMILY_NAMES
+from kimmy_swarm.agents.analysis.model_step import LEFT_OUT
+from kimmy_swarm.agents.analysis.report_groups import group_paragraphs, group_tables
+from kimmy_swarm.agents.analysis.report_models import diagnostic_tables, model_tables
 
 __all__ = [
     "SECTIONS",

@@ -11,10 +11,10 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agents.analysis.digest import AnalysisDigest
-from agents.analysis.procedures import analyze_dataset, check_findings, plan_analyses
-from agents.analysis.report_roles import build_report_page, write_summary
-from agents.analysis.schemas import (
+from kimmy_swarm.agents.analysis.digest import AnalysisDigest
+from kimmy_swarm.agents.analysis.procedures import analyze_dataset, check_findings, plan_analyses
+from kimmy_swarm.agents.analysis.report_roles import build_report_page, write_summary
+from kimmy_swarm.agents.analysis.schemas import (
     GENERAL_QUESTION,
     AnalysisPlan,
     DatasetAnalysis,
@@ -22,10 +22,10 @@ from agents.analysis.schemas import (
     ReportPage,
     ReportText,
 )
-from agents.roles import RoleRegistry, builtin_roles
+from kimmy_swarm.agents.roles import RoleRegistry, builtin_roles
 
 if TYPE_CHECKING:
-    from agents.loop import Attempt
+    from kimmy_swarm.agents.loop import Attempt
 
 DATA_TOOLS = (
     "dataset_profile", "missing_values", "describe_columns", "top_correlations",

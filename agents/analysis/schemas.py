@@ -13,8 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.fallback import Provenance
-from agents.tools.finding import NumericFinding, Verdict
+from kimmy_swarm.agents.fallback import Provenance
+from kimmy_swarm.agents.tools.finding import NumericFinding, Verdict
 
 #: The question asked of every dataset when the user asks none.
 GENERAL_QUESTION = "profile and model the data"

@@ -13,19 +13,19 @@ import math
 import re
 from typing import TYPE_CHECKING, Any, Literal
 
-from agents.analysis.questions import match_question
-from agents.analysis.report_roles import report_tools
-from agents.toolbox import ToolBox, make_tool
-from agents.tools import diagnostics, groups, models, stats
-from agents.tools.finding import NumericFinding
-from agents.tools.recompute import verify
-from swarm.errors import UserError
+from kimmy_swarm.agents.analysis.questions import match_question
+from kimmy_swarm.agents.analysis.report_roles import report_tools
+from kimmy_swarm.agents.toolbox import ToolBox, make_tool
+from kimmy_swarm.agents.tools import diagnostics, groups, models, stats
+from kimmy_swarm.agents.tools.finding import NumericFinding
+from kimmy_swarm.agents.tools.recompute import verify
+from kimmy_swarm.swarm.errors import UserError
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from agents.analysis.board import AnalysisBoard
-    from agents.tools.sandbox import Sandbox
+    from kimmy_swarm.agents.analysis.board import AnalysisBoard
+    from kimmy_swarm.agents.tools.sandbox import Sandbox
 
 #: At most this many characters of a sandbox run's stdout / stderr go back to the model.
 MAX_OUTPUT_CHARS = 8_000
@@ -41,7 +41,7 @@ def _finite(value: float) -> float | None:
 
 
 def _figure_png(frame: pd.DataFrame, dataset: str, kind: str, columns: list[str]) -> bytes:
-    from agents.tools import plots
+    from kimmy_swarm.agents.tools import plots
 
     if kind == "heatmap":
         return plots.corr_heatmap_png(frame, title=f"{dataset}: correlations")

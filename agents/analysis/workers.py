@@ -14,8 +14,8 @@ from __future__ import annotations
 import base64
 from typing import TYPE_CHECKING, Any
 
-from agents.analysis.procedures import failed_dependency
-from agents.analysis.schemas import (
+from kimmy_swarm.agents.analysis.procedures import failed_dependency
+from kimmy_swarm.agents.analysis.schemas import (
     PLAN_ID,
     AnalysisPlan,
     DatasetAnalysis,
@@ -25,17 +25,17 @@ from agents.analysis.schemas import (
     is_analyze_id,
     is_check_id,
 )
-from swarm.schema import Subtask, SubtaskStatus
+from kimmy_swarm.swarm.schema import Subtask, SubtaskStatus
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from pydantic import BaseModel
 
-    from agents.analysis.board import AnalysisBoard
-    from agents.subagent import SubAgent
-    from swarm.context import SubtaskContext
-    from swarm.schema import SubtaskResult
+    from kimmy_swarm.agents.analysis.board import AnalysisBoard
+    from kimmy_swarm.agents.subagent import SubAgent
+    from kimmy_swarm.swarm.context import SubtaskContext
+    from kimmy_swarm.swarm.schema import SubtaskResult
 
 
 def analysis_subtasks(plan: AnalysisPlan) -> list[Subtask]:

@@ -16,14 +16,14 @@ orchestrator alike.
 - `errors`: `AgentStepLimitError`, and `error_text` (how an error is shown to the model).
 """
 
-from agents.loop.attempt import Attempt
-from agents.loop.chat import MaxTokens, OnOverflow, Rejection, chat_within_budget
-from agents.loop.errors import MAX_ERROR_CHARS, AgentStepLimitError, error_text
-from agents.loop.opening import MAX_SHOWN_CHARS, subtask_opening, task_messages
-from agents.loop.policy import run_model_policy
-from agents.loop.replies import first_json_value, json_values, parse_answer
-from agents.loop.text_tools import TextToolCall, TextTools
-from agents.loop.tool_calls import Call, as_call, calls_response, tool_call
+from kimmy_swarm.agents.loop.attempt import Attempt
+from kimmy_swarm.agents.loop.chat import MaxTokens, OnOverflow, Rejection, chat_within_budget
+from kimmy_swarm.agents.loop.errors import MAX_ERROR_CHARS, AgentStepLimitError, error_text
+from kimmy_swarm.agents.loop.opening import MAX_SHOWN_CHARS, subtask_opening, task_messages
+from kimmy_swarm.agents.loop.policy import run_model_policy
+from kimmy_swarm.agents.loop.replies import first_json_value, json_values, parse_answer
+from kimmy_swarm.agents.loop.text_tools import TextToolCall, TextTools
+from kimmy_swarm.agents.loop.tool_calls import Call, as_call, calls_response, tool_call
 
 __all__ = [
     "MAX_ERROR_CHARS",

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from agents.loop.errors import error_text
+from kimmy_swarm.agents.loop.errors import error_text
 
 if TYPE_CHECKING:
-    from agents.roles import Role
-    from agents.toolbox import ToolBox
-    from swarm.context import SubtaskContext
+    from kimmy_swarm.agents.roles import Role
+    from kimmy_swarm.agents.toolbox import ToolBox
+    from kimmy_swarm.swarm.context import SubtaskContext
 
 
 class Attempt:

@@ -23,14 +23,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from swarm.errors import ModelRequestError
-from swarm.llm.overflow import context_overflow
+from kimmy_swarm.swarm.errors import ModelRequestError
+from kimmy_swarm.swarm.llm.overflow import context_overflow
 
 if TYPE_CHECKING:
-    from swarm.llm.budget import TokenBudget
-    from swarm.llm.overflow import ContextOverflow
-    from swarm.llm.protocol import ChatModel
-    from swarm.llm.types import ChatResponse
+    from kimmy_swarm.swarm.llm.budget import TokenBudget
+    from kimmy_swarm.swarm.llm.overflow import ContextOverflow
+    from kimmy_swarm.swarm.llm.protocol import ChatModel
+    from kimmy_swarm.swarm.llm.types import ChatResponse
 
 #: The `max_tokens` of a call: fixed, or sized from the conversation before each try.
 MaxTokens = int | Callable[[Sequence[dict[str, Any]]], int]

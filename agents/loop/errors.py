@@ -9,7 +9,7 @@ orchestrator's turn limit). `agents.fallback` hands these to the role's offline 
 
 from __future__ import annotations
 
-from swarm.errors import LimitError
+from kimmy_swarm.swarm.errors import LimitError
 
 #: The most characters of an error's text that a tool result or an event carries.
 MAX_ERROR_CHARS = 500

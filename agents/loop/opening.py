@@ -18,12 +18,12 @@ import dataclasses
 import json
 from typing import TYPE_CHECKING, Any
 
-from agents.synthesis import Reduced, reduce_outputs
-from swarm.errors import ContextOverflowError
+from kimmy_swarm.agents.synthesis import Reduced, reduce_outputs
+from kimmy_swarm.swarm.errors import ContextOverflowError
 
 if TYPE_CHECKING:
-    from agents.loop.attempt import Attempt
-    from swarm.llm.budget import TokenBudget
+    from kimmy_swarm.agents.loop.attempt import Attempt
+    from kimmy_swarm.swarm.llm.budget import TokenBudget
 
 #: Upstream outputs and inputs shown to the model are cut to this many characters each.
 MAX_SHOWN_CHARS = 6_000

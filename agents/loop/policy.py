@@ -26,21 +26,21 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from agents.loop.chat import Rejection, chat_within_budget
-from agents.loop.errors import AgentStepLimitError
-from agents.loop.opening import subtask_opening
-from agents.loop.replies import parse_answer
-from agents.loop.text_tools import TextToolCall, TextTools
-from swarm.errors import ContextOverflowError, ModelBehaviourError, validation_problems
-from swarm.llm.capabilities import capabilities_of
-from swarm.llm.server_profile import shared_budget
+from kimmy_swarm.agents.loop.chat import Rejection, chat_within_budget
+from kimmy_swarm.agents.loop.errors import AgentStepLimitError
+from kimmy_swarm.agents.loop.opening import subtask_opening
+from kimmy_swarm.agents.loop.replies import parse_answer
+from kimmy_swarm.agents.loop.text_tools import TextToolCall, TextTools
+from kimmy_swarm.swarm.errors import ContextOverflowError, ModelBehaviourError, validation_problems
+from kimmy_swarm.swarm.llm.capabilities import capabilities_of
+from kimmy_swarm.swarm.llm.server_profile import shared_budget
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from agents.loop.attempt import Attempt
-    from swarm.llm.budget import TokenBudget
-    from swarm.llm.types import ChatResponse
+    from kimmy_swarm.agents.loop.attempt import Attempt
+    from kimmy_swarm.swarm.llm.budget import TokenBudget
+    from kimmy_swarm.swarm.llm.types import ChatResponse
 
 
 @dataclasses.dataclass(frozen=True)

@@ -13,7 +13,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from swarm.llm.types import ChatResponse, FunctionCall, ToolCall
+from kimmy_swarm.swarm.llm.types import ChatResponse, FunctionCall, ToolCall
 
 #: A tool call: (tool name, arguments).
 Call = tuple[str, dict[str, Any]]

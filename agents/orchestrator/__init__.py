@@ -1,6 +1,6 @@
 """The orchestrator agent: a goal in words becomes a DAG of sub-agents it creates itself.
 
-    from agents.orchestrator import SolveConfig, run_solve
+    from kimmy_swarm.agents.orchestrator import SolveConfig, run_solve
     outcome = run_solve(SolveConfig(goal="Review linear attention", corpus=Path("papers"),
                                     out=Path("out"), model=model))   # model=None: offline
 
@@ -13,24 +13,24 @@
 - `agent_specs`: sub-agents made at run time (`AgentSpec`, the swarm's role factory).
 """
 
-from agents.orchestrator.agent import (
+from kimmy_swarm.agents.orchestrator.agent import (
     ORCHESTRATOR_ID,
     ModelTurns,
     OrchestratorAgent,
     OrchestratorOutput,
     TurnPolicy,
 )
-from agents.orchestrator.agent_specs import AgentSpec, spec_role_factory
-from agents.orchestrator.offline import NO_OFFLINE_PLAN, OfflinePlanner, offline_rules
-from agents.orchestrator.prompts import ResourceBrief
-from agents.orchestrator.solve import (
+from kimmy_swarm.agents.orchestrator.agent_specs import AgentSpec, spec_role_factory
+from kimmy_swarm.agents.orchestrator.offline import NO_OFFLINE_PLAN, OfflinePlanner, offline_rules
+from kimmy_swarm.agents.orchestrator.prompts import ResourceBrief
+from kimmy_swarm.agents.orchestrator.solve import (
     SolveConfig,
     SolveOutcome,
     SolveSettings,
     resume_solve,
     run_solve,
 )
-from agents.orchestrator.tools import orchestrator_tools
+from kimmy_swarm.agents.orchestrator.tools import orchestrator_tools
 
 __all__ = [
     "NO_OFFLINE_PLAN",

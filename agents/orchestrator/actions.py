@@ -15,17 +15,17 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
-from agents.orchestrator.agent_specs import AgentSpec
-from agents.orchestrator.digest import digest, output_text, page
-from agents.orchestrator.state import OrchestratorState, TaskRecord
-from agents.orchestrator.tools import orchestrator_tools
-from agents.toolbox import Tool, ToolBox, ToolError
-from swarm.errors import SpawnError, WaitError, validation_problems
+from kimmy_swarm.agents.orchestrator.agent_specs import AgentSpec
+from kimmy_swarm.agents.orchestrator.digest import digest, output_text, page
+from kimmy_swarm.agents.orchestrator.state import OrchestratorState, TaskRecord
+from kimmy_swarm.agents.orchestrator.tools import orchestrator_tools
+from kimmy_swarm.agents.toolbox import Tool, ToolBox, ToolError
+from kimmy_swarm.swarm.errors import SpawnError, WaitError, validation_problems
 
 if TYPE_CHECKING:
-    from swarm.context import SubtaskContext
-    from swarm.llm.types import ToolCall
-    from swarm.schema import SubtaskResult
+    from kimmy_swarm.swarm.context import SubtaskContext
+    from kimmy_swarm.swarm.llm.types import ToolCall
+    from kimmy_swarm.swarm.schema import SubtaskResult
 
 
 @dataclass
@@ -211,8 +211,8 @@ class Actions:
         if not synthesize:
             self.state.answer = answer
             return Outcome(json.dumps({"finished": True}))
-        from agents.synthesis import reduce_outputs
-        from swarm.llm import context_tokens
+        from kimmy_swarm.agents.synthesis import reduce_outputs
+        from kimmy_swarm.swarm.llm import context_tokens
 
         done = [
             (key, output_text(r.output))

@@ -16,16 +16,16 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, Field
 
-from agents.loop import AgentStepLimitError, Rejection, chat_within_budget
-from agents.orchestrator.actions import Actions
-from agents.orchestrator.prompts import NO_TOOL_CALL, ResourceBrief, opening_messages
-from agents.orchestrator.state import OrchestratorState
-from swarm.llm import TokenBudget, context_tokens, shared_budget
-from swarm.llm.types import ToolCall
+from kimmy_swarm.agents.loop import AgentStepLimitError, Rejection, chat_within_budget
+from kimmy_swarm.agents.orchestrator.actions import Actions
+from kimmy_swarm.agents.orchestrator.prompts import NO_TOOL_CALL, ResourceBrief, opening_messages
+from kimmy_swarm.agents.orchestrator.state import OrchestratorState
+from kimmy_swarm.swarm.llm import TokenBudget, context_tokens, shared_budget
+from kimmy_swarm.swarm.llm.types import ToolCall
 
 if TYPE_CHECKING:
-    from swarm.context import SubtaskContext
-    from swarm.llm.types import ChatResponse
+    from kimmy_swarm.swarm.context import SubtaskContext
+    from kimmy_swarm.swarm.llm.types import ChatResponse
 
 #: The subtask id of the orchestrator in a `run_solve` run.
 ORCHESTRATOR_ID = "orchestrator"

@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, field_validator
 
-from agents.roles import Answer, Role
-from agents.subagent import SubAgent
-from swarm.schema import ROLE_PATTERN
+from kimmy_swarm.agents.roles import Answer, Role
+from kimmy_swarm.agents.subagent import SubAgent
+from kimmy_swarm.swarm.schema import ROLE_PATTERN
 
 if TYPE_CHECKING:
-    from agents.loop import Attempt
-    from agents.toolbox import ToolBox
-    from swarm.schema import Subtask
-    from swarm.worker import Worker
+    from kimmy_swarm.agents.loop import Attempt
+    from kimmy_swarm.agents.toolbox import ToolBox
+    from kimmy_swarm.swarm.schema import Subtask
+    from kimmy_swarm.swarm.worker import Worker
 
 #: The most model turns of a created sub-agent.
 DEFAULT_MAX_STEPS = 8

@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from swarm.schema import SubtaskResult
+from kimmy_swarm.swarm.schema import SubtaskResult
 
 #: A digest never cuts an output shorter than this many characters.
 MIN_ITEM_CHARS = 120

@@ -16,14 +16,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agents.loop import calls_response
-from swarm.errors import ConfigError
+from kimmy_swarm.agents.loop import calls_response
+from kimmy_swarm.swarm.errors import ConfigError
 
 if TYPE_CHECKING:
-    from agents.orchestrator.actions import Actions
-    from agents.pipeline import Pipeline, Rules, RunResources
-    from swarm.context import SubtaskContext
-    from swarm.llm.types import ChatResponse
+    from kimmy_swarm.agents.orchestrator.actions import Actions
+    from kimmy_swarm.agents.pipeline import Pipeline, Rules, RunResources
+    from kimmy_swarm.swarm.context import SubtaskContext
+    from kimmy_swarm.swarm.llm.types import ChatResponse
 
 NO_OFFLINE_PLAN = (
     "this goal needs a model to plan it: give one (--base-url URL [--model NAME], "
@@ -53,7 +53,7 @@ def offline_rules(goal: str, resources: RunResources) -> tuple[Pipeline[Any, Any
     Raises:
         ConfigError: no pipeline plans this goal without a model (says how to give one).
     """
-    from agents.pipelines import pipelines
+    from kimmy_swarm.agents.pipelines import pipelines
 
     for pipeline in pipelines().values():
         rules = pipeline.offline_rules(goal, resources)

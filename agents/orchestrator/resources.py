@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from concurrent.futures import Executor
 from pathlib import Path
 
-from agents.orchestrator.prompts import ResourceBrief
-from agents.pipeline import RunInputs, RunResources
+from kimmy_swarm.agents.orchestrator.prompts import ResourceBrief
+from kimmy_swarm.agents.pipeline import RunInputs, RunResources
 
 
 def load_resources(inputs: RunInputs, executor: Executor) -> RunResources:
@@ -20,7 +20,7 @@ def load_resources(inputs: RunInputs, executor: Executor) -> RunResources:
     Raises:
         CorpusError, EmptyCorpusError: the corpus is missing or has no readable document.
     """
-    from agents.pipelines import pipelines
+    from kimmy_swarm.agents.pipelines import pipelines
 
     resources = RunResources()
     for pipeline in pipelines().values():

@@ -21,16 +21,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from agents.orchestrator.agent import (
+from kimmy_swarm.agents.orchestrator.agent import (
     ORCHESTRATOR_ID,
     ModelTurns,
     OrchestratorAgent,
     OrchestratorOutput,
 )
-from agents.orchestrator.agent_specs import spec_role_factory
-from agents.orchestrator.offline import OfflinePlanner, offline_rules
-from agents.orchestrator.resources import brief, load_resources
-from agents.pipeline import (
+from kimmy_swarm.agents.orchestrator.agent_specs import spec_role_factory
+from kimmy_swarm.agents.orchestrator.offline import OfflinePlanner, offline_rules
+from kimmy_swarm.agents.orchestrator.resources import brief, load_resources
+from kimmy_swarm.agents.pipeline import (
     Pipeline,
     PipelineFiles,
     PipelineRun,
@@ -40,18 +40,18 @@ from agents.pipeline import (
     run_pipeline,
     subtask_problems,
 )
-from agents.pipeline_record import PIPELINE_KEY, PipelineSettings
-from agents.roles import builtin_roles
-from agents.subagent import install
-from swarm.errors import ConfigError
-from swarm.llm.budget import DEFAULT_CHARS_PER_TOKEN, context_tokens
-from swarm.schema import Plan, Subtask
+from kimmy_swarm.agents.pipeline_record import PIPELINE_KEY, PipelineSettings
+from kimmy_swarm.agents.roles import builtin_roles
+from kimmy_swarm.agents.subagent import install
+from kimmy_swarm.swarm.errors import ConfigError
+from kimmy_swarm.swarm.llm.budget import DEFAULT_CHARS_PER_TOKEN, context_tokens
+from kimmy_swarm.swarm.schema import Plan, Subtask
 
 if TYPE_CHECKING:
-    from agents.orchestrator.agent import TurnPolicy
-    from swarm import EventSink, RunConfig, RunResult, Swarm
-    from swarm.llm.endpoint import ModelEndpoint
-    from swarm.llm.protocol import ChatModel
+    from kimmy_swarm.agents.orchestrator.agent import TurnPolicy
+    from kimmy_swarm.swarm import EventSink, RunConfig, RunResult, Swarm
+    from kimmy_swarm.swarm.llm.endpoint import ModelEndpoint
+    from kimmy_swarm.swarm.llm.protocol import ChatModel
 
 #: The orchestrator's role (its subtask is `ORCHESTRATOR_ID`).
 ORCHESTRATOR_ROLE = "orchestrator"
@@ -230,7 +230,7 @@ class SolvePipeline(Pipeline[SolveConfig, SolveFiles]):
         return resources
 
     def run_config(self, config: SolveConfig) -> RunConfig:
-        from swarm import RunConfig
+        from kimmy_swarm.swarm import RunConfig
 
         return RunConfig(
             max_concurrency=config.max_concurrency,
@@ -369,7 +369,7 @@ def resume_solve(
     Raises:
         ConfigError: the run was not made by `run_solve`, or by an earlier version.
     """
-    from swarm.store import RunStore
+    from kimmy_swarm.swarm.store import RunStore
 
     with RunStore(runs_dir, create=False) as store:
         stored = store.load_run(run_id)

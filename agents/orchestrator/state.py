@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.orchestrator.agent_specs import AgentSpec
+from kimmy_swarm.agents.orchestrator.agent_specs import AgentSpec
 
 
 class TaskRecord(BaseModel):

@@ -20,9 +20,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from agents.orchestrator.agent_specs import AgentSpec
-from agents.toolbox import Tool, ToolArgs, ToolBox
-from swarm.schema import SUBTASK_ID_PATTERN
+from kimmy_swarm.agents.orchestrator.agent_specs import AgentSpec
+from kimmy_swarm.agents.toolbox import Tool, ToolArgs, ToolBox
+from kimmy_swarm.swarm.schema import SUBTASK_ID_PATTERN
 
 #: The most characters of a task output `read_result` returns per page.
 MAX_PAGE_CHARS = 8_000

@@ -13,8 +13,8 @@ function and the verl export run on.
   `rewards.verl.compute_score` reach (`agents/parl/verl_reward.py` is the file verl loads).
 """
 
-from agents.parl.action import parse_calls
-from agents.parl.env import (
+from kimmy_swarm.agents.parl.action import parse_calls
+from kimmy_swarm.agents.parl.env import (
     DecisionTurns,
     SpawnEnv,
     SpawnRollout,
@@ -23,8 +23,8 @@ from agents.parl.env import (
     frozen_extractor,
     load_spawn_env,
 )
-from agents.parl.scoring import GroupScore, ParlScorer
-from agents.parl.tasks import (
+from kimmy_swarm.agents.parl.scoring import GroupScore, ParlScorer
+from kimmy_swarm.agents.parl.tasks import (
     ACTION_SETS,
     EXTRACTOR,
     SPAWN_ENV,
@@ -34,7 +34,7 @@ from agents.parl.tasks import (
     spawn_messages,
     spawn_tools,
 )
-from agents.parl.trainer_env import (
+from kimmy_swarm.agents.parl.trainer_env import (
     SPAWN_COMPLETION_ENV,
     SpawnCompletionEnv,
     chat_messages,

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.loop.replies import json_values
-from agents.loop.tool_calls import Call, as_call
+from kimmy_swarm.agents.loop.replies import json_values
+from kimmy_swarm.agents.loop.tool_calls import Call, as_call
 
 
 def _as_call(value: Any) -> Call | None:

@@ -26,29 +26,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agents.loop.tool_calls import Call, calls_response
-from agents.orchestrator.agent import OrchestratorAgent, OrchestratorOutput
-from agents.orchestrator.prompts import ResourceBrief
-from agents.parl.action import parse_calls
-from agents.parl.tasks import EXTRACTOR, SpawnTask
-from agents.roles import Role
-from agents.subagent import install
-from agents.widesearch.answer import rows_markdown
-from agents.widesearch.extract import ExtractedRows, rows_of, wide_toolbox
-from agents.widesearch.grader import WideGrader
-from agents.widesearch.task import Paper
-from rewards.parl import RewardBreakdown, Schedule, score
-from rewards.trajectory import Trajectory, build_trajectory
-from swarm.errors import UserError
-from swarm.llm.types import ChatResponse
-from swarm.schema import Plan, Subtask
+from kimmy_swarm.agents.loop.tool_calls import Call, calls_response
+from kimmy_swarm.agents.orchestrator.agent import OrchestratorAgent, OrchestratorOutput
+from kimmy_swarm.agents.orchestrator.prompts import ResourceBrief
+from kimmy_swarm.agents.parl.action import parse_calls
+from kimmy_swarm.agents.parl.tasks import EXTRACTOR, SpawnTask
+from kimmy_swarm.agents.roles import Role
+from kimmy_swarm.agents.subagent import install
+from kimmy_swarm.agents.widesearch.answer import rows_markdown
+from kimmy_swarm.agents.widesearch.extract import ExtractedRows, rows_of, wide_toolbox
+from kimmy_swarm.agents.widesearch.grader import WideGrader
+from kimmy_swarm.agents.widesearch.task import Paper
+from kimmy_swarm.rewards.parl import RewardBreakdown, Schedule, score
+from kimmy_swarm.rewards.trajectory import Trajectory, build_trajectory
+from kimmy_swarm.swarm.errors import UserError
+from kimmy_swarm.swarm.llm.types import ChatResponse
+from kimmy_swarm.swarm.schema import Plan, Subtask
 
 if TYPE_CHECKING:
-    from agents.loop import Attempt
-    from agents.orchestrator.actions import Actions
-    from agents.tools.corpus import Corpus
-    from swarm.context import SubtaskContext
-    from swarm.events import Event
+    from kimmy_swarm.agents.loop import Attempt
+    from kimmy_swarm.agents.orchestrator.actions import Actions
+    from kimmy_swarm.agents.tools.corpus import Corpus
+    from kimmy_swarm.swarm.context import SubtaskContext
+    from kimmy_swarm.swarm.events import Event
 
 #: The orchestrator's subtask id in a spawn rollout.
 ORCHESTRATOR = "orchestrator"
@@ -224,7 +224,7 @@ class SpawnEnv:
         `step`, `lambda1`, `lambda2`: as `rewards.parl.score` (r_inst saturates at the
         task's width).
         """
-        from swarm import RunConfig, Swarm
+        from kimmy_swarm.swarm import RunConfig, Swarm
 
         calls = expand_split(task, parse_calls(completion))
         sink = _Collect()
@@ -270,8 +270,8 @@ class SpawnEnv:
 
 def load_spawn_env(corpus_path: str | Path, **options: Any) -> SpawnEnv:
     """A `SpawnEnv` over the corpus at `corpus_path` (ICLR 2017 defaults for JSON records)."""
-    from agents.tools.corpus import load_corpus
-    from agents.widesearch.task import ICLR_DEFAULTS
+    from kimmy_swarm.agents.tools.corpus import load_corpus
+    from kimmy_swarm.agents.widesearch.task import ICLR_DEFAULTS
 
     return SpawnEnv(load_corpus(Path(corpus_path), defaults=ICLR_DEFAULTS), **options)
 

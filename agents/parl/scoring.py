@@ -18,11 +18,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from agents.parl.env import SpawnEnv, SpawnRollout
-from agents.parl.tasks import SpawnTask
-from rewards.export import group_advantages
-from rewards.parl import Schedule
-from swarm.errors import UserError
+from kimmy_swarm.agents.parl.env import SpawnEnv, SpawnRollout
+from kimmy_swarm.agents.parl.tasks import SpawnTask
+from kimmy_swarm.rewards.export import group_advantages
+from kimmy_swarm.rewards.parl import Schedule
+from kimmy_swarm.swarm.errors import UserError
 
 
 class _PromptLike(Protocol):

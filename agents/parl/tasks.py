@@ -33,12 +33,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.widesearch.task import Paper, WideTask
-from swarm.errors import UserError
-from swarm.llm.types import function_tool
+from kimmy_swarm.agents.widesearch.task import Paper, WideTask
+from kimmy_swarm.swarm.errors import UserError
+from kimmy_swarm.swarm.llm.types import function_tool
 
 if TYPE_CHECKING:
-    from agents.tools.corpus import Corpus
+    from kimmy_swarm.agents.tools.corpus import Corpus
 
 #: The `env` name of spawn tasks (`rewards.envs` registry, dataset rows).
 SPAWN_ENV = "kimmy/wide_spawn"

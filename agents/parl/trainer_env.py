@@ -1,7 +1,8 @@
 """Spawn tasks for outside trainers (TRL, verl): prompts as plain chat messages, and the
 completion environment their reward functions reach through `rewards.envs`.
 
-Importing this module (as `import agents.parl` does) registers `SPAWN_COMPLETION_ENV` for
+Importing this module (as `import kimmy_swarm.agents.parl` does) registers
+`SPAWN_COMPLETION_ENV` for
 the env name `kimmy/wide_spawn`: a reward function then scores a completion from the task's
 JSON alone. The task's `corpus` path (`make_spawn_tasks(..., source=path)`) says where the
 documents are; one `SpawnEnv` per corpus is loaded on first use and kept.
@@ -27,13 +28,19 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
 
-from agents.parl.env import SpawnEnv, SpawnRollout, load_spawn_env
-from agents.parl.tasks import SPAWN_ENV, SpawnTask, SpawnTaskError, spawn_messages, spawn_tools
-from rewards.envs import register_env
-from swarm.errors import validation_problems
+from kimmy_swarm.agents.parl.env import SpawnEnv, SpawnRollout, load_spawn_env
+from kimmy_swarm.agents.parl.tasks import (
+    SPAWN_ENV,
+    SpawnTask,
+    SpawnTaskError,
+    spawn_messages,
+    spawn_tools,
+)
+from kimmy_swarm.rewards.envs import register_env
+from kimmy_swarm.swarm.errors import validation_problems
 
 if TYPE_CHECKING:
-    from rewards.parl import RewardBreakdown, Schedule
+    from kimmy_swarm.rewards.parl import RewardBreakdown, Schedule
 
 T = TypeVar("T")
 

@@ -14,7 +14,7 @@ The rows come from `rewards.verl.verl_rows(agents.parl.prompt_pairs(tasks))`; ea
 
 from __future__ import annotations
 
-import agents.parl  # noqa: F401  (registers kimmy/wide_spawn in rewards.envs)
-from rewards.verl import compute_score
+import kimmy_swarm.agents.parl  # noqa: F401  (registers kimmy/wide_spawn in rewards.envs)
+from kimmy_swarm.rewards.verl import compute_score
 
 __all__ = ["compute_score"]

@@ -8,12 +8,17 @@ introduction and conclusion. Output: review.md, references.bib, report.html, cla
 (citation precision and theme coverage).
 """
 
-from agents.review.config import ReviewConfig
-from agents.review.grader import ReviewGrader
-from agents.review.pipeline import EmptyCorpusError, ReviewOutcome, resume_review, run_review
-from agents.review.planning import decompose
-from agents.review.roles import review_roles
-from agents.tools.search import Relevance
+from kimmy_swarm.agents.review.config import ReviewConfig
+from kimmy_swarm.agents.review.grader import ReviewGrader
+from kimmy_swarm.agents.review.pipeline import (
+    EmptyCorpusError,
+    ReviewOutcome,
+    resume_review,
+    run_review,
+)
+from kimmy_swarm.agents.review.planning import decompose
+from kimmy_swarm.agents.review.roles import review_roles
+from kimmy_swarm.agents.tools.search import Relevance
 
 __all__ = [
     "EmptyCorpusError",

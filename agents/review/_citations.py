@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from agents.review._prose import attribution, parenthetical, split_attribution, surname
+from kimmy_swarm.agents.review._prose import attribution, parenthetical, split_attribution, surname
 
 if TYPE_CHECKING:
-    from agents.review.schemas import Claim, ClaimCheck, Section
-    from agents.tools.corpus import Corpus
+    from kimmy_swarm.agents.review.schemas import Claim, ClaimCheck, Section
+    from kimmy_swarm.agents.tools.corpus import Corpus
 
 #: Claims in one paragraph at most; a longer group goes on in unlabelled paragraphs.
 PARAGRAPH_CLAIMS = 6

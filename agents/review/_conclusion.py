@@ -12,9 +12,9 @@ from collections import Counter
 from collections.abc import Sequence
 from statistics import mean, median
 
-from agents.review._prose import shorten
-from agents.review._section_prose import OPEN_QUESTIONS
-from agents.review.schemas import ClaimCheck, ComparisonRow, Section
+from kimmy_swarm.agents.review._prose import shorten
+from kimmy_swarm.agents.review._section_prose import OPEN_QUESTIONS
+from kimmy_swarm.agents.review.schemas import ClaimCheck, ComparisonRow, Section
 
 
 def _and(items: Sequence[str]) -> str:

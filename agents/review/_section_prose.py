@@ -13,15 +13,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agents.review._prose import attribution, opens_with_source, parenthetical, with_connector
-from agents.review._synthesis import (
+from kimmy_swarm.agents.review._prose import (
+    attribution,
+    opens_with_source,
+    parenthetical,
+    with_connector,
+)
+from kimmy_swarm.agents.review._synthesis import (
     SharedPhrase,
     cite_list,
     group_by_phrase,
     shared_phrases,
     states_measure,
 )
-from agents.review.schemas import Claim, Finding, PaperNotes
+from kimmy_swarm.agents.review.schemas import Claim, Finding, PaperNotes
 
 #: Paragraph names of the claims that are not grouped by a shared phrase.
 OTHER_WORK, RESULTS, OPEN_QUESTIONS = "Other lines of work", "Results", "Open questions"

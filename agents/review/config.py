@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from agents.pipeline_record import PipelineSettings
-from agents.tools.search import Relevance
-from swarm.errors import ConfigError
+from kimmy_swarm.agents.pipeline_record import PipelineSettings
+from kimmy_swarm.agents.tools.search import Relevance
+from kimmy_swarm.swarm.errors import ConfigError
 
 if TYPE_CHECKING:
-    from swarm.llm.protocol import ChatModel
+    from kimmy_swarm.swarm.llm.protocol import ChatModel
 
 RESEARCHER_ROLES = ("researcher", "physics_researcher")
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from agents.fallback import fallbacks
-from agents.pipeline import subtask_problems
-from agents.review.procedures import compose_prose, upstream_checks
-from agents.review.schemas import (
+from kimmy_swarm.agents.fallback import fallbacks
+from kimmy_swarm.agents.pipeline import subtask_problems
+from kimmy_swarm.agents.review.procedures import compose_prose, upstream_checks
+from kimmy_swarm.agents.review.schemas import (
     PLAN_ID,
     SYNTHESIZE_ID,
     ClaimCheck,
@@ -26,8 +26,8 @@ from agents.review.schemas import (
 )
 
 if TYPE_CHECKING:
-    from agents.tools.corpus import Corpus
-    from swarm import RunResult
+    from kimmy_swarm.agents.tools.corpus import Corpus
+    from kimmy_swarm.swarm import RunResult
 
 
 @dataclass

@@ -9,11 +9,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agents.review.schemas import PLAN_ID, ReviewPlan, SectionCheck, is_check_id, theme_of_check
-from rewards.graders import outputs_as
+from kimmy_swarm.agents.review.schemas import (
+    PLAN_ID,
+    ReviewPlan,
+    SectionCheck,
+    is_check_id,
+    theme_of_check,
+)
+from kimmy_swarm.rewards.graders import outputs_as
 
 if TYPE_CHECKING:
-    from rewards.trajectory import Trajectory
+    from kimmy_swarm.rewards.trajectory import Trajectory
 
 
 def section_checks(traj: Trajectory) -> dict[str, SectionCheck]:

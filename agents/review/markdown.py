@@ -14,20 +14,20 @@ import re
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
-from agents.fallback import fallback_markdown
-from agents.review._citations import (
+from kimmy_swarm.agents.fallback import fallback_markdown
+from kimmy_swarm.agents.review._citations import (
     citation_links,
     cited_ids,
     kept_paragraphs,
     reference_order,
 )
-from agents.review._prose import split_attribution
-from agents.review.content import ReviewContent, gather
-from agents.review.schemas import Claim, Section, check_id, read_id, write_id
+from kimmy_swarm.agents.review._prose import split_attribution
+from kimmy_swarm.agents.review.content import ReviewContent, gather
+from kimmy_swarm.agents.review.schemas import Claim, Section, check_id, read_id, write_id
 
 if TYPE_CHECKING:
-    from agents.tools.corpus import Corpus, Document
-    from swarm import RunResult
+    from kimmy_swarm.agents.tools.corpus import Corpus, Document
+    from kimmy_swarm.swarm import RunResult
 
 
 def _reference(doc: Document) -> str:

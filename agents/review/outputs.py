@@ -11,15 +11,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agents.pipeline import PipelineFiles
-from agents.review._citations import cited_ids
-from agents.review.content import gather
-from agents.review.markdown import claims_jsonl, render_bibtex, render_markdown
-from agents.review.report import render_review_html
+from kimmy_swarm.agents.pipeline import PipelineFiles
+from kimmy_swarm.agents.review._citations import cited_ids
+from kimmy_swarm.agents.review.content import gather
+from kimmy_swarm.agents.review.markdown import claims_jsonl, render_bibtex, render_markdown
+from kimmy_swarm.agents.review.report import render_review_html
 
 if TYPE_CHECKING:
-    from agents.tools.corpus import Corpus
-    from swarm import RunResult
+    from kimmy_swarm.agents.tools.corpus import Corpus
+    from kimmy_swarm.swarm import RunResult
 
 
 @dataclass

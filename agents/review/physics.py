@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from agents.review.procedures import research_paper, sentence_score
-from agents.review.schemas import PaperNotes
+from kimmy_swarm.agents.review.procedures import research_paper, sentence_score
+from kimmy_swarm.agents.review.schemas import PaperNotes
 
 if TYPE_CHECKING:
-    from agents.loop import Attempt
+    from kimmy_swarm.agents.loop import Attempt
 
 _UNITS = (
     "eV|keV|MeV|GeV|TeV|meV|J|kJ|MJ|W|kW|MW|GW|mW|V|kV|mV|A|mA|Ω|ohm|T|mT|G|Hz|kHz|MHz|GHz|"

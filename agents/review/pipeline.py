@@ -19,40 +19,40 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agents.fallback import fallbacks, made_by_counts
-from agents.pipeline import (
+from kimmy_swarm.agents.fallback import fallbacks, made_by_counts
+from kimmy_swarm.agents.pipeline import (
     Pipeline,
     PipelineRun,
     RunResources,
     resume_pipeline,
     run_pipeline,
 )
-from agents.review.config import ReviewConfig, ReviewSettings
-from agents.review.grader import ReviewGrader
-from agents.review.outputs import ReviewFiles, write_review
-from agents.review.planning import (
+from kimmy_swarm.agents.review.config import ReviewConfig, ReviewSettings
+from kimmy_swarm.agents.review.grader import ReviewGrader
+from kimmy_swarm.agents.review.outputs import ReviewFiles, write_review
+from kimmy_swarm.agents.review.planning import (
     PLANNER,
     ReviewRules,
     initial_plan,
     review_topic,
     spawning_planner,
 )
-from agents.review.roles import review_roles
-from agents.review.schemas import PLAN_ID, ReviewPlan
-from agents.review.tools import build_toolbox
-from agents.subagent import SubAgent, install
-from swarm.errors import UserError
+from kimmy_swarm.agents.review.roles import review_roles
+from kimmy_swarm.agents.review.schemas import PLAN_ID, ReviewPlan
+from kimmy_swarm.agents.review.tools import build_toolbox
+from kimmy_swarm.agents.subagent import SubAgent, install
+from kimmy_swarm.swarm.errors import UserError
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
 
-    from agents.pipeline import RunInputs
-    from agents.tools.corpus import Corpus, Skipped
-    from rewards.graders import PipelineGrader
-    from rewards.trajectory import Trajectory
-    from swarm import EventSink, Plan, RunResult, Swarm
-    from swarm.llm.endpoint import ModelEndpoint
-    from swarm.llm.protocol import ChatModel
+    from kimmy_swarm.agents.pipeline import RunInputs
+    from kimmy_swarm.agents.tools.corpus import Corpus, Skipped
+    from kimmy_swarm.rewards.graders import PipelineGrader
+    from kimmy_swarm.rewards.trajectory import Trajectory
+    from kimmy_swarm.swarm import EventSink, Plan, RunResult, Swarm
+    from kimmy_swarm.swarm.llm.endpoint import ModelEndpoint
+    from kimmy_swarm.swarm.llm.protocol import ChatModel
 
 
 class EmptyCorpusError(UserError):
@@ -92,7 +92,7 @@ class ReviewOutcome:
 
 def load_review_corpus(path: Path, *, defaults: Mapping[str, Any] | None = None) -> Corpus:
     """The corpus at `path`, or `EmptyCorpusError` saying why nothing could be read."""
-    from agents.tools.corpus import load_corpus
+    from kimmy_swarm.agents.tools.corpus import load_corpus
 
     corpus = load_corpus(path, defaults=defaults)
     if len(corpus) == 0:

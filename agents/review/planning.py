@@ -7,18 +7,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from agents.pipeline import assign_call, failure_reason, seen_results
-from agents.review.markdown import review_markdown
-from agents.review.schemas import PLAN_ID, SYNTHESIZE_ID, ReviewPlan, check_id, read_id, write_id
-from swarm.schema import Plan, Subtask
+from kimmy_swarm.agents.pipeline import assign_call, failure_reason, seen_results
+from kimmy_swarm.agents.review.markdown import review_markdown
+from kimmy_swarm.agents.review.schemas import (
+    PLAN_ID,
+    SYNTHESIZE_ID,
+    ReviewPlan,
+    check_id,
+    read_id,
+    write_id,
+)
+from kimmy_swarm.swarm.schema import Plan, Subtask
 
 if TYPE_CHECKING:
-    from agents.loop import Call
-    from agents.pipeline import Orchestration
-    from agents.review.config import ReviewConfig
-    from agents.subagent import SubAgent
-    from agents.tools.corpus import Corpus
-    from swarm import SubtaskContext, Worker
+    from kimmy_swarm.agents.loop import Call
+    from kimmy_swarm.agents.pipeline import Orchestration
+    from kimmy_swarm.agents.review.config import ReviewConfig
+    from kimmy_swarm.agents.subagent import SubAgent
+    from kimmy_swarm.agents.tools.corpus import Corpus
+    from kimmy_swarm.swarm import SubtaskContext, Worker
 
 #: The role of the review's planner (subtask `plan`).
 PLANNER = "planner"

@@ -24,9 +24,9 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from agents.review._claimable import is_prose
-from agents.review._conclusion import conclusion
-from agents.review._prose import (
+from kimmy_swarm.agents.review._claimable import is_prose
+from kimmy_swarm.agents.review._conclusion import conclusion
+from kimmy_swarm.agents.review._prose import (
     attribution,
     shorten,
     split_attribution,
@@ -34,8 +34,8 @@ from agents.review._prose import (
     theme_title,
     third_person,
 )
-from agents.review._section_prose import theme_section
-from agents.review.schemas import (
+from kimmy_swarm.agents.review._section_prose import theme_section
+from kimmy_swarm.agents.review.schemas import (
     READ_PREFIX,
     WRITE_PREFIX,
     Claim,
@@ -50,10 +50,10 @@ from agents.review.schemas import (
     ThemePlan,
     is_check_id,
 )
-from agents.tools.search import tokenize_terms
+from kimmy_swarm.agents.tools.search import tokenize_terms
 
 if TYPE_CHECKING:
-    from agents.loop import Attempt
+    from kimmy_swarm.agents.loop import Attempt
 
 _RESULT_CUES = re.compile(
     r"\b(we (?:also )?(?:show|demonstrate|find|prove|observe|report|achieve|obtain|establish)"

@@ -18,18 +18,18 @@ from typing import TYPE_CHECKING, Any
 
 import jinja2
 
-from agents.review._citations import (
+from kimmy_swarm.agents.review._citations import (
     citation_links,
     cited_ids,
     kept_paragraphs,
     reference_order,
 )
-from agents.review._prose import attribution, parenthetical, split_attribution
-from agents.review.content import ReviewContent
+from kimmy_swarm.agents.review._prose import attribution, parenthetical, split_attribution
+from kimmy_swarm.agents.review.content import ReviewContent
 
 if TYPE_CHECKING:
-    from agents.review.schemas import Claim, ClaimCheck
-    from agents.tools.corpus import Corpus, Document
+    from kimmy_swarm.agents.review.schemas import Claim, ClaimCheck
+    from kimmy_swarm.agents.tools.corpus import Corpus, Document
 
 _TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 #: Characters of the source shown on each side of a checked passage.

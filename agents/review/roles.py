@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agents.review import procedures as proc
-from agents.review._claimable import is_prose
-from agents.review.physics import research_physics
-from agents.review.schemas import (
+from kimmy_swarm.agents.review import procedures as proc
+from kimmy_swarm.agents.review._claimable import is_prose
+from kimmy_swarm.agents.review.physics import research_physics
+from kimmy_swarm.agents.review.schemas import (
     READ_PREFIX,
     WRITE_PREFIX,
     PaperNotes,
@@ -17,11 +17,11 @@ from agents.review.schemas import (
     Section,
     SectionCheck,
 )
-from agents.roles import RoleRegistry, builtin_roles
-from swarm.errors import UserError
+from kimmy_swarm.agents.roles import RoleRegistry, builtin_roles
+from kimmy_swarm.swarm.errors import UserError
 
 if TYPE_CHECKING:
-    from agents.loop import Attempt
+    from kimmy_swarm.agents.loop import Attempt
 
 
 def _tool(run: Attempt, name: str, **kwargs: Any) -> Any:

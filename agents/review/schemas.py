@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.fallback import Provenance
+from kimmy_swarm.agents.fallback import Provenance
 
 #: The planner's subtask: its output is the `ReviewPlan`.
 PLAN_ID = "plan"

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.toolbox import ToolBox, make_tool
-from agents.tools.claims import check_claim as _check_claim
-from agents.tools.corpus import Corpus
-from agents.tools.passages import find_exact, sentences
-from agents.tools.search import Relevance, SearchIndex, search_passages
-from agents.tools.themes import find_themes as _find_themes
+from kimmy_swarm.agents.toolbox import ToolBox, make_tool
+from kimmy_swarm.agents.tools.claims import check_claim as _check_claim
+from kimmy_swarm.agents.tools.corpus import Corpus
+from kimmy_swarm.agents.tools.passages import find_exact, sentences
+from kimmy_swarm.agents.tools.search import Relevance, SearchIndex, search_passages
+from kimmy_swarm.agents.tools.themes import find_themes as _find_themes
 
 #: At most this many characters of a document are returned by `read_document`.
 MAX_READ_CHARS = 20_000

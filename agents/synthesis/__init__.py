@@ -10,8 +10,8 @@ server's "prompt too long" rejection (`context_overflow`) are the model client's
 `swarm.llm`.
 """
 
-from agents.synthesis.packing import Block, block_tokens, cut_to, pack
-from agents.synthesis.reduce import Digest, Reduced, reduce_outputs
+from kimmy_swarm.agents.synthesis.packing import Block, block_tokens, cut_to, pack
+from kimmy_swarm.agents.synthesis.reduce import Digest, Reduced, reduce_outputs
 
 __all__ = [
     "Block",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agents.synthesis.packing import SEPARATOR, Block
+from kimmy_swarm.agents.synthesis.packing import SEPARATOR, Block
 
 SUMMARY_SYSTEM = (
     "You condense results of a swarm's sub-agents so that a later step can synthesize "

@@ -12,7 +12,7 @@ import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
-from swarm.llm.budget import TokenBudget
+from kimmy_swarm.swarm.llm.budget import TokenBudget
 
 #: Between two blocks of a prompt.
 SEPARATOR = "\n\n"

@@ -26,15 +26,15 @@ import asyncio
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from agents.synthesis._prompts import final_messages, summary_messages
-from agents.synthesis.packing import Block, block_tokens, cut_to, take
-from swarm.errors import ConfigError, ContextOverflowError, ModelRequestError
-from swarm.llm.budget import PROBE_CHARS_PER_TOKEN, TokenBudget
-from swarm.llm.overflow import context_overflow
-from swarm.llm.protocol import ChatModel
-from swarm.llm.types import ChatResponse
-from swarm.schema import Usage
-from swarm.tasks import first_error, gather_all
+from kimmy_swarm.agents.synthesis._prompts import final_messages, summary_messages
+from kimmy_swarm.agents.synthesis.packing import Block, block_tokens, cut_to, take
+from kimmy_swarm.swarm.errors import ConfigError, ContextOverflowError, ModelRequestError
+from kimmy_swarm.swarm.llm.budget import PROBE_CHARS_PER_TOKEN, TokenBudget
+from kimmy_swarm.swarm.llm.overflow import context_overflow
+from kimmy_swarm.swarm.llm.protocol import ChatModel
+from kimmy_swarm.swarm.llm.types import ChatResponse
+from kimmy_swarm.swarm.schema import Usage
+from kimmy_swarm.swarm.tasks import first_error, gather_all
 
 #: Prompt tokens the estimate of a chunk's fixed part may be off by (digits of counts).
 _SLACK = 4

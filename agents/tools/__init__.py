@@ -2,7 +2,8 @@
 sandbox, datasets, statistics, plots and the HTML report builder.
 
 Each lives in its own module (`agents.tools.corpus`, `agents.tools.sandbox`, ...), imported
-on use: they bring pandas, scikit-learn, matplotlib and bm25s, which `import agents` does not.
+on use: they bring pandas, scikit-learn, matplotlib and bm25s, which
+`import kimmy_swarm.agents` does not.
 """
 
 __all__: list[str] = []

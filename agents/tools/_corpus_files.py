@@ -16,7 +16,7 @@ import os
 import stat
 from pathlib import Path
 
-from agents.tools._readers import SUPPORTED_SUFFIXES
+from kimmy_swarm.agents.tools._readers import SUPPORTED_SUFFIXES
 
 __all__ = ["FileRef", "open_reason", "open_under", "read_capped", "resolve_link", "walk"]
 

@@ -18,7 +18,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Collection, Sequence
 
-from agents.tools.search import STOPWORDS, stem
+from kimmy_swarm.agents.tools.search import STOPWORDS, stem
 
 __all__ = ["Phrase", "common_words", "distinctive_phrases", "phrases_of"]
 

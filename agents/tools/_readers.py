@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
-from agents.tools.authors import parse_authors
+from kimmy_swarm.agents.tools.authors import parse_authors
 
 __all__ = [
     "SUPPORTED_SUFFIXES",

@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from agents.tools.corpus import Document
-from agents.tools.passages import Passage, read_passage, sentences
-from agents.tools.search import STOPWORDS, stem, tokenize_terms
+from kimmy_swarm.agents.tools.corpus import Document
+from kimmy_swarm.agents.tools.passages import Passage, read_passage, sentences
+from kimmy_swarm.agents.tools.search import STOPWORDS, stem, tokenize_terms
 
 __all__ = ["Support", "check_claim", "claim_entities", "claim_numbers", "strip_citations"]
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from swarm.errors import UserError
+from kimmy_swarm.swarm.errors import UserError
 
 __all__ = ["AnalysisError", "group_key", "level_name"]
 

@@ -20,16 +20,22 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from agents.tools._corpus_files import FileRef, open_reason, open_under, read_capped, walk
-from agents.tools._readers import (
+from kimmy_swarm.agents.tools._corpus_files import (
+    FileRef,
+    open_reason,
+    open_under,
+    read_capped,
+    walk,
+)
+from kimmy_swarm.agents.tools._readers import (
     SUPPORTED_SUFFIXES,
     RawRecord,
     parse_year,
     venue_of_name,
 )
-from agents.tools._readers import read_file as _read_file
-from agents.tools.authors import parse_authors
-from swarm.errors import UserError
+from kimmy_swarm.agents.tools._readers import read_file as _read_file
+from kimmy_swarm.agents.tools.authors import parse_authors
+from kimmy_swarm.swarm.errors import UserError
 
 __all__ = [
     "MAX_ID_LENGTH",

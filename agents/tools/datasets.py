@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from swarm.errors import UserError
+from kimmy_swarm.swarm.errors import UserError
 
 __all__ = [
     "Dataset",

@@ -19,8 +19,8 @@ from statsmodels.stats.diagnostic import het_breuschpagan
 from statsmodels.stats.outliers_influence import variance_inflation_factor
 from statsmodels.stats.stattools import jarque_bera
 
-from agents.tools import stats
-from agents.tools.conventions import AnalysisError
+from kimmy_swarm.agents.tools import stats
+from kimmy_swarm.agents.tools.conventions import AnalysisError
 
 __all__ = ["VIF_HIGH", "Diagnostics", "diagnose"]
 

@@ -29,7 +29,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from agents.tools.conventions import AnalysisError, level_name
+from kimmy_swarm.agents.tools.conventions import AnalysisError, level_name
 
 __all__ = [
     "COUNT_MEDIAN_MAX",

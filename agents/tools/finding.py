@@ -12,7 +12,7 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from agents.tools.families import ModelFamily
+from kimmy_swarm.agents.tools.families import ModelFamily
 
 __all__ = [
     "COLUMN_STATISTICS",

@@ -26,8 +26,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from agents.tools.conventions import AnalysisError, group_key
-from agents.tools.stats import numeric_columns
+from kimmy_swarm.agents.tools.conventions import AnalysisError, group_key
+from kimmy_swarm.agents.tools.stats import numeric_columns
 
 __all__ = [
     "MAX_GROUPS",

@@ -26,9 +26,9 @@ import pandas as pd
 import statsmodels.api as sm
 from statsmodels.tools.sm_exceptions import HessianInversionWarning, PerfectSeparationError
 
-from agents.tools import stats
-from agents.tools.conventions import level_name
-from agents.tools.families import ModelFamily, TargetKind, choose_family
+from kimmy_swarm.agents.tools import stats
+from kimmy_swarm.agents.tools.conventions import level_name
+from kimmy_swarm.agents.tools.families import ModelFamily, TargetKind, choose_family
 
 __all__ = [
     "MIN_ALPHA",

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from agents.tools.corpus import Document
-from swarm.errors import UserError
+from kimmy_swarm.agents.tools.corpus import Document
+from kimmy_swarm.swarm.errors import UserError
 
 __all__ = [
     "Passage",

@@ -23,7 +23,7 @@ from typing import Any
 
 import jinja2
 
-from swarm.errors import UserError
+from kimmy_swarm.swarm.errors import UserError
 
 __all__ = [
     "STATUSES",

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agents.tools._sandbox_process import (
+from kimmy_swarm.agents.tools._sandbox_process import (
     Pump,
     child_env,
     collect_files,
@@ -57,7 +57,7 @@ from agents.tools._sandbox_process import (
     remove_tree,
     wait_unreaped,
 )
-from swarm.errors import ConfigError, UserError
+from kimmy_swarm.swarm.errors import ConfigError, UserError
 
 __all__ = [
     "Sandbox",

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
-from agents.tools.corpus import Document, UnknownDocumentError
-from agents.tools.passages import Passage, sentences
+from kimmy_swarm.agents.tools.corpus import Document, UnknownDocumentError
+from kimmy_swarm.agents.tools.passages import Passage, sentences
 
 __all__ = [
     "STOPWORDS",

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import statsmodels.api as sm
 
-from agents.tools.conventions import AnalysisError
+from kimmy_swarm.agents.tools.conventions import AnalysisError
 
 __all__ = [
     "CORR_METHODS",

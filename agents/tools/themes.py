@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from agents.tools._phrases import Phrase, common_words, distinctive_phrases, phrases_of
-from agents.tools.corpus import Document
-from agents.tools.search import STOPWORDS, stem
+from kimmy_swarm.agents.tools._phrases import Phrase, common_words, distinctive_phrases, phrases_of
+from kimmy_swarm.agents.tools.corpus import Document
+from kimmy_swarm.agents.tools.search import STOPWORDS, stem
 
 __all__ = ["Theme", "default_k", "find_themes"]
 

@@ -9,22 +9,27 @@
   orchestrator's offline plan of a wide task, and its grader for a run.
 """
 
-from agents.widesearch.answer import normalize_cell, parse_answer, rows_markdown, title_key
-from agents.widesearch.extract import (
+from kimmy_swarm.agents.widesearch.answer import (
+    normalize_cell,
+    parse_answer,
+    rows_markdown,
+    title_key,
+)
+from kimmy_swarm.agents.widesearch.extract import (
     ExtractedRows,
     extract_rows,
     extractor_role,
     serial_rows,
     wide_toolbox,
 )
-from agents.widesearch.grader import (
+from kimmy_swarm.agents.widesearch.grader import (
     WideGrader,
     WideScore,
     final_answer,
     grade_answer,
     score_rows,
 )
-from agents.widesearch.task import (
+from kimmy_swarm.agents.widesearch.task import (
     ICLR_DEFAULTS,
     WIDE_TASKS,
     Column,

@@ -19,15 +19,15 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from agents.review.tools import build_toolbox
-from agents.roles import Role
-from agents.toolbox import Tool, ToolBox, make_tool
-from agents.widesearch.task import Paper, Row, WideTask
+from kimmy_swarm.agents.review.tools import build_toolbox
+from kimmy_swarm.agents.roles import Role
+from kimmy_swarm.agents.toolbox import Tool, ToolBox, make_tool
+from kimmy_swarm.agents.widesearch.task import Paper, Row, WideTask
 
 if TYPE_CHECKING:
-    from agents.loop import Attempt
-    from agents.tools.corpus import Corpus
-    from agents.tools.search import SearchIndex
+    from kimmy_swarm.agents.loop import Attempt
+    from kimmy_swarm.agents.tools.corpus import Corpus
+    from kimmy_swarm.agents.tools.search import SearchIndex
 
 #: Tool-calling function: `call(tool_name, **arguments)` (an `Attempt.call`, or a toolbox's).
 Call = Callable[..., Any]

@@ -18,11 +18,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from agents.widesearch.answer import normalize_row, parse_answer, title_key
-from agents.widesearch.task import Paper, Row, WideTask
+from kimmy_swarm.agents.widesearch.answer import normalize_row, parse_answer, title_key
+from kimmy_swarm.agents.widesearch.task import Paper, Row, WideTask
 
 if TYPE_CHECKING:
-    from rewards.trajectory import Trajectory
+    from kimmy_swarm.rewards.trajectory import Trajectory
 
 #: Subtask id of the orchestrator agent, whose output's `answer` is the run's final answer.
 #: It must match the id `agents.orchestrator` gives its own subtask.

@@ -13,26 +13,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agents.pipeline import Pipeline, PipelineConfig, PipelineFiles, RunResources
-from agents.pipeline_record import stored_settings
-from agents.review.pipeline import load_review_corpus
-from agents.review.tools import build_toolbox
-from agents.subagent import install
-from agents.toolbox import ToolBox
-from agents.widesearch.answer import rows_markdown
-from agents.widesearch.extract import extractor_role, metadata_tool
-from agents.widesearch.grader import WideGrader
-from agents.widesearch.task import WIDE_TASKS, WideTask, load_papers
+from kimmy_swarm.agents.pipeline import Pipeline, PipelineConfig, PipelineFiles, RunResources
+from kimmy_swarm.agents.pipeline_record import stored_settings
+from kimmy_swarm.agents.review.pipeline import load_review_corpus
+from kimmy_swarm.agents.review.tools import build_toolbox
+from kimmy_swarm.agents.subagent import install
+from kimmy_swarm.agents.toolbox import ToolBox
+from kimmy_swarm.agents.widesearch.answer import rows_markdown
+from kimmy_swarm.agents.widesearch.extract import extractor_role, metadata_tool
+from kimmy_swarm.agents.widesearch.grader import WideGrader
+from kimmy_swarm.agents.widesearch.task import WIDE_TASKS, WideTask, load_papers
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
 
-    from agents.loop import Call
-    from agents.pipeline import Orchestration, RunInputs
-    from rewards.graders import PipelineGrader
-    from rewards.trajectory import Trajectory
-    from swarm import RunResult, Swarm
-    from swarm.context import SubtaskContext
+    from kimmy_swarm.agents.loop import Call
+    from kimmy_swarm.agents.pipeline import Orchestration, RunInputs
+    from kimmy_swarm.rewards.graders import PipelineGrader
+    from kimmy_swarm.rewards.trajectory import Trajectory
+    from kimmy_swarm.swarm import RunResult, Swarm
+    from kimmy_swarm.swarm.context import SubtaskContext
 
 #: Papers per extractor of a wide task (the corpus is split into slices of this size).
 WIDE_SLICE = 5

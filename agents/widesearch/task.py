@@ -22,8 +22,8 @@ from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from agents.tools.authors import parse_authors
-from agents.tools.corpus import Document, load_corpus
+from kimmy_swarm.agents.tools.authors import parse_authors
+from kimmy_swarm.agents.tools.corpus import Document, load_corpus
 
 #: A column a wide task may ask for.
 Column: TypeAlias = Literal["title", "first_author", "decision", "citations", "rating"]

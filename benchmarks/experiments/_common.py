@@ -30,10 +30,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks._results import add_out_dir_option, out_dir  # noqa: E402
-from model import KimiLinearConfig, KimiLinearForCausalLM, hybrid_layers  # noqa: E402
-from model.errors import KimiModelError  # noqa: E402
-from model.tokenizer import HFTokenizer, train_bpe_tokenizer  # noqa: E402
-from model.train import (  # noqa: E402
+from kimmy_swarm.model import KimiLinearConfig, KimiLinearForCausalLM, hybrid_layers  # noqa: E402
+from kimmy_swarm.model.errors import KimiModelError  # noqa: E402
+from kimmy_swarm.model.tokenizer import HFTokenizer, train_bpe_tokenizer  # noqa: E402
+from kimmy_swarm.model.train import (  # noqa: E402
     TokenData,
     TrainConfig,
     TrainResult,

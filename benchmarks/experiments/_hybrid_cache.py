@@ -22,13 +22,13 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.experiments._common import Panel, fmt_bytes, md_table  # noqa: E402
-from model import (  # noqa: E402
+from kimmy_swarm.model import (  # noqa: E402
     KimiLinearConfig,
     KimiLinearForCausalLM,
     cache_bytes_per_sequence,
     hybrid_layers,
 )
-from model.errors import KimiModelError  # noqa: E402
+from kimmy_swarm.model.errors import KimiModelError  # noqa: E402
 
 CONTEXTS = (4096, 32768, 131072)
 MLA = "all-MLA"  # the label every "vs all-MLA" ratio divides by

@@ -49,7 +49,7 @@ from benchmarks.experiments._common import (  # noqa: E402
     train_run,
     write_page,
 )
-from model.train import TrainResult  # noqa: E402
+from kimmy_swarm.model.train import TrainResult  # noqa: E402
 
 NAME = "exp_attnres"
 VARIANTS = ("standard", "full_attnres", "block_attnres")

@@ -72,8 +72,8 @@ from benchmarks.experiments._hybrid_cache import (  # noqa: E402
     decode_rounds,
     measured_cache,
 )
-from model import KimiLinearConfig, KimiLinearForCausalLM  # noqa: E402
-from model.train import TrainResult  # noqa: E402
+from kimmy_swarm.model import KimiLinearConfig, KimiLinearForCausalLM  # noqa: E402
+from kimmy_swarm.model.train import TrainResult  # noqa: E402
 
 NAME = "exp_hybrid"
 KINDS = ("hybrid", "mla", "kda")

@@ -58,8 +58,8 @@ from benchmarks.experiments._common import (  # noqa: E402
     train_run,
     write_page,
 )
-from model import KimiLinearConfig  # noqa: E402
-from model.train import TrainResult  # noqa: E402
+from kimmy_swarm.model import KimiLinearConfig  # noqa: E402
+from kimmy_swarm.model.train import TrainResult  # noqa: E402
 
 NAME = "exp_muonclip"
 OPTIMIZERS = ("adamw", "muonclip")

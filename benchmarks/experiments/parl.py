@@ -27,18 +27,15 @@ import argparse
 import datetime as dt
 import json
 import platform
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 from benchmarks._results import add_out_dir_option, out_dir  # noqa: E402
-from kimmy.parl_training import ParlSettings, run_parl_training  # noqa: E402
-from model.train.grpo import GRPOConfig  # noqa: E402
+from kimmy_swarm.cli.parl_training import ParlSettings, run_parl_training  # noqa: E402
+from kimmy_swarm.model.train.grpo import GRPOConfig  # noqa: E402
 
 ICLR_JSON = ROOT.parent / "shared" / "data" / "papers" / "iclr2017_citations_in_2018.json"
 ARMS = ("result", "parl", "no-comp")

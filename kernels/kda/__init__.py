@@ -18,9 +18,9 @@ Triton is imported only when a Triton path runs (`kernels.kda.triton_chunk`,
 
 from __future__ import annotations
 
-from kernels.kda._checks import KDAInputError, l2norm, rel_err
-from kernels.kda.chunk import torch_chunk_kda
-from kernels.kda.dispatch import (
+from kimmy_swarm.kernels.kda._checks import KDAInputError, l2norm, rel_err
+from kimmy_swarm.kernels.kda.chunk import torch_chunk_kda
+from kimmy_swarm.kernels.kda.dispatch import (
     KDAPath,
     chunk_kda,
     fused_recurrent_kda,
@@ -28,7 +28,7 @@ from kernels.kda.dispatch import (
     select_kda_path,
     triton_usable,
 )
-from kernels.kda.naive import causal_conv1d, kda_gate, naive_kda
+from kimmy_swarm.kernels.kda.naive import causal_conv1d, kda_gate, naive_kda
 
 __all__ = [
     "KDAInputError",

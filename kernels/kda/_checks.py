@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
-from kernels.errors import KDAInputError
+from kimmy_swarm.kernels.errors import KDAInputError
 
 __all__ = ["KDAInputError", "KDAShapes", "check_inputs", "l2norm", "rel_err", "seq_bounds"]
 

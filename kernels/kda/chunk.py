@@ -21,8 +21,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from kernels.kda._checks import check_inputs, l2norm, seq_bounds
-from kernels.kda.naive import compute_dtype
+from kimmy_swarm.kernels.kda._checks import check_inputs, l2norm, seq_bounds
+from kimmy_swarm.kernels.kda.naive import compute_dtype
 
 __all__ = ["CHUNK_SIZE", "torch_chunk_kda"]
 

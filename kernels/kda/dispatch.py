@@ -14,9 +14,9 @@ from typing import Literal
 
 import torch
 
-from kernels.kda._checks import KDAInputError
-from kernels.kda.chunk import torch_chunk_kda
-from kernels.kda.naive import naive_kda
+from kimmy_swarm.kernels.kda._checks import KDAInputError
+from kimmy_swarm.kernels.kda.chunk import torch_chunk_kda
+from kimmy_swarm.kernels.kda.naive import naive_kda
 
 __all__ = [
     "DECODE_MAX_LEN",
@@ -125,7 +125,7 @@ def chunk_kda(
         "cu_seqlens": cu_seqlens,
     }
     if _use_triton(q.device.type, backend):
-        from kernels.kda.triton_chunk import triton_chunk_kda  # lazy: needs triton
+        from kimmy_swarm.kernels.kda.triton_chunk import triton_chunk_kda  # lazy: needs triton
 
         return triton_chunk_kda(q, k, v, g, beta, **kw)
     return torch_chunk_kda(q, k, v, g, beta, **kw)
@@ -159,7 +159,7 @@ def fused_recurrent_kda(
         "cu_seqlens": cu_seqlens,
     }
     if _use_triton(q.device.type, backend):
-        from kernels.kda.triton_recurrent import triton_fused_recurrent_kda
+        from kimmy_swarm.kernels.kda.triton_recurrent import triton_fused_recurrent_kda
 
         return triton_fused_recurrent_kda(q, k, v, g, beta, inplace_state=inplace_state, **kw)
     if inplace_state and initial_state is None:

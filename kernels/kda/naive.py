@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from kernels.kda._checks import KDAInputError, check_inputs, l2norm, seq_bounds
+from kimmy_swarm.kernels.kda._checks import KDAInputError, check_inputs, l2norm, seq_bounds
 
 __all__ = ["causal_conv1d", "kda_gate", "naive_kda"]
 

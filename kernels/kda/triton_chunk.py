@@ -7,10 +7,10 @@ from typing import Any
 
 import torch
 
-from kernels.kda._checks import KDAInputError, check_inputs, l2norm
-from kernels.kda._triton_common import ChunkPlan, plan_chunks
-from kernels.kda.triton_chunk_bwd import kda_chunk_backward
-from kernels.kda.triton_chunk_fwd import ForwardResult, kda_chunk_forward
+from kimmy_swarm.kernels.kda._checks import KDAInputError, check_inputs, l2norm
+from kimmy_swarm.kernels.kda._triton_common import ChunkPlan, plan_chunks
+from kimmy_swarm.kernels.kda.triton_chunk_bwd import kda_chunk_backward
+from kimmy_swarm.kernels.kda.triton_chunk_fwd import ForwardResult, kda_chunk_forward
 
 __all__ = ["MAX_K", "KDAChunkFunction", "triton_chunk_kda"]
 

@@ -16,7 +16,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.kda._triton_common import (
+from kimmy_swarm.kernels.kda._triton_common import (
     BC,
     BT,
     ChunkPlan,
@@ -25,7 +25,7 @@ from kernels.kda._triton_common import (
     chunk_bounds,
     dot_precision,
 )
-from kernels.kda.triton_chunk_fwd import ForwardResult, chunk_cumsum
+from kimmy_swarm.kernels.kda.triton_chunk_fwd import ForwardResult, chunk_cumsum
 
 __all__ = ["kda_chunk_backward"]
 

@@ -15,7 +15,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.kda._triton_common import (
+from kimmy_swarm.kernels.kda._triton_common import (
     BC,
     BT,
     ChunkPlan,

@@ -11,8 +11,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.kda._checks import L2NORM_EPS, KDAInputError, check_inputs
-from kernels.kda._triton_common import block_k, block_v
+from kimmy_swarm.kernels.kda._checks import L2NORM_EPS, KDAInputError, check_inputs
+from kimmy_swarm.kernels.kda._triton_common import block_k, block_v
 
 __all__ = ["triton_fused_recurrent_kda"]
 

@@ -18,7 +18,7 @@ from typing import Annotated, Any
 
 import typer
 
-from kimmy.options import DEFAULT_RUNS_DIR, RunsDir, command_group
+from kimmy_swarm.cli.options import DEFAULT_RUNS_DIR, RunsDir, command_group
 
 app = command_group()
 
@@ -28,7 +28,7 @@ INSTALL_HINT = "pip install 'kimmy-swarm[dashboard]'"
 def run_rewards(runs_dir: Path) -> Any:
     """The scorer the dashboard shows for a finished run: `kimmy rewards RUN` at its
     default settings (step 0, linear schedule over 1,000 steps, width 64)."""
-    from agents.graders import score_stored_run
+    from kimmy_swarm.agents.graders import score_stored_run
 
     def score(run_id: str) -> dict[str, Any]:
         scored = score_stored_run(run_id, runs_dir)
@@ -50,7 +50,7 @@ def dashboard_cmd(
     if importlib.util.find_spec("fastapi") is None or importlib.util.find_spec("uvicorn") is None:
         print(f"kimmy dashboard needs the dashboard extra: {INSTALL_HINT}")
         raise typer.Exit(2)
-    from swarm.dashboard import bind, create_app, serve
+    from kimmy_swarm.swarm.dashboard import bind, create_app, serve
 
     server = create_app(runs_dir, rewards=run_rewards(runs_dir))
     sock = bind(host, port)  # a port in use is one error line (exit 2), before any output

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Protocol, TypeVar
 
 import typer
 
-from kimmy.options import (
+from kimmy_swarm.cli.options import (
     DEFAULT_RUNS_DIR,
     ApiKey,
     BaseUrl,
@@ -36,11 +36,11 @@ from kimmy.options import (
 )
 
 if TYPE_CHECKING:
-    from agents.analysis import AnalysisOutcome
-    from agents.pipeline_record import PipelineRecord
-    from agents.review import ReviewOutcome
-    from swarm import EventSink
-    from swarm.llm import LocalModel, ModelEndpoint, OpenAIChat
+    from kimmy_swarm.agents.analysis import AnalysisOutcome
+    from kimmy_swarm.agents.pipeline_record import PipelineRecord
+    from kimmy_swarm.agents.review import ReviewOutcome
+    from kimmy_swarm.swarm import EventSink
+    from kimmy_swarm.swarm.llm import LocalModel, ModelEndpoint, OpenAIChat
 
 app = command_group()
 
@@ -97,7 +97,7 @@ def _client(
     json_lines: bool,
 ) -> OpenAIChat | LocalModel | None:
     """The model the flags name, probed for what it honours (offline: None)."""
-    from kimmy.options import model_client
+    from kimmy_swarm.cli.options import model_client
 
     return model_client(
         base_url, model, api_key, required=False, context_tokens=context_tokens, local=local,
@@ -113,7 +113,7 @@ def _endpoint(
     max_tokens: int | None,
 ) -> ModelEndpoint:
     """How the run reached its model, stored with it (no API key; the URL redacted)."""
-    from swarm.llm import ModelEndpoint
+    from kimmy_swarm.swarm.llm import ModelEndpoint
 
     if client is None:
         return ModelEndpoint()
@@ -138,7 +138,7 @@ def _run_pipeline(
 ) -> None:
     """Run `work(sinks)` (`kimmy.command_work.run_work`; `workflow` names its spans), print
     the summary; exit 1 when anything is missing from the result."""
-    from kimmy.command_work import run_work
+    from kimmy_swarm.cli.command_work import run_work
 
     outcome = run_work(work, client, json_lines, workflow=workflow)
     show(outcome, json_lines, stored=stored)
@@ -185,8 +185,8 @@ def review(
 ) -> None:
     """Literature review of a corpus: review.md, references.bib, report.html, claims.jsonl."""
     _quiet_readers()
-    from agents.review import ReviewConfig, run_review
-    from kimmy.summaries import print_review
+    from kimmy_swarm.agents.review import ReviewConfig, run_review
+    from kimmy_swarm.cli.summaries import print_review
 
     options = {
         "corpus": corpus,
@@ -236,8 +236,8 @@ def analyze(
     json_lines: Json = False,
 ) -> None:
     """Batch data analysis: one analyst per (dataset, question), all in parallel."""
-    from agents.analysis import AnalysisConfig, run_analysis
-    from kimmy.summaries import print_analysis
+    from kimmy_swarm.agents.analysis import AnalysisConfig, run_analysis
+    from kimmy_swarm.cli.summaries import print_analysis
 
     options = {
         "datasets": list(datasets),
@@ -269,7 +269,7 @@ def _resume_client(
 ) -> OpenAIChat | LocalModel | None:
     """The model a stored pipeline run called: its endpoint's, or the one the flags name;
     capped and adapted to as the run's was (its capabilities are not probed again)."""
-    from kimmy.options import fail, model_client, stored_base_url
+    from kimmy_swarm.cli.options import fail, model_client, stored_base_url
 
     endpoint = record.endpoint
     tokens = context_tokens or endpoint.context_tokens
@@ -313,7 +313,7 @@ def resume_pipeline_run(
 ) -> None:
     """`kimmy resume` of a `kimmy review` / `kimmy analyze` run: the same roles and model,
     finished subtasks reused, the files written as an unbroken run writes them."""
-    from agents.pipelines import pipeline_record
+    from kimmy_swarm.agents.pipelines import pipeline_record
 
     record = pipeline_record(settings)
     assert record is not None
@@ -321,8 +321,8 @@ def resume_pipeline_run(
     client = _resume_client(record, run_id, base_url, model, api_key, context_tokens, call_timeout)
     if record.settings.kind == "review":
         _quiet_readers()
-        from agents.review import resume_review
-        from kimmy.summaries import print_review
+        from kimmy_swarm.agents.review import resume_review
+        from kimmy_swarm.cli.summaries import print_review
 
         _run_pipeline(
             lambda sinks: resume_review(
@@ -331,8 +331,8 @@ def resume_pipeline_run(
             client, print_review, json_lines, stored=True, workflow="kimmy resume",
         )  # fmt: skip
         return
-    from agents.analysis import resume_analysis
-    from kimmy.summaries import print_analysis
+    from kimmy_swarm.agents.analysis import resume_analysis
+    from kimmy_swarm.cli.summaries import print_analysis
 
     _run_pipeline(
         lambda sinks: resume_analysis(
@@ -350,23 +350,23 @@ class _DemoPrinter:
 
     @contextmanager
     def progress(self) -> Iterator[Sequence[EventSink]]:
-        from swarm.progress import make_progress
+        from kimmy_swarm.swarm.progress import make_progress
 
         with make_progress(json=self.json_lines) as sink:
             yield [sink]
 
     def step(self, text: str) -> None:
-        from kimmy.summaries import say
+        from kimmy_swarm.cli.summaries import say
 
         say(text, self.json_lines)
 
     def analysis_done(self, outcome: AnalysisOutcome) -> None:
-        from kimmy.summaries import print_analysis
+        from kimmy_swarm.cli.summaries import print_analysis
 
         print_analysis(outcome, self.json_lines, stored=self.stored)
 
     def review_done(self, outcome: ReviewOutcome) -> None:
-        from kimmy.summaries import print_review
+        from kimmy_swarm.cli.summaries import print_review
 
         print_review(outcome, self.json_lines, stored=self.stored)
 
@@ -381,8 +381,8 @@ def demo(
     """The main job, offline: batch analysis of bundled datasets + a literature review of the
     documentation installed with Python and its packages."""
     _quiet_readers()
-    from agents.demo import run_demo
-    from kimmy.interrupts import stop_on_signals
+    from kimmy_swarm.agents.demo import run_demo
+    from kimmy_swarm.cli.interrupts import stop_on_signals
 
     printer = _DemoPrinter(json_lines, stored=store)
     with stop_on_signals():  # Ctrl-C exits 130, SIGTERM 143; finished work is stored

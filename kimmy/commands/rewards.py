@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kimmy.options import (
+from kimmy_swarm.cli.options import (
     DEFAULT_RUNS_DIR,
     ApiKey,
     BaseUrl,
@@ -27,8 +27,8 @@ from kimmy.options import (
 )
 
 if TYPE_CHECKING:
-    from agents.graders import StoredRunScore
-    from rewards.export import RolloutRecord
+    from kimmy_swarm.agents.graders import StoredRunScore
+    from kimmy_swarm.rewards.export import RolloutRecord
 
 app = command_group()
 
@@ -63,8 +63,8 @@ def _scored(
     run: str, runs_dir: Path, *, step: int, schedule: ScheduleKind, total_steps: int, width: int
 ) -> StoredRunScore:
     """A stored run scored by its pipeline's grader, the λs annealed by `schedule`."""
-    from agents.graders import score_stored_run
-    from rewards.parl import Schedule
+    from kimmy_swarm.agents.graders import score_stored_run
+    from kimmy_swarm.rewards.parl import Schedule
 
     sched = Schedule(kind=schedule.value, total_steps=total_steps)
     return score_stored_run(run, runs_dir, step=step, schedule=sched, width=width)
@@ -183,10 +183,10 @@ def rollouts_cmd(
     import asyncio
     import tempfile
 
-    from kimmy.options import model_client
-    from kimmy.tasks import read_task, task_runner
-    from rewards.export import build_group, write_rollouts
-    from swarm.runtime import new_run_id
+    from kimmy_swarm.cli.options import model_client
+    from kimmy_swarm.cli.tasks import read_task, task_runner
+    from kimmy_swarm.rewards.export import build_group, write_rollouts
+    from kimmy_swarm.swarm.runtime import new_run_id
 
     task = read_task(task_file)
     runner = task_runner(task, task_file.resolve().parent)

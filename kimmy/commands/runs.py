@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from kimmy.options import (
+from kimmy_swarm.cli.options import (
     DEFAULT_RUNS_DIR,
     ApiKey,
     BaseUrl,
@@ -33,8 +33,8 @@ from kimmy.options import (
 )
 
 if TYPE_CHECKING:
-    from swarm import EventSink, Plan, RunConfig, Swarm
-    from swarm.schema import RunResult
+    from kimmy_swarm.swarm import EventSink, Plan, RunConfig, Swarm
+    from kimmy_swarm.swarm.schema import RunResult
 
 app = command_group()
 
@@ -49,8 +49,8 @@ def _positive(value: float | None) -> float | None:
 
 def _swarm(config: RunConfig, runs_dir: Path | None) -> Swarm:
     """A swarm of the built-in roles; its model is attached once the server answered."""
-    from agents import builtin_roles, install
-    from swarm import Swarm
+    from kimmy_swarm.agents import builtin_roles, install
+    from kimmy_swarm.swarm import Swarm
 
     swarm = Swarm(config=config, runs_dir=runs_dir)
     install(swarm, builtin_roles(), policy="model")
@@ -66,7 +66,7 @@ def _checked_plan(path: Path, swarm: Swarm) -> Plan:
         PlanValidationError: not JSON, a repeated key, too deep, not a plan, not a DAG,
             unknown roles or schemas (`swarm.planfile.parse_plan`, `Swarm.check`).
     """
-    from swarm.planfile import load_plan
+    from kimmy_swarm.swarm.planfile import load_plan
 
     plan = load_plan(path)
     swarm.check(plan)
@@ -82,8 +82,8 @@ def _attach(
     local: str | None = None,
     call_timeout: float | None = None,
 ) -> None:
-    from kimmy.options import model_client
-    from swarm.llm import redact_url
+    from kimmy_swarm.cli.options import model_client
+    from kimmy_swarm.swarm.llm import redact_url
 
     client = model_client(
         base_url,
@@ -109,7 +109,7 @@ def _execute(
 ) -> RunResult:
     """`work(sinks)` the way every command runs its work (`kimmy.command_work.run_work`:
     the progress view, spans, Ctrl-C / SIGTERM), then the swarm closed."""
-    from kimmy.command_work import run_work
+    from kimmy_swarm.cli.command_work import run_work
 
     try:
         return run_work(work, swarm.model, json_lines, workflow=workflow)
@@ -118,8 +118,8 @@ def _execute(
 
 
 def _finish(result: RunResult, json_lines: bool, runs_dir: Path | None) -> None:
-    from kimmy.show import print_run_summary
-    from swarm.schema import RunStatus
+    from kimmy_swarm.cli.show import print_run_summary
+    from kimmy_swarm.swarm.schema import RunStatus
 
     if not json_lines:
         print_run_summary(result, runs_dir)
@@ -203,8 +203,8 @@ def run(
     ] = None,
 ) -> None:
     """Run a plan: one sub-agent per subtask, dependencies first."""
-    from swarm import FailurePolicy, RateLimit, RunConfig
-    from swarm.transcript_capture import TranscriptCapture
+    from kimmy_swarm.swarm import FailurePolicy, RateLimit, RunConfig
+    from kimmy_swarm.swarm.transcript_capture import TranscriptCapture
 
     config = RunConfig(
         max_concurrency=max_concurrency,
@@ -253,20 +253,20 @@ def resume(
     json_lines: Json = False,
 ) -> None:
     """Continue a stored run: finished subtasks are reused, the rest runs."""
-    from agents.pipeline_record import record_kind
-    from swarm import RunConfig
-    from swarm.store import RunStore
+    from kimmy_swarm.agents.pipeline_record import record_kind
+    from kimmy_swarm.swarm import RunConfig
+    from kimmy_swarm.swarm.store import RunStore
 
     with RunStore(runs_dir, create=False) as store:
         stored = store.load_run(run_id)
     kind = record_kind(stored.settings)
     if kind == "solve" or "solve" in stored.settings:  # `kimmy swarm`: its orchestrator goes on
-        from kimmy.commands.solve import resume_swarm
+        from kimmy_swarm.cli.commands.solve import resume_swarm
 
         resume_swarm(stored.run_id, runs_dir, stored.settings, json_lines, api_key, call_timeout)
         return
     if kind is not None:  # a `kimmy review` / `kimmy analyze` run
-        from kimmy.commands.pipelines import resume_pipeline_run
+        from kimmy_swarm.cli.commands.pipelines import resume_pipeline_run
 
         resume_pipeline_run(
             stored.run_id, runs_dir, stored.settings, json_lines, base_url=base_url,
@@ -309,7 +309,7 @@ def runs_cmd(
     json_lines: Json = False,
 ) -> None:
     """List stored runs, newest first."""
-    from kimmy.show import show_runs
+    from kimmy_swarm.cli.show import show_runs
 
     show_runs(runs_dir, limit=limit, json_lines=json_lines)
 
@@ -334,11 +334,11 @@ def show(
 ) -> None:
     """Show a stored run: status, counts by status and role, usage, failures."""
     if agent is not None:
-        from kimmy.show_transcript import show_transcript
+        from kimmy_swarm.cli.show_transcript import show_transcript
 
         show_transcript(runs_dir, run_id, agent, json_lines=json_lines)
         return
-    from kimmy.show import show_run
+    from kimmy_swarm.cli.show import show_run
 
     show_run(runs_dir, run_id, events=events, output=output, json_lines=json_lines)
 
@@ -346,8 +346,8 @@ def show(
 @app.command("validate")
 def validate(plan: Annotated[Path, typer.Argument(help="Plan file (JSON).")]) -> None:
     """Check a plan file as `kimmy run` would (built-in roles and schemas); print its shape."""
-    from swarm import RunConfig
-    from swarm.dag import build_graph, critical_path, topological_generations
+    from kimmy_swarm.swarm import RunConfig
+    from kimmy_swarm.swarm.dag import build_graph, critical_path, topological_generations
 
     graph = build_graph(_checked_plan(plan, _swarm(RunConfig(), None)).subtasks)
     gens = topological_generations(graph)

@@ -31,7 +31,7 @@ from typing import Annotated
 
 import typer
 
-from kimmy.options import command_group, fail, int_option
+from kimmy_swarm.cli.options import command_group, fail, int_option
 
 app = command_group()
 
@@ -54,8 +54,8 @@ def _run_vllm(
 ) -> int:
     """`vllm serve MODEL_DIR` in the foreground (served under the folder's name, as here);
     `--max-num-seqs` and `--page-size` go to vLLM as `--max-num-seqs` and `--block-size`."""
-    from model.errors import KimiModelError
-    from model.serve.vllm_launch import run_vllm
+    from kimmy_swarm.model.errors import KimiModelError
+    from kimmy_swarm.model.serve.vllm_launch import run_vllm
 
     flags = ["--max-num-seqs", str(max_num_seqs), "--block-size", str(page_size)]
     try:
@@ -167,8 +167,8 @@ def serve_cmd(
             page_size=page_size, tensor_parallel_size=tensor_parallel_size,
         )  # fmt: skip
         raise typer.Exit(code)
-    from model.errors import KimiModelError
-    from model.serve.factory import build_engine, load_source
+    from kimmy_swarm.model.errors import KimiModelError
+    from kimmy_swarm.model.serve.factory import build_engine, load_source
 
     try:
         loaded = load_source("tiny" if model_dir is None else model_dir)
@@ -179,8 +179,8 @@ def serve_cmd(
     except KimiModelError as e:
         raise fail(str(e)) from e
     name, what = loaded.name, loaded.description
-    from model.serve.async_engine import AsyncEngine
-    from model.serve.server import create_app, serve
+    from kimmy_swarm.model.serve.async_engine import AsyncEngine
+    from kimmy_swarm.model.serve.server import create_app, serve
 
     server = create_app(AsyncEngine(llm, model_name=name), model_name=name, api_key=api_key)
     key = ", API key required" if api_key else ""

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from kimmy.options import (
+from kimmy_swarm.cli.options import (
     DEFAULT_RUNS_DIR,
     ApiKey,
     BaseUrl,
@@ -34,8 +34,8 @@ from kimmy.options import (
 )
 
 if TYPE_CHECKING:
-    from agents.orchestrator import SolveOutcome
-    from swarm.llm.endpoint import ModelEndpoint
+    from kimmy_swarm.agents.orchestrator import SolveOutcome
+    from kimmy_swarm.swarm.llm.endpoint import ModelEndpoint
 
 app = command_group()
 
@@ -53,7 +53,7 @@ def open_model(
     kind = source.get("kind")
     if kind == "offline":
         return None
-    from kimmy.options import model_client, stored_base_url
+    from kimmy_swarm.cli.options import model_client, stored_base_url
 
     if kind == "http":
         url = stored_base_url(source.get("base_url"))
@@ -69,7 +69,7 @@ def _source(
 ) -> dict[str, Any]:
     import os
 
-    from kimmy.options import fail
+    from kimmy_swarm.cli.options import fail
 
     given = sum([bool(base_url or model), local is not None, tiny])
     if given > 1:
@@ -85,7 +85,7 @@ def _source(
 
 def _endpoint_of(source: dict[str, Any]) -> ModelEndpoint:
     """How the run reached its model, stored with it (`tiny` is the local source `tiny`)."""
-    from swarm.llm.endpoint import ModelEndpoint
+    from kimmy_swarm.swarm.llm.endpoint import ModelEndpoint
 
     kind = source["kind"]
     if kind == "http":
@@ -134,7 +134,7 @@ def run_with_progress(
 ) -> None:
     """Run `work(sinks)` (`kimmy.command_work.run_work`; `workflow` names its spans), print,
     set the exit."""
-    from kimmy.command_work import run_work
+    from kimmy_swarm.cli.command_work import run_work
 
     outcome = run_work(work, model, json_lines, workflow=workflow)
     print_solve(outcome, json_lines, stored=stored)
@@ -182,7 +182,7 @@ def swarm_cmd(
     json_lines: Json = False,
 ) -> None:
     """A goal in words: the orchestrator creates sub-agents, runs them in parallel, answers."""
-    from agents.orchestrator import SolveConfig, run_solve
+    from kimmy_swarm.agents.orchestrator import SolveConfig, run_solve
 
     source = _source(base_url, model, local, tiny)
     config = SolveConfig(
@@ -192,13 +192,13 @@ def swarm_cmd(
         defaults={"year": year} if year is not None else None,
     )  # fmt: skip
     if source["kind"] == "offline" and config.corpus is None and not config.datasets:
-        from agents.orchestrator import offline_rules
-        from agents.pipeline import RunResources
+        from kimmy_swarm.agents.orchestrator import offline_rules
+        from kimmy_swarm.agents.pipeline import RunResources
 
         offline_rules(config.goal, RunResources())  # one clear line, nothing loaded
     client = open_model(source, api_key, call_timeout)
     if source["kind"] == "http" and client is not None:
-        from swarm.llm import redact_url
+        from kimmy_swarm.swarm.llm import redact_url
 
         # stored with the run: credentials in the URL masked (the client keeps the real one)
         source = {"kind": "http", "base_url": redact_url(client.base_url), "model": client.name}
@@ -215,9 +215,9 @@ def swarm_cmd(
 def resume_swarm(run_id: str, runs_dir: Path, settings: dict[str, Any], json_lines: bool,
                  api_key: str | None, call_timeout: float | None = None) -> None:  # fmt: skip
     """`kimmy resume` of a `kimmy swarm` run: the same model, the conversation restored."""
-    from agents.orchestrator import SolveSettings, resume_solve
-    from agents.pipeline_record import parse_record
-    from swarm.llm.endpoint import ModelEndpoint
+    from kimmy_swarm.agents.orchestrator import SolveSettings, resume_solve
+    from kimmy_swarm.agents.pipeline_record import parse_record
+    from kimmy_swarm.swarm.llm.endpoint import ModelEndpoint
 
     record = parse_record(settings, SolveSettings)  # None: stored by an earlier version
     client = open_model(_source_of(record.endpoint if record else ModelEndpoint()), api_key,

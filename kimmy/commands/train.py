@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from kimmy.options import command_group, fail, int_option
+from kimmy_swarm.cli.options import command_group, fail, int_option
 
 if TYPE_CHECKING:
-    from model.train.loop import TrainResult
+    from kimmy_swarm.model.train.loop import TrainResult
 
 __all__ = ["EVAL_FRACTION", "app", "lm_cmd", "parl_cmd"]
 
@@ -57,7 +57,7 @@ class ResidualName(StrEnum):
 def _device(name: str) -> str:
     import torch
 
-    from model.errors import ModelConfigError
+    from kimmy_swarm.model.errors import ModelConfigError
 
     if name == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
@@ -74,14 +74,15 @@ def _run(paths: list[Path], out: Path, opts: dict[str, Any]) -> TrainResult:
     """Read the corpus, build or reload tokenizer and model, train; user errors propagate."""
     import torch
 
-    from model.config import KimiLinearConfig
-    from model.errors import CheckpointError
-    from model.modeling import KimiLinearForCausalLM
-    from model.presets import model_config
-    from model.tokenizer import load_tokenizer, train_bpe_tokenizer
-    from model.train.data import python_docs_texts, read_text_corpus, tokenize_corpus
-    from model.train.loop import TrainConfig, train
-    from model.train.run_folder import latest_checkpoint
+    from kimmy_swarm.model.config import KimiLinearConfig
+    from kimmy_swarm.model.errors import CheckpointError
+    from kimmy_swarm.model.modeling import KimiLinearForCausalLM
+    from kimmy_swarm.model.presets import model_config
+    from kimmy_swarm.model.python_docs import python_docs_texts
+    from kimmy_swarm.model.tokenizer import load_tokenizer, train_bpe_tokenizer
+    from kimmy_swarm.model.train.data import read_text_corpus, tokenize_corpus
+    from kimmy_swarm.model.train.loop import TrainConfig, train
+    from kimmy_swarm.model.train.run_folder import latest_checkpoint
 
     device = _device(opts.pop("device"))
     texts = read_text_corpus(paths, on_skip=_skipped) if paths else python_docs_texts()
@@ -142,7 +143,7 @@ def lm_cmd(
     ] = ResidualName.standard,
 ) -> None:
     """Train a small Kimi Linear LM on local text, with eval loss, checkpoints and resume."""
-    from model.errors import KimiModelError
+    from kimmy_swarm.model.errors import KimiModelError
 
     opts: dict[str, Any] = {
         "preset": preset.value, "layers": layers, "hidden": hidden, "residual": residual.value,
@@ -210,10 +211,10 @@ def parl_cmd(
     seed: Annotated[int, int_option("Seed of the tasks and samples.", low=0)] = 0,
 ) -> None:
     """Train an orchestrator to spawn sub-agents with GRPO and PARL rewards (frozen sub-agents)."""
-    from kimmy.parl_training import ParlSettings, run_parl_training, step_line
-    from model.errors import KimiModelError
-    from model.train.grpo import GRPOConfig
-    from swarm.errors import UserError
+    from kimmy_swarm.cli.parl_training import ParlSettings, run_parl_training, step_line
+    from kimmy_swarm.model.errors import KimiModelError
+    from kimmy_swarm.model.train.grpo import GRPOConfig
+    from kimmy_swarm.swarm.errors import UserError
 
     try:
         settings = ParlSettings(

@@ -7,10 +7,10 @@ The math lives in pure functions (`newton_schulz`, `muon_update`, `rms_match_sca
 `qk_clip_`); `MuonClip` only keeps state and wires them to a model's parameters.
 """
 
-from model.optim.groups import ParamSplit, split_params
-from model.optim.muonclip import MuonClip
-from model.optim.newton_schulz import muon_update, newton_schulz, rms_match_scale
-from model.optim.qk_clip import QKClipResult, find_mla_layers, qk_clip_
+from kimmy_swarm.model.optim.groups import ParamSplit, split_params
+from kimmy_swarm.model.optim.muonclip import MuonClip
+from kimmy_swarm.model.optim.newton_schulz import muon_update, newton_schulz, rms_match_scale
+from kimmy_swarm.model.optim.qk_clip import QKClipResult, find_mla_layers, qk_clip_
 
 __all__ = [
     "MuonClip",

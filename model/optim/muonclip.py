@@ -15,10 +15,10 @@ from typing import Any
 import torch
 from torch import nn
 
-from model.errors import CheckpointError, ModelConfigError
-from model.optim.groups import ParamSplit, split_params, uses_weight_decay
-from model.optim.newton_schulz import muon_update, rms_match_scale
-from model.optim.qk_clip import QKClipResult, find_mla_layers, qk_clip_
+from kimmy_swarm.model.errors import CheckpointError, ModelConfigError
+from kimmy_swarm.model.optim.groups import ParamSplit, split_params, uses_weight_decay
+from kimmy_swarm.model.optim.newton_schulz import muon_update, rms_match_scale
+from kimmy_swarm.model.optim.qk_clip import QKClipResult, find_mla_layers, qk_clip_
 
 __all__ = ["MuonClip"]
 

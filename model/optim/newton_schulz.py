@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import torch
 
-from model.errors import ModelConfigError
+from kimmy_swarm.model.errors import ModelConfigError
 
 __all__ = ["NS_COEFFICIENTS", "muon_update", "newton_schulz", "rms_match_scale"]
 

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from model.errors import ModelConfigError
-from model.mla import MLAttention
+from kimmy_swarm.model.errors import ModelConfigError
+from kimmy_swarm.model.mla import MLAttention
 
 __all__ = ["QKClipResult", "find_mla_layers", "qk_clip_"]
 

@@ -19,7 +19,7 @@ from typing import Any
 from starlette.exceptions import HTTPException
 from starlette.types import Message, Receive
 
-from model.serve._server_io import ApiError, too_large
+from kimmy_swarm.model.serve._server_io import ApiError, too_large
 
 __all__ = ["DEFAULT_BODY_TIMEOUT_S", "MAX_JSON_DEPTH", "limited_receive", "parse_json_object"]
 

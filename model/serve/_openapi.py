@@ -15,7 +15,7 @@ from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
-from model.serve.protocol import (
+from kimmy_swarm.model.serve.protocol import (
     ChatCompletion,
     ChatCompletionChunk,
     ChatCompletionRequest,

@@ -16,10 +16,10 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ValidationError
 from starlette.types import Receive, Scope, Send
 
-from model.errors import EngineOverloadedError
-from model.serve.async_engine import RequestStream
-from model.serve.chat import OutputMode, assistant_message, token_logprob
-from model.serve.protocol import (
+from kimmy_swarm.model.errors import EngineOverloadedError
+from kimmy_swarm.model.serve.async_engine import RequestStream
+from kimmy_swarm.model.serve.chat import OutputMode, assistant_message, token_logprob
+from kimmy_swarm.model.serve.protocol import (
     ChatChoice,
     ChatCompletion,
     ChatCompletionChunk,
@@ -36,8 +36,8 @@ from model.serve.protocol import (
     ToolCallDelta,
     Usage,
 )
-from model.serve.types import TokenEvent
-from model.tokenizer import Tokenizer
+from kimmy_swarm.model.serve.types import TokenEvent
+from kimmy_swarm.model.tokenizer import Tokenizer
 
 _T = TypeVar("_T")
 DONE = b"data: [DONE]\n\n"

@@ -24,9 +24,9 @@ from collections import deque
 from collections.abc import AsyncIterator
 from typing import Any
 
-from model.errors import EngineOverloadedError, KimiModelError
-from model.serve.engine import LLMEngine
-from model.serve.types import EngineStats, GenerationParams, TokenEvent
+from kimmy_swarm.model.errors import EngineOverloadedError, KimiModelError
+from kimmy_swarm.model.serve.engine import LLMEngine
+from kimmy_swarm.model.serve.types import EngineStats, GenerationParams, TokenEvent
 
 __all__ = ["AsyncEngine", "EngineStoppedError", "RequestStream"]
 

@@ -34,8 +34,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from model.errors import GenerationError
-from model.serve.protocol import (
+from kimmy_swarm.model.errors import GenerationError
+from kimmy_swarm.model.serve.protocol import (
     AssistantMessage,
     ChatCompletionRequest,
     ChatMessage,
@@ -47,9 +47,9 @@ from model.serve.protocol import (
     ToolCallOut,
     TopLogprobOut,
 )
-from model.serve.structured import schema_for_tool_choice
-from model.serve.types import GenerationParams, TokenEvent, TopToken
-from model.tokenizer import Tokenizer
+from kimmy_swarm.model.serve.structured import schema_for_tool_choice
+from kimmy_swarm.model.serve.types import GenerationParams, TokenEvent, TopToken
+from kimmy_swarm.model.tokenizer import Tokenizer
 
 __all__ = [
     "TOOLS_HEADER",

@@ -24,14 +24,14 @@ from typing import Any
 
 import torch
 
-from model.errors import EngineOverloadedError, GenerationError
-from model.serve.kv_layout import layout_for
-from model.serve.pages import PagePool
-from model.serve.runner import ModelRunner
-from model.serve.sampling import RequestSampler, SampledToken, sample_batch
-from model.serve.scheduler import Scheduler
-from model.serve.sequence import SeqStatus, Sequence
-from model.serve.types import (
+from kimmy_swarm.model.errors import EngineOverloadedError, GenerationError
+from kimmy_swarm.model.serve.kv_layout import layout_for
+from kimmy_swarm.model.serve.pages import PagePool
+from kimmy_swarm.model.serve.runner import ModelRunner
+from kimmy_swarm.model.serve.sampling import RequestSampler, SampledToken, sample_batch
+from kimmy_swarm.model.serve.scheduler import Scheduler
+from kimmy_swarm.model.serve.sequence import SeqStatus, Sequence
+from kimmy_swarm.model.serve.types import (
     EngineConfig,
     EngineStats,
     GenerationParams,

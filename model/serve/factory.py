@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from model.serve.engine import LLMEngine
-    from model.tokenizer import Tokenizer
+    from kimmy_swarm.model.serve.engine import LLMEngine
+    from kimmy_swarm.model.tokenizer import Tokenizer
 
 __all__ = [
     "DEFAULT_KV_CACHE_BYTES",
@@ -63,10 +63,10 @@ def load_model_dir(folder: Path) -> tuple[Any, Tokenizer]:
 
     import torch
 
-    from model.errors import CheckpointError, ModelConfigError
-    from model.llama import LLAMA_MODEL_TYPES, LlamaForCausalLM
-    from model.modeling import KimiLinearForCausalLM
-    from model.tokenizer import load_tokenizer
+    from kimmy_swarm.model.errors import CheckpointError, ModelConfigError
+    from kimmy_swarm.model.llama import LLAMA_MODEL_TYPES, LlamaForCausalLM
+    from kimmy_swarm.model.modeling import KimiLinearForCausalLM
+    from kimmy_swarm.model.tokenizer import load_tokenizer
 
     if not folder.is_dir():
         raise CheckpointError(f"MODEL_DIR {folder} is not a folder")
@@ -92,7 +92,7 @@ def load_gguf_file(path: Path) -> tuple[Any, Tokenizer]:
     Raises:
         GGUFError: the file is not readable GGUF or its architecture is not supported.
     """
-    from model.gguf_loader import load_gguf
+    from kimmy_swarm.model.gguf_loader import load_gguf
 
     model, tokenizer, _ = load_gguf(path)
     return on_gpu_if_any(model), tokenizer
@@ -108,8 +108,8 @@ def load_source(source: str | Path) -> LoadedModel:
             weights or tokenizer.
         ModelConfigError: a folder whose config.json is missing or invalid.
     """
-    from model.errors import CheckpointError
-    from model.gguf_loader import bundled_smollm2
+    from kimmy_swarm.model.errors import CheckpointError
+    from kimmy_swarm.model.gguf_loader import bundled_smollm2
 
     text, path = str(source), Path(source)
     if path.is_file() and path.suffix.lower() == ".gguf":
@@ -137,7 +137,7 @@ def load_source(source: str | Path) -> LoadedModel:
 def load_tiny(*, seed: int = 0) -> tuple[Any, Tokenizer, str]:
     """The `kimmy serve --tiny` model (`model.presets.tiny_model`, weights from `seed`, on
     the CPU), its tokenizer and its served name."""
-    from model.presets import TINY_MODEL_NAME, tiny_model, tiny_tokenizer
+    from kimmy_swarm.model.presets import TINY_MODEL_NAME, tiny_model, tiny_tokenizer
 
     tokenizer = tiny_tokenizer()
     return tiny_model(tokenizer, seed=seed), tokenizer, TINY_MODEL_NAME
@@ -167,10 +167,10 @@ def build_engine(
     `DEFAULT_KV_CACHE_BYTES`; there is a KDA state slot per running sequence plus 64 for
     shared-prefix checkpoints. Other `options` are `EngineConfig` fields.
     """
-    from model.serve.engine import LLMEngine
-    from model.serve.kv_layout import layout_for
-    from model.serve.structured import GrammarCache
-    from model.serve.types import EngineConfig
+    from kimmy_swarm.model.serve.engine import LLMEngine
+    from kimmy_swarm.model.serve.kv_layout import layout_for
+    from kimmy_swarm.model.serve.structured import GrammarCache
+    from kimmy_swarm.model.serve.types import EngineConfig
 
     layout = layout_for(model)
     context = layout.context_length

@@ -20,12 +20,12 @@ from typing import Any, Protocol
 
 import torch
 
-from model.cache import HybridCache, KDAState, MLAState
-from model.errors import ModelConfigError
-from model.llama import LlamaCache, LlamaForCausalLM
-from model.modeling import KimiLinearForCausalLM
-from model.serve.pages import PagePool
-from model.serve.slots import StatePool
+from kimmy_swarm.model.cache import HybridCache, KDAState, MLAState
+from kimmy_swarm.model.errors import ModelConfigError
+from kimmy_swarm.model.llama import LlamaCache, LlamaForCausalLM
+from kimmy_swarm.model.modeling import KimiLinearForCausalLM
+from kimmy_swarm.model.serve.pages import PagePool
+from kimmy_swarm.model.serve.slots import StatePool
 
 __all__ = ["CacheLayout", "GQALayout", "HybridLayout", "layout_for"]
 

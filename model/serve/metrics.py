@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry, Counter, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from model.serve.types import EngineStats
+from kimmy_swarm.model.serve.types import EngineStats
 
 __all__ = ["CONTENT_TYPE", "ServerMetrics"]
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from model.errors import ModelConfigError
+from kimmy_swarm.model.errors import ModelConfigError
 
 __all__ = ["PagePool", "page_hashes"]
 

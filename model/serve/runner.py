@@ -16,10 +16,10 @@ from typing import Any
 
 import torch
 
-from model.serve.kv_layout import CacheLayout
-from model.serve.pages import PagePool
-from model.serve.sequence import Sequence
-from model.serve.slots import StatePool
+from kimmy_swarm.model.serve.kv_layout import CacheLayout
+from kimmy_swarm.model.serve.pages import PagePool
+from kimmy_swarm.model.serve.sequence import Sequence
+from kimmy_swarm.model.serve.slots import StatePool
 
 __all__ = ["ModelRunner"]
 

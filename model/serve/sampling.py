@@ -20,10 +20,10 @@ from typing import Protocol
 
 import torch
 
-from model.errors import GenerationError
-from model.generation import SamplingParams, sample_next
-from model.serve.types import FinishReason, GenerationParams, TopToken
-from model.tokenizer import Tokenizer
+from kimmy_swarm.model.errors import GenerationError
+from kimmy_swarm.model.generation import SamplingParams, sample_next
+from kimmy_swarm.model.serve.types import FinishReason, GenerationParams, TopToken
+from kimmy_swarm.model.tokenizer import Tokenizer
 
 __all__ = ["MIN_TOP_P", "GrammarMatcherLike", "RequestSampler", "SampledToken", "sample_batch"]
 

@@ -17,10 +17,10 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 
-from model.serve.pages import ROOT_HASH, PagePool, page_hashes
-from model.serve.sequence import SeqStatus, Sequence
-from model.serve.slots import StatePool
-from model.serve.types import EngineConfig
+from kimmy_swarm.model.serve.pages import ROOT_HASH, PagePool, page_hashes
+from kimmy_swarm.model.serve.sequence import SeqStatus, Sequence
+from kimmy_swarm.model.serve.slots import StatePool
+from kimmy_swarm.model.serve.types import EngineConfig
 
 __all__ = ["Batch", "Scheduler"]
 

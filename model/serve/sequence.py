@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from model.serve.pages import ROOT_HASH
-from model.serve.types import FinishReason, GenerationParams
+from kimmy_swarm.model.serve.pages import ROOT_HASH
+from kimmy_swarm.model.serve.types import FinishReason, GenerationParams
 
 __all__ = ["SeqStatus", "Sequence"]
 

@@ -37,21 +37,21 @@ from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException
 from starlette.types import Receive, Scope, Send
 
-from model.errors import CheckpointError, EngineOverloadedError, GenerationError
-from model.serve import _server_io as io
-from model.serve._body import DEFAULT_BODY_TIMEOUT_S, limited_receive, parse_json_object
-from model.serve._openapi import install_openapi
-from model.serve._server_io import ApiError
-from model.serve.async_engine import AsyncEngine, EngineStoppedError, RequestStream
-from model.serve.chat import generation_params, output_mode, render_chat
-from model.serve.metrics import CONTENT_TYPE, ServerMetrics
-from model.serve.protocol import (
+from kimmy_swarm.model.errors import CheckpointError, EngineOverloadedError, GenerationError
+from kimmy_swarm.model.serve import _server_io as io
+from kimmy_swarm.model.serve._body import DEFAULT_BODY_TIMEOUT_S, limited_receive, parse_json_object
+from kimmy_swarm.model.serve._openapi import install_openapi
+from kimmy_swarm.model.serve._server_io import ApiError
+from kimmy_swarm.model.serve.async_engine import AsyncEngine, EngineStoppedError, RequestStream
+from kimmy_swarm.model.serve.chat import generation_params, output_mode, render_chat
+from kimmy_swarm.model.serve.metrics import CONTENT_TYPE, ServerMetrics
+from kimmy_swarm.model.serve.protocol import (
     ChatCompletionRequest,
     CompletionRequest,
     ModelCard,
     ModelList,
 )
-from model.serve.types import GenerationParams, TokenEvent
+from kimmy_swarm.model.serve.types import GenerationParams, TokenEvent
 
 __all__ = [
     "DEFAULT_BODY_TIMEOUT_S", "DEFAULT_MAX_BODY_BYTES", "ApiError", "ServerThread",

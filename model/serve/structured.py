@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from model.errors import GenerationError, ModelConfigError
-from model.tokenizer import HFTokenizer, TiktokenTokenizer, Tokenizer
+from kimmy_swarm.model.errors import GenerationError, ModelConfigError
+from kimmy_swarm.model.tokenizer import HFTokenizer, TiktokenTokenizer, Tokenizer
 
 if TYPE_CHECKING:
     import xgrammar as xgr

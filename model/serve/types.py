@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from model.errors import GenerationError, ModelConfigError
+from kimmy_swarm.model.errors import GenerationError, ModelConfigError
 
 __all__ = [
     "GREEDY_BELOW_TEMPERATURE",

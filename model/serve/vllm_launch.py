@@ -29,9 +29,9 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from model.config import KimiLinearConfig
-from model.errors import CheckpointError, KimiModelError, ModelConfigError
-from model.vllm_plugin import ENTRY_POINT, ENTRY_POINT_GROUP, ENTRY_POINT_NAME
+from kimmy_swarm.model.config import KimiLinearConfig
+from kimmy_swarm.model.errors import CheckpointError, KimiModelError, ModelConfigError
+from kimmy_swarm.model.vllm_plugin import ENTRY_POINT, ENTRY_POINT_GROUP, ENTRY_POINT_NAME
 
 __all__ = [
     "VLLMNotAvailableError",

@@ -3,7 +3,7 @@ eval loss, metrics JSONL, HF-format checkpoints and exact resume (`loop`). The c
 `kimmy train lm`, is `kimmy.commands.train`; its model sizes are `model.presets`. GRPO of a
 policy on our serving engine (`grpo`): `kimmy train parl`.
 
-    from model.train import TrainConfig, python_docs_texts, tokenize_corpus, train
+    from kimmy_swarm.model.train import TrainConfig, python_docs_texts, tokenize_corpus, train
     data = tokenize_corpus(python_docs_texts(), tokenizer)
     train_part, eval_part = data.split(0.1)
     result = train(lm, train_part, eval_part, TrainConfig(steps=200), out_dir=Path("run"))
@@ -13,7 +13,7 @@ pull in torch. The run folder both trainers keep (checkpoints, resume, metrics) 
 `run_folder`.
 """
 
-from kernels.lazy_exports import lazy_exports as _lazy_exports
+from kimmy_swarm.kernels.lazy_exports import lazy_exports as _lazy_exports
 
 __all__, __getattr__, __dir__ = _lazy_exports(
     __name__,
@@ -21,7 +21,6 @@ __all__, __getattr__, __dir__ = _lazy_exports(
         ".data": [
             "TokenData",
             "TrainingCorpusError",
-            "python_docs_texts",
             "read_text_corpus",
             "tokenize_corpus",
         ],
@@ -35,5 +34,6 @@ __all__, __getattr__, __dir__ = _lazy_exports(
             "train",
         ],
         ".run_folder": ["METRICS_FILE", "TRAINER_STATE", "latest_checkpoint"],
+        "kimmy_swarm.model.python_docs": ["python_docs_texts"],
     },
 )

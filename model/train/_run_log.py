@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from model.train.run_folder import METRICS_FILE, kept_metrics
+from kimmy_swarm.model.train.run_folder import METRICS_FILE, kept_metrics
 
 
 class RunLog:

@@ -1,5 +1,5 @@
-"""Training text: the interpreter's own documentation (offline), local corpora, and token
-streams cut into random training windows and fixed evaluation windows.
+"""Training text: local corpora, and token streams cut into random training windows and fixed
+evaluation windows (the interpreter's own documentation, offline: `model.python_docs`).
 
     texts = read_text_corpus(["notes/", "papers.json"])    # or python_docs_texts()
     data = tokenize_corpus(texts, tokenizer)              # docs joined with EOS
@@ -9,7 +9,6 @@ streams cut into random training windows and fixed evaluation windows.
 
 from __future__ import annotations
 
-import importlib
 import json
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -19,13 +18,12 @@ from typing import Any, Protocol
 
 import torch
 
-from model.errors import ModelConfigError
+from kimmy_swarm.model.errors import ModelConfigError
 
 __all__ = [
     "TEXT_SUFFIXES",
     "TokenData",
     "TrainingCorpusError",
-    "python_docs_texts",
     "read_text_corpus",
     "tokenize_corpus",
 ]
@@ -34,46 +32,12 @@ TEXT_SUFFIXES = (".txt", ".md", ".rst")
 JSON_SUFFIXES = (".json", ".jsonl")
 #: String fields of a JSON record that hold text, joined in this order into one document.
 JSON_TEXT_FIELDS = ("title", "abstract", "text")
-#: Modules whose docstrings `python_docs_texts(docstrings=True)` adds: pure-Python, cheap to
-#: import, with no side effects.
-DOCSTRING_MODULES = (
-    "argparse", "collections", "dataclasses", "functools", "itertools", "json", "pathlib",
-    "re", "string", "textwrap", "typing",
-)  # fmt: skip
 
 SkipReporter = Callable[[Path, str], None]
 
 
 class TrainingCorpusError(ModelConfigError):
     """A corpus path does not exist, or none of the given paths held readable text."""
-
-
-def python_docs_texts(*, docstrings: bool = False) -> list[str]:
-    """The Python reference topics shipped with the interpreter (~465 KB of English and
-    code), so training works offline on any machine; one document per topic.
-
-    Args:
-        docstrings: also add the docstrings of a few standard-library modules and of their
-            public members (one document per module).
-    """
-    from pydoc_data.topics import topics
-
-    texts = [topics[name] for name in sorted(topics) if topics[name].strip()]
-    if docstrings:
-        texts += [doc for name in DOCSTRING_MODULES if (doc := _module_docs(name))]
-    return texts
-
-
-def _module_docs(name: str) -> str:
-    module = importlib.import_module(name)
-    parts = [module.__doc__ or ""]
-    for attr in sorted(getattr(module, "__all__", None) or dir(module)):
-        if attr.startswith("_"):
-            continue
-        doc = getattr(getattr(module, attr, None), "__doc__", None)
-        if isinstance(doc, str) and doc.strip():
-            parts.append(f"{name}.{attr}: {doc.strip()}")
-    return "\n\n".join(p for p in parts if p.strip())
 
 
 # ---- local corpora --------------------------------------------------------------------------

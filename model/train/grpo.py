@@ -36,8 +36,8 @@ from typing import Any
 
 import torch
 
-from model.errors import ModelConfigError
-from model.train.run_folder import (
+from kimmy_swarm.model.errors import ModelConfigError
+from kimmy_swarm.model.train.run_folder import (
     METRICS_FILE,
     kept_metrics,
     open_run,
@@ -235,9 +235,9 @@ class _Sampler:
         self.model, self.tokenizer, self.cfg = model, tokenizer, cfg
 
     def _render(self, prompt: Prompt) -> tuple[list[int], dict[str, Any] | None]:
-        from model.serve.chat import render_chat
-        from model.serve.protocol import ChatMessage, Tool
-        from model.serve.structured import schema_for_tool_choice
+        from kimmy_swarm.model.serve.chat import render_chat
+        from kimmy_swarm.model.serve.protocol import ChatMessage, Tool
+        from kimmy_swarm.model.serve.structured import schema_for_tool_choice
 
         messages = [ChatMessage.model_validate(m) for m in prompt.messages]
         tools = [Tool.model_validate(t) for t in prompt.tools] or None
@@ -246,8 +246,8 @@ class _Sampler:
         return rendered.ids, schema
 
     def sample(self, prompts: Sequence[Prompt], step: int) -> list[list[Sample]]:
-        from model.serve.factory import build_engine
-        from model.serve.types import GenerationParams
+        from kimmy_swarm.model.serve.factory import build_engine
+        from kimmy_swarm.model.serve.types import GenerationParams
 
         k = self.cfg.group_size
         rendered = [self._render(p) for p in prompts]

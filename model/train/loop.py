@@ -28,15 +28,15 @@ import torch
 import torch.nn.functional as F
 from torch.optim.lr_scheduler import LambdaLR
 
-from model.errors import ModelConfigError
-from model.mla import MLAttention
-from model.modeling import KimiLinearForCausalLM
-from model.moe import balance_router_biases_
-from model.optim import MuonClip, find_mla_layers
-from model.optim.groups import uses_weight_decay
-from model.train._run_log import RunLog
-from model.train.data import TokenData
-from model.train.run_folder import (
+from kimmy_swarm.model.errors import ModelConfigError
+from kimmy_swarm.model.mla import MLAttention
+from kimmy_swarm.model.modeling import KimiLinearForCausalLM
+from kimmy_swarm.model.moe import balance_router_biases_
+from kimmy_swarm.model.optim import MuonClip, find_mla_layers
+from kimmy_swarm.model.optim.groups import uses_weight_decay
+from kimmy_swarm.model.train._run_log import RunLog
+from kimmy_swarm.model.train.data import TokenData
+from kimmy_swarm.model.train.run_folder import (
     METRICS_FILE,
     open_run,
     restore,

@@ -31,8 +31,8 @@ from typing import Any
 import torch
 from torch.optim.lr_scheduler import LRScheduler
 
-from model.checkpoint import load_into, load_state_dict
-from model.errors import CheckpointError, ModelConfigError
+from kimmy_swarm.model.checkpoint import load_into, load_state_dict
+from kimmy_swarm.model.errors import CheckpointError, ModelConfigError
 
 METRICS_FILE = "metrics.jsonl"
 TRAINER_STATE = "trainer_state.pt"

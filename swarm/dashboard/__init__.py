@@ -3,14 +3,14 @@
 The server (FastAPI, the `dashboard` extra) reads the store the swarm writes, folds its
 event batches into a per-run view (`state`), lays the graph out with networkx (`layout`),
 streams what changes as server-sent events (`live`, `app`), and serves a page that draws
-SVG where it is told (`static/`). `import swarm` never imports this package.
+SVG where it is told (`static/`). `import kimmy_swarm.swarm` never imports this package.
 """
 
-from swarm.dashboard.app import create_app
-from swarm.dashboard.layout import MAX_NODES, layout_run
-from swarm.dashboard.live import LiveRuns
-from swarm.dashboard.server import BackgroundServer, bind, serve
-from swarm.dashboard.state import RunView
+from kimmy_swarm.swarm.dashboard.app import create_app
+from kimmy_swarm.swarm.dashboard.layout import MAX_NODES, layout_run
+from kimmy_swarm.swarm.dashboard.live import LiveRuns
+from kimmy_swarm.swarm.dashboard.server import BackgroundServer, bind, serve
+from kimmy_swarm.swarm.dashboard.state import RunView
 
 __all__ = [
     "MAX_NODES",

@@ -28,11 +28,11 @@ from typing import Annotated, Any
 from fastapi import FastAPI, HTTPException, Query, Request
 from fastapi.responses import FileResponse, StreamingResponse
 
-from swarm.dashboard.live import LiveRuns
-from swarm.errors import RunNotFoundError, UserError
-from swarm.schema import SubtaskStatus
-from swarm.store import RunStore
-from swarm.transcripts import read_transcript
+from kimmy_swarm.swarm.dashboard.live import LiveRuns
+from kimmy_swarm.swarm.errors import RunNotFoundError, UserError
+from kimmy_swarm.swarm.schema import SubtaskStatus
+from kimmy_swarm.swarm.store import RunStore
+from kimmy_swarm.swarm.transcripts import read_transcript
 
 STATIC_DIR = Path(__file__).parent / "static"
 _MEDIA = {".html": "text/html", ".js": "text/javascript", ".css": "text/css"}

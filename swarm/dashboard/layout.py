@@ -21,8 +21,8 @@ from typing import Any
 
 import networkx as nx
 
-from swarm.dag import critical_path
-from swarm.dashboard.state import Node, RunView
+from kimmy_swarm.swarm.dag import critical_path
+from kimmy_swarm.swarm.dashboard.state import Node, RunView
 
 #: Nodes above which the graph is drawn as groups (stage, role).
 MAX_NODES = 300

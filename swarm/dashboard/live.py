@@ -18,9 +18,9 @@ import json
 import threading
 from typing import Any
 
-from swarm.dashboard.layout import MAX_NODES, Layout, group_counts, layout_run
-from swarm.dashboard.state import RunView
-from swarm.store import RunStore
+from kimmy_swarm.swarm.dashboard.layout import MAX_NODES, Layout, group_counts, layout_run
+from kimmy_swarm.swarm.dashboard.state import RunView
+from kimmy_swarm.swarm.store import RunStore
 
 
 def layout_key(view: RunView) -> tuple[int, bool]:

@@ -12,7 +12,7 @@ from typing import Any, Self
 
 import uvicorn
 
-from swarm.errors import ConfigError
+from kimmy_swarm.swarm.errors import ConfigError
 
 #: Seconds open streams get to end when the server stops.
 _GRACE_S = 1

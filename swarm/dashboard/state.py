@@ -21,7 +21,7 @@ import time
 from collections import deque
 from typing import Any
 
-from swarm.run_counters import RunCounters
+from kimmy_swarm.swarm.run_counters import RunCounters
 
 #: Seconds over which `subtasks/s` is measured.
 RATE_WINDOW_S = 5.0

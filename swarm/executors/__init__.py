@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from swarm.config import check_executor
-from swarm.executors._errors import HostLostError, RemoteWorkerError
+from kimmy_swarm.swarm.config import check_executor
+from kimmy_swarm.swarm.executors._errors import HostLostError, RemoteWorkerError
 
 if TYPE_CHECKING:
-    from swarm.executors.ray import RayExecutor
-    from swarm.worker import Worker
+    from kimmy_swarm.swarm.executors.ray import RayExecutor
+    from kimmy_swarm.swarm.worker import Worker
 
 def make_executor(
     workers: Mapping[str, Worker],
@@ -25,7 +25,7 @@ def make_executor(
 ) -> RayExecutor:
     """A `RayExecutor` for these workers and model (imports Ray)."""
     check_executor("ray")
-    from swarm.executors.ray import RayExecutor
+    from kimmy_swarm.swarm.executors.ray import RayExecutor
 
     return RayExecutor(workers, model, address=address, hosts=hosts)
 

@@ -14,7 +14,7 @@ import pickle
 import traceback
 from typing import Any
 
-from swarm.errors import SwarmError, is_retryable
+from kimmy_swarm.swarm.errors import SwarmError, is_retryable
 
 
 class RemoteWorkerError(SwarmError):

@@ -17,16 +17,16 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from swarm.context import SubtaskContext
-from swarm.errors import ModelError
-from swarm.executors._errors import encode_error
-from swarm.llm.types import ChatResponse, MessageLike
-from swarm.schema import NO_USAGE, Subtask, SubtaskResult
-from swarm.worker import Worker
+from kimmy_swarm.swarm.context import SubtaskContext
+from kimmy_swarm.swarm.errors import ModelError
+from kimmy_swarm.swarm.executors._errors import encode_error
+from kimmy_swarm.swarm.llm.types import ChatResponse, MessageLike
+from kimmy_swarm.swarm.schema import NO_USAGE, Subtask, SubtaskResult
+from kimmy_swarm.swarm.worker import Worker
 
 if TYPE_CHECKING:
-    from swarm.llm.capabilities import Capabilities
-    from swarm.llm.server_profile import ServerProfile
+    from kimmy_swarm.swarm.llm.capabilities import Capabilities
+    from kimmy_swarm.swarm.llm.server_profile import ServerProfile
 
 #: One model call made on a host: (latency_s, response or None, error or None).
 RecordedCall = tuple[float, ChatResponse | None, ModelError | None]

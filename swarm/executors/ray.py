@@ -28,10 +28,10 @@ from typing import Any
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from swarm.context import SubtaskContext
-from swarm.executors._errors import HostLostError, decode_error
-from swarm.executors._host import AttemptHost, Payload, Reply
-from swarm.worker import Worker
+from kimmy_swarm.swarm.context import SubtaskContext
+from kimmy_swarm.swarm.executors._errors import HostLostError, decode_error
+from kimmy_swarm.swarm.executors._host import AttemptHost, Payload, Reply
+from kimmy_swarm.swarm.worker import Worker
 
 #: Ray errors after which an attempt is resubmitted to another host (it never returned).
 _LOST = tuple(

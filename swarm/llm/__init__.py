@@ -18,22 +18,23 @@
   through an `OpenAIChat` (needs the `model` and `serve` extras).
 
 Importing this package is cheap: pydantic only. `OpenAIChat` (and with it httpx) is imported
-on first use, so `import swarm` stays light for programs that never talk HTTP; `LocalModel`
+on first use, so `import kimmy_swarm.swarm` stays light for programs that never talk
+HTTP; `LocalModel`
 likewise, and torch only when a `LocalModel` starts.
 """
 
 from typing import TYPE_CHECKING, Any
 
-from swarm.llm.balanced import BalancedChat
-from swarm.llm.budget import TokenBudget, TokenEstimate, context_tokens
-from swarm.llm.capabilities import Capabilities, capabilities_of, probe_capabilities
-from swarm.llm.endpoint import ModelEndpoint, connect
-from swarm.llm.overflow import ContextOverflow, context_overflow
-from swarm.llm.protocol import ChatModel
-from swarm.llm.redact import redact_url
-from swarm.llm.scripted import ScriptedChat, UnexpectedModelCall
-from swarm.llm.server_profile import ServerProfile, profile_of, shared_budget
-from swarm.llm.types import (
+from kimmy_swarm.swarm.llm.balanced import BalancedChat
+from kimmy_swarm.swarm.llm.budget import TokenBudget, TokenEstimate, context_tokens
+from kimmy_swarm.swarm.llm.capabilities import Capabilities, capabilities_of, probe_capabilities
+from kimmy_swarm.swarm.llm.endpoint import ModelEndpoint, connect
+from kimmy_swarm.swarm.llm.overflow import ContextOverflow, context_overflow
+from kimmy_swarm.swarm.llm.protocol import ChatModel
+from kimmy_swarm.swarm.llm.redact import redact_url
+from kimmy_swarm.swarm.llm.scripted import ScriptedChat, UnexpectedModelCall
+from kimmy_swarm.swarm.llm.server_profile import ServerProfile, profile_of, shared_budget
+from kimmy_swarm.swarm.llm.types import (
     ChatResponse,
     FunctionCall,
     Message,
@@ -43,20 +44,20 @@ from swarm.llm.types import (
 )
 
 if TYPE_CHECKING:
-    from swarm.llm.local import LocalModel
-    from swarm.llm.openai_chat import OpenAIChat
+    from kimmy_swarm.swarm.llm.local import LocalModel
+    from kimmy_swarm.swarm.llm.openai_chat import OpenAIChat
 
 
 def __getattr__(name: str) -> Any:
     if name == "OpenAIChat":
-        from swarm.llm.openai_chat import OpenAIChat
+        from kimmy_swarm.swarm.llm.openai_chat import OpenAIChat
 
         return OpenAIChat
     if name == "LocalModel":
-        from swarm.llm.local import LocalModel
+        from kimmy_swarm.swarm.llm.local import LocalModel
 
         return LocalModel
-    raise AttributeError(f"module 'swarm.llm' has no attribute {name!r}")
+    raise AttributeError(f"module 'kimmy_swarm.swarm.llm' has no attribute {name!r}")
 
 
 __all__ = [

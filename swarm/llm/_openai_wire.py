@@ -14,7 +14,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from swarm.errors import (
+from kimmy_swarm.swarm.errors import (
     ConfigError,
     ModelError,
     ModelRateLimitedError,
@@ -23,9 +23,16 @@ from swarm.errors import (
     ModelServerError,
     ModelTimeoutError,
 )
-from swarm.llm.redact import redact_url
-from swarm.llm.types import ChatResponse, FunctionCall, Message, MessageLike, TokenLogprob, ToolCall
-from swarm.schema import Usage
+from kimmy_swarm.swarm.llm.redact import redact_url
+from kimmy_swarm.swarm.llm.types import (
+    ChatResponse,
+    FunctionCall,
+    Message,
+    MessageLike,
+    TokenLogprob,
+    ToolCall,
+)
+from kimmy_swarm.swarm.schema import Usage
 
 _SNIPPET_CHARS = 300
 

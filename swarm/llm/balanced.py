@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from swarm.errors import ConfigError
-from swarm.llm.capabilities import CAPABILITY_NAMES, Capabilities, capabilities_of
-from swarm.llm.types import ChatResponse, MessageLike
+from kimmy_swarm.swarm.errors import ConfigError
+from kimmy_swarm.swarm.llm.capabilities import CAPABILITY_NAMES, Capabilities, capabilities_of
+from kimmy_swarm.swarm.llm.types import ChatResponse, MessageLike
 
 
 class BalancedChat:

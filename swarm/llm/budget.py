@@ -25,9 +25,9 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from swarm.errors import ConfigError
-from swarm.llm.overflow import ContextOverflow
-from swarm.llm.types import Message, MessageLike
+from kimmy_swarm.swarm.errors import ConfigError
+from kimmy_swarm.swarm.llm.overflow import ContextOverflow
+from kimmy_swarm.swarm.llm.types import Message, MessageLike
 
 #: The context length assumed when neither the server nor the user says one.
 DEFAULT_CONTEXT_TOKENS = 4_096

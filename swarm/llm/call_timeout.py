@@ -41,8 +41,8 @@ import statistics
 from collections import deque
 from dataclasses import dataclass
 
-from swarm.errors import ConfigError
-from swarm.schema import Usage
+from kimmy_swarm.swarm.errors import ConfigError
+from kimmy_swarm.swarm.schema import Usage
 
 
 @dataclass(frozen=True)

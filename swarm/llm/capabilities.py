@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from swarm.errors import ConfigError, ModelError
-from swarm.llm.types import function_tool
+from kimmy_swarm.swarm.errors import ConfigError, ModelError
+from kimmy_swarm.swarm.llm.types import function_tool
 
 if TYPE_CHECKING:
-    from swarm.llm.protocol import ChatModel
-    from swarm.llm.types import ChatResponse, MessageLike
+    from kimmy_swarm.swarm.llm.protocol import ChatModel
+    from kimmy_swarm.swarm.llm.types import ChatResponse, MessageLike
 
 #: The most tokens one probe request asks for: room for the forced tool call's JSON even
 #: one byte a token, small enough to cost nothing. Probes are not answers, so

@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from swarm.errors import ConfigError
-from swarm.llm.capabilities import Capabilities, probe_capabilities
-from swarm.llm.redact import MASK, redact_url
+from kimmy_swarm.swarm.errors import ConfigError
+from kimmy_swarm.swarm.llm.capabilities import Capabilities, probe_capabilities
+from kimmy_swarm.swarm.llm.redact import MASK, redact_url
 
 if TYPE_CHECKING:
-    from swarm.llm.local import LocalModel
-    from swarm.llm.openai_chat import OpenAIChat
-    from swarm.llm.protocol import ChatModel
+    from kimmy_swarm.swarm.llm.local import LocalModel
+    from kimmy_swarm.swarm.llm.openai_chat import OpenAIChat
+    from kimmy_swarm.swarm.llm.protocol import ChatModel
 
 EndpointKind = Literal["offline", "http", "local", "other"]
 
@@ -79,7 +79,7 @@ class ModelEndpoint(BaseModel):
         """The endpoint of a model object: offline, an HTTP client's, or `other`."""
         if model is None:
             return cls()
-        from swarm.llm.openai_chat import OpenAIChat
+        from kimmy_swarm.swarm.llm.openai_chat import OpenAIChat
 
         if isinstance(model, OpenAIChat):
             return cls(
@@ -133,7 +133,7 @@ async def connect(
             f"a {endpoint.kind} endpoint has no model to connect to; "
             "give an http or local one (or the model object itself)"
         )
-    from swarm.llm.openai_chat import OpenAIChat
+    from kimmy_swarm.swarm.llm.openai_chat import OpenAIChat
 
     url = base_url or endpoint.base_url
     if url is not None and base_url is None and MASK in url:
@@ -167,7 +167,7 @@ async def _start_local(
     max_connections: int,
     timeout_s: float | None,
 ) -> LocalModel:
-    from swarm.llm.local import LocalModel
+    from kimmy_swarm.swarm.llm.local import LocalModel
 
     if endpoint.local is None:
         raise ConfigError("a local endpoint names no model source (local=...)")

@@ -10,7 +10,7 @@ It starts `model.serve`'s engine and OpenAI-compatible server (uvicorn in a back
 thread, on 127.0.0.1 and a free port) and talks to it through an `OpenAIChat` like any
 remote server: no private path, so what works here works against `kimmy serve`, and back
 pressure (503 + Retry-After) reaches the swarm's adaptive admission the same way. The model
-side (torch) is imported only when the model starts, so `import swarm` stays light.
+side (torch) is imported only when the model starts, so `import kimmy_swarm.swarm` stays light.
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
-from swarm.llm.openai_chat import OpenAIChat, capped_max_tokens
-from swarm.llm.types import ChatResponse, MessageLike
+from kimmy_swarm.swarm.llm.openai_chat import OpenAIChat, capped_max_tokens
+from kimmy_swarm.swarm.llm.types import ChatResponse, MessageLike
 
 if TYPE_CHECKING:
-    from swarm.llm.capabilities import Capabilities
-    from swarm.llm.server_profile import ServerProfile
+    from kimmy_swarm.swarm.llm.capabilities import Capabilities
+    from kimmy_swarm.swarm.llm.server_profile import ServerProfile
 
 __all__ = ["LocalModel"]
 
@@ -80,7 +80,7 @@ class LocalModel:
         trained on the Python docs, named "kimmy-tiny". Its answers are noise."""
 
         def load() -> tuple[Any, Any, str]:
-            from model.serve.factory import load_tiny
+            from kimmy_swarm.model.serve.factory import load_tiny
 
             return load_tiny(seed=seed)
 
@@ -93,7 +93,7 @@ class LocalModel:
         load_source`; a bad source raises `model.KimiModelError` at start)."""
 
         def load() -> tuple[Any, Any, str]:
-            from model.serve.factory import load_source
+            from kimmy_swarm.model.serve.factory import load_source
 
             loaded = load_source(source)
             return loaded.model, loaded.tokenizer, loaded.name
@@ -109,7 +109,7 @@ class LocalModel:
         path = Path(folder)
 
         def load() -> tuple[Any, Any, str]:
-            from model.serve.factory import load_model_dir
+            from kimmy_swarm.model.serve.factory import load_model_dir
 
             model, tokenizer = load_model_dir(path)
             return model, tokenizer, name or path.name
@@ -160,9 +160,9 @@ class LocalModel:
         )
 
     def _start_server(self) -> Any:
-        from model.serve.async_engine import AsyncEngine
-        from model.serve.factory import build_engine
-        from model.serve.server import ServerThread, create_app
+        from kimmy_swarm.model.serve.async_engine import AsyncEngine
+        from kimmy_swarm.model.serve.factory import build_engine
+        from kimmy_swarm.model.serve.server import ServerThread, create_app
 
         model, tokenizer, name = self._load()
         built = build_engine(model, tokenizer, **self._engine_options)

@@ -24,8 +24,13 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from swarm.errors import ConfigError, ModelConnectionError, ModelResponseError, ModelTimeoutError
-from swarm.llm._openai_wire import (
+from kimmy_swarm.swarm.errors import (
+    ConfigError,
+    ModelConnectionError,
+    ModelResponseError,
+    ModelTimeoutError,
+)
+from kimmy_swarm.swarm.llm._openai_wire import (
     card_context_length,
     endpoint,
     model_cards,
@@ -36,13 +41,13 @@ from swarm.llm._openai_wire import (
     validate_base_url,
     wire_message,
 )
-from swarm.llm.call_timeout import CallLimit, CallTimeoutPolicy, CallTimeouts
-from swarm.llm.redact import redact_url
-from swarm.llm.server_profile import ServerProfile
-from swarm.llm.types import ChatResponse, MessageLike
+from kimmy_swarm.swarm.llm.call_timeout import CallLimit, CallTimeoutPolicy, CallTimeouts
+from kimmy_swarm.swarm.llm.redact import redact_url
+from kimmy_swarm.swarm.llm.server_profile import ServerProfile
+from kimmy_swarm.swarm.llm.types import ChatResponse, MessageLike
 
 if TYPE_CHECKING:
-    from swarm.llm.capabilities import Capabilities
+    from kimmy_swarm.swarm.llm.capabilities import Capabilities
 
 ENV_BASE_URL = "KIMMY_BASE_URL"
 ENV_MODEL = "KIMMY_MODEL"

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from swarm.errors import ModelRequestError
+from kimmy_swarm.swarm.errors import ModelRequestError
 
 _PROMPT = [
     re.compile(p, re.IGNORECASE)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from swarm.llm.types import ChatResponse, MessageLike
+from kimmy_swarm.swarm.llm.types import ChatResponse, MessageLike
 
 
 @runtime_checkable

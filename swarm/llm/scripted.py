@@ -16,8 +16,8 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from types import TracebackType
 from typing import Any, Self, TypeAlias
 
-from swarm.llm.types import ChatResponse, Message, MessageLike
-from swarm.schema import Usage
+from kimmy_swarm.swarm.llm.types import ChatResponse, Message, MessageLike
+from kimmy_swarm.swarm.schema import Usage
 
 #: What a callable step returns: a full response or the content of one.
 StepResult: TypeAlias = ChatResponse | str

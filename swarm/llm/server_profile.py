@@ -28,9 +28,9 @@ Example:
 
 from __future__ import annotations
 
-from swarm.errors import ConfigError
-from swarm.llm.budget import TokenBudget, TokenEstimate, told_context
-from swarm.llm.capabilities import Capabilities
+from kimmy_swarm.swarm.errors import ConfigError
+from kimmy_swarm.swarm.llm.budget import TokenBudget, TokenEstimate, told_context
+from kimmy_swarm.swarm.llm.capabilities import Capabilities
 
 #: Profiles of models that carry none, by model name (the oldest dropped beyond the limit).
 _BY_NAME: dict[str, ServerProfile] = {}

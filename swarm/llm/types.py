@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from swarm.schema import Usage
+from kimmy_swarm.swarm.schema import Usage
 
 
 class _Model(BaseModel):

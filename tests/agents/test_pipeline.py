@@ -12,23 +12,23 @@ from typing import Any
 
 import pytest
 
-from agents import Pipeline, RunResources, resume_pipeline, run_pipeline
-from agents.analysis import AnalysisConfig
-from agents.analysis.pipeline import ANALYSIS
-from agents.orchestrator import SolveConfig
-from agents.orchestrator.solve import SOLVE, resume_solve
-from agents.pipeline_record import PIPELINE_KEY, PipelineRecord, record_kind
-from agents.pipelines import pipelines
-from agents.review import ReviewConfig, resume_review
-from agents.review.config import ReviewSettings
-from agents.review.pipeline import REVIEW
-from agents.toolbox import ToolBox, make_tool
-from agents.widesearch.pipeline import WIDESEARCH
-from swarm import Swarm
-from swarm.context import SubtaskContext
-from swarm.errors import ConfigError
-from swarm.schema import RunStatus
-from swarm.store import RunStore
+from kimmy_swarm.agents import Pipeline, RunResources, resume_pipeline, run_pipeline
+from kimmy_swarm.agents.analysis import AnalysisConfig
+from kimmy_swarm.agents.analysis.pipeline import ANALYSIS
+from kimmy_swarm.agents.orchestrator import SolveConfig
+from kimmy_swarm.agents.orchestrator.solve import SOLVE, resume_solve
+from kimmy_swarm.agents.pipeline_record import PIPELINE_KEY, PipelineRecord, record_kind
+from kimmy_swarm.agents.pipelines import pipelines
+from kimmy_swarm.agents.review import ReviewConfig, resume_review
+from kimmy_swarm.agents.review.config import ReviewSettings
+from kimmy_swarm.agents.review.pipeline import REVIEW
+from kimmy_swarm.agents.toolbox import ToolBox, make_tool
+from kimmy_swarm.agents.widesearch.pipeline import WIDESEARCH
+from kimmy_swarm.swarm import Swarm
+from kimmy_swarm.swarm.context import SubtaskContext
+from kimmy_swarm.swarm.errors import ConfigError
+from kimmy_swarm.swarm.schema import RunStatus
+from kimmy_swarm.swarm.store import RunStore
 
 
 def _notes(tmp_path: Path) -> Path:

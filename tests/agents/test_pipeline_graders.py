@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from agents.analysis import AnalysisConfig, run_analysis
-from agents.graders import grader_for, pipeline_graders, score_stored_run
-from agents.orchestrator import SolveConfig, run_solve
-from agents.widesearch import ICLR_DEFAULTS, WIDE_TASKS, WideGrader
-from rewards.graders import CompletionGrader, PipelineGrader
-from rewards.parl import Schedule
-from rewards.trajectory import load_trajectory
-from swarm import Swarm
-from swarm.context import SubtaskContext
+from kimmy_swarm.agents.analysis import AnalysisConfig, run_analysis
+from kimmy_swarm.agents.graders import grader_for, pipeline_graders, score_stored_run
+from kimmy_swarm.agents.orchestrator import SolveConfig, run_solve
+from kimmy_swarm.agents.widesearch import ICLR_DEFAULTS, WIDE_TASKS, WideGrader
+from kimmy_swarm.rewards.graders import CompletionGrader, PipelineGrader
+from kimmy_swarm.rewards.parl import Schedule
+from kimmy_swarm.rewards.trajectory import load_trajectory
+from kimmy_swarm.swarm import Swarm
+from kimmy_swarm.swarm.context import SubtaskContext
 
 PAPERS = Path(__file__).resolve().parents[3] / "shared" / "data" / "papers"
 ICLR = PAPERS / "iclr2017_citations_in_2018.json"

@@ -8,21 +8,21 @@ from pathlib import Path
 
 import pytest
 
-from agents.analysis import AnalysisConfig, run_analysis
-from agents.analysis.config import AnalysisSettings
-from agents.pipeline_record import (
+from kimmy_swarm.agents.analysis import AnalysisConfig, run_analysis
+from kimmy_swarm.agents.analysis.config import AnalysisSettings
+from kimmy_swarm.agents.pipeline_record import (
     PIPELINE_KEY,
     PipelineRecord,
     parse_record,
     record_kind,
     stored_settings,
 )
-from agents.pipelines import pipeline_record
-from agents.review import ReviewConfig, resume_review
-from agents.review.config import ReviewSettings
-from swarm.errors import ConfigError
-from swarm.llm import ModelEndpoint
-from swarm.store import RunStore
+from kimmy_swarm.agents.pipelines import pipeline_record
+from kimmy_swarm.agents.review import ReviewConfig, resume_review
+from kimmy_swarm.agents.review.config import ReviewSettings
+from kimmy_swarm.swarm.errors import ConfigError
+from kimmy_swarm.swarm.llm import ModelEndpoint
+from kimmy_swarm.swarm.store import RunStore
 
 
 def test_configs_round_trip_through_their_settings(

@@ -13,19 +13,19 @@ from typing import Any, Literal
 
 import pytest
 
-from agents import Pipeline, PipelineFiles, PipelineSettings
-from agents.analysis import AnalysisConfig, AnalysisOutcome, run_analysis
-from agents.pipeline_record import PIPELINE_KEY
-from agents.pipelines import (
+from kimmy_swarm.agents import Pipeline, PipelineFiles, PipelineSettings
+from kimmy_swarm.agents.analysis import AnalysisConfig, AnalysisOutcome, run_analysis
+from kimmy_swarm.agents.pipeline_record import PIPELINE_KEY
+from kimmy_swarm.agents.pipelines import (
     pipeline_named,
     pipeline_record,
     pipelines,
     register_pipeline,
     unregister_pipeline,
 )
-from agents.review import ReviewConfig, ReviewOutcome, decompose, run_review
-from agents.review.outputs import ReviewFiles
-from agents.review.schemas import (
+from kimmy_swarm.agents.review import ReviewConfig, ReviewOutcome, decompose, run_review
+from kimmy_swarm.agents.review.outputs import ReviewFiles
+from kimmy_swarm.agents.review.schemas import (
     PLAN_ID,
     SYNTHESIZE_ID,
     ReviewPlan,
@@ -34,9 +34,9 @@ from agents.review.schemas import (
     read_id,
     write_id,
 )
-from agents.tracking import RoleConcurrency
-from swarm.errors import ConfigError
-from swarm.schema import Subtask
+from kimmy_swarm.agents.tracking import RoleConcurrency
+from kimmy_swarm.swarm.errors import ConfigError
+from kimmy_swarm.swarm.schema import Subtask
 from tests.agents.review.conftest import ICLR_JSON
 
 CONFIGS = (ReviewConfig, AnalysisConfig)

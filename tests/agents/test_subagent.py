@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from agents import (
+from kimmy_swarm.agents import (
     AgentStepLimitError,
     Attempt,
     Provenance,
@@ -20,12 +20,12 @@ from agents import (
     falls_back,
     install,
 )
-from kimmy.app import main
-from rewards.graders import outputs_as
-from rewards.parl import completion_reward
-from rewards.trajectory import build_trajectory
-from swarm import Backoff, Swarm
-from swarm.errors import (
+from kimmy_swarm.cli.app import main
+from kimmy_swarm.rewards.graders import outputs_as
+from kimmy_swarm.rewards.parl import completion_reward
+from kimmy_swarm.rewards.trajectory import build_trajectory
+from kimmy_swarm.swarm import Backoff, Swarm
+from kimmy_swarm.swarm.errors import (
     ConfigError,
     ModelBehaviourError,
     ModelConnectionError,
@@ -33,9 +33,9 @@ from swarm.errors import (
     ModelServerError,
     ModelTimeoutError,
 )
-from swarm.events import AgentStep, ToolCalled
-from swarm.llm import ScriptedChat
-from swarm.schema import SubtaskStatus
+from kimmy_swarm.swarm.events import AgentStep, ToolCalled
+from kimmy_swarm.swarm.llm import ScriptedChat
+from kimmy_swarm.swarm.schema import SubtaskStatus
 from tests.support.summing_role import (
     SUMMER,
     Sink,

@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from agents import install
-from kimmy.app import main
-from swarm import RunConfig, Swarm
-from swarm.llm import OpenAIChat
-from swarm.store import RunStore
-from swarm.transcript_capture import TranscriptCapture
-from swarm.transcripts import ModelCallEntry, StepEntry, ToolCallEntry, read_transcript
+from kimmy_swarm.agents import install
+from kimmy_swarm.cli.app import main
+from kimmy_swarm.swarm import RunConfig, Swarm
+from kimmy_swarm.swarm.llm import OpenAIChat
+from kimmy_swarm.swarm.store import RunStore
+from kimmy_swarm.swarm.transcript_capture import TranscriptCapture
+from kimmy_swarm.swarm.transcripts import ModelCallEntry, StepEntry, ToolCallEntry, read_transcript
 from tests.support.openai_server import OpenAIServer, reply, tool_call
 from tests.support.summing_role import SUMMER, summing_tools
 

@@ -5,10 +5,18 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel, Field
 
-from agents import BUILTIN_ROLE_NAMES, Answer, Role, RoleRegistry, ToolBox, ToolError, builtin_roles
-from agents.toolbox import Tool, ToolArgs, make_tool
-from swarm.errors import ConfigError
-from swarm.llm.types import function_tool
+from kimmy_swarm.agents import (
+    BUILTIN_ROLE_NAMES,
+    Answer,
+    Role,
+    RoleRegistry,
+    ToolBox,
+    ToolError,
+    builtin_roles,
+)
+from kimmy_swarm.agents.toolbox import Tool, ToolArgs, make_tool
+from kimmy_swarm.swarm.errors import ConfigError
+from kimmy_swarm.swarm.llm.types import function_tool
 
 
 def scale(values: list[float], factor: float = 2.0) -> list[float]:

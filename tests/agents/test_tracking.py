@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from agents.tracking import RoleConcurrency
-from swarm import events as ev
-from swarm.schema import SubtaskResult, SubtaskStatus
+from kimmy_swarm.agents.tracking import RoleConcurrency
+from kimmy_swarm.swarm import events as ev
+from kimmy_swarm.swarm.schema import SubtaskResult, SubtaskStatus
 
 
 def _started(sid: str, role: str, attempt: int = 1) -> ev.SubtaskStarted:

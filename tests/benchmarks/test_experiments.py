@@ -16,9 +16,9 @@ import torch
 
 from benchmarks.experiments._common import best_lr, lr_sweep, model_config, tokens_to_reach
 from benchmarks.experiments._hybrid_cache import decode_rounds
-from model import KimiLinearForCausalLM
-from model.errors import KimiModelError
-from model.train import TrainResult
+from kimmy_swarm.model import KimiLinearForCausalLM
+from kimmy_swarm.model.errors import KimiModelError
+from kimmy_swarm.model.train import TrainResult
 from tests.support.markdown_tables import table_rows
 
 PAGES = {

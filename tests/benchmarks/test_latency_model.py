@@ -10,9 +10,15 @@ from typing import Any
 
 import pytest
 
-from agents.widesearch import WIDE_TASKS, ExtractedRows, Paper, grade_answer, load_papers
 from benchmarks._latency_model import Latency, LatencyModelServer, serial_messages
-from swarm.llm import OpenAIChat
+from kimmy_swarm.agents.widesearch import (
+    WIDE_TASKS,
+    ExtractedRows,
+    Paper,
+    grade_answer,
+    load_papers,
+)
+from kimmy_swarm.swarm.llm import OpenAIChat
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 ICLR_JSON = SHARED / "data" / "papers" / "iclr2017_citations_in_2018.json"
@@ -137,7 +143,7 @@ async def test_a_subagent_with_tools_answers_at_once_for_the_task_in_its_inputs(
 
 
 async def test_an_orchestrator_request_without_documents_is_refused(papers: list[Paper]) -> None:
-    from swarm.errors import ModelRequestError
+    from kimmy_swarm.swarm.errors import ModelRequestError
 
     messages = [{"role": "user", "content": TASK.goal()}]
     with LatencyModelServer(papers, TASK, latency=FAST) as srv:

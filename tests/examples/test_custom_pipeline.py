@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from agents import resume_pipeline
-from agents.pipeline_record import record_kind
-from agents.pipelines import pipeline_named, unregister_pipeline
-from swarm.store import RunStore
+from kimmy_swarm.agents import resume_pipeline
+from kimmy_swarm.agents.pipeline_record import record_kind
+from kimmy_swarm.agents.pipelines import pipeline_named, unregister_pipeline
+from kimmy_swarm.swarm.store import RunStore
 
 ROOT = Path(__file__).resolve().parents[2]
 

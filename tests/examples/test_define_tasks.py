@@ -6,7 +6,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from swarm.store import RunStore
+from kimmy_swarm.swarm.store import RunStore
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
-from kernels.kda import kda_gate, l2norm, rel_err
+from kimmy_swarm.kernels.kda import kda_gate, l2norm, rel_err
 
 __all__ = ["Case", "assert_rel", "make_inputs", "naive_grads", "tol"]
 

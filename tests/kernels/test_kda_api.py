@@ -24,9 +24,8 @@ KDA_API = {
 
 
 def test_kda_exports_exactly_its_public_api() -> None:
-    import kernels
+    from kimmy_swarm.kernels import kda as kda_pkg
 
-    kda_pkg = kernels.kda
     assert kda_pkg.__doc__ and set(kda_pkg.__all__) == KDA_API
     for name in kda_pkg.__all__:
         assert getattr(kda_pkg, name) is not None, name
@@ -35,7 +34,13 @@ def test_kda_exports_exactly_its_public_api() -> None:
 def test_kda_functions_share_one_signature() -> None:
     import inspect
 
-    from kernels.kda import chunk_kda, fused_recurrent_kda, kda, naive_kda, torch_chunk_kda
+    from kimmy_swarm.kernels.kda import (
+        chunk_kda,
+        fused_recurrent_kda,
+        kda,
+        naive_kda,
+        torch_chunk_kda,
+    )
 
     want = ["scale", "initial_state", "output_final_state", "use_qk_l2norm", "cu_seqlens"]
     for fn in (naive_kda, torch_chunk_kda, chunk_kda, fused_recurrent_kda, kda):
@@ -50,12 +55,13 @@ def test_kernels_load_no_swarm_and_raise_their_own_errors() -> None:
     import subprocess
     import sys
 
-    from kernels.errors import KDAInputError, KernelError
+    from kimmy_swarm.kernels.errors import KDAInputError, KernelError
 
     code = (
-        "import sys, kernels.kda; "
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('swarm', 'agents', 'rewards', 'model', 'pydantic', 'asyncio_throttle')))"
+        "import sys, kimmy_swarm.kernels.kda; "
+        "print(sorted(m for m in sys.modules if m.split('.')[:2] in "
+        "(['kimmy_swarm', p] for p in ('swarm', 'agents', 'rewards', 'model')) "
+        "or m.split('.')[0] in ('pydantic', 'asyncio_throttle')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

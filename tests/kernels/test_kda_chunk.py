@@ -9,8 +9,8 @@ torch = pytest.importorskip("torch")
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from kernels.kda import naive_kda, torch_chunk_kda  # noqa: E402
-from kernels.kda.chunk import SAFE_SPAN, SUB_CHUNK, _unit_lower_inverse  # noqa: E402
+from kimmy_swarm.kernels.kda import naive_kda, torch_chunk_kda  # noqa: E402
+from kimmy_swarm.kernels.kda.chunk import SAFE_SPAN, SUB_CHUNK, _unit_lower_inverse  # noqa: E402
 from tests.kernels.kda_cases import Case, assert_rel, make_inputs, naive_grads, tol  # noqa: E402
 
 NAMES = ("q", "k", "v", "g", "beta")
@@ -141,7 +141,7 @@ def test_steep_case_exercises_both_diagonal_block_paths() -> None:
     "case", [Case(T=300, H=2, K=16, V=8), Case(lens=(129, 300, 7), K=16)], ids=repr
 )
 def test_segments_carry_the_state_exactly(case: Case, monkeypatch: pytest.MonkeyPatch) -> None:
-    import kernels.kda.chunk as chunk_mod
+    from kimmy_swarm.kernels.kda import chunk as chunk_mod
 
     monkeypatch.setattr(chunk_mod, "SEGMENT", 2 * chunk_mod.CHUNK_SIZE)  # several segments
     inp = make_inputs(case, torch.float64)

@@ -6,7 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from kernels.kda import (  # noqa: E402
+from kimmy_swarm.kernels.kda import (  # noqa: E402
     KDAInputError,
     KDAPath,
     chunk_kda,

@@ -6,8 +6,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from kernels.errors import KernelError  # noqa: E402
-from kernels.kda import KDAInputError, causal_conv1d, kda_gate, l2norm, naive_kda  # noqa: E402
+from kimmy_swarm.kernels.errors import KernelError  # noqa: E402
+from kimmy_swarm.kernels.kda import KDAInputError, causal_conv1d, kda_gate, l2norm, naive_kda  # noqa: E402
 from tests.kernels.kda_cases import Case, assert_rel, make_inputs  # noqa: E402
 
 

@@ -8,9 +8,9 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
-from kernels.kda import KDAInputError, naive_kda  # noqa: E402
-from kernels.kda.triton_chunk import triton_chunk_kda  # noqa: E402
-from kernels.kda.triton_recurrent import triton_fused_recurrent_kda  # noqa: E402
+from kimmy_swarm.kernels.kda import KDAInputError, naive_kda  # noqa: E402
+from kimmy_swarm.kernels.kda.triton_chunk import triton_chunk_kda  # noqa: E402
+from kimmy_swarm.kernels.kda.triton_recurrent import triton_fused_recurrent_kda  # noqa: E402
 from tests.kernels.kda_cases import Case, assert_rel, make_inputs, naive_grads, tol  # noqa: E402
 
 NAMES = ("q", "k", "v", "g", "beta")

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-import kernels.lazy_exports
+from kimmy_swarm.kernels import lazy_exports as lazy_exports_module
 
-lazy_exports = kernels.lazy_exports.lazy_exports
+lazy_exports = lazy_exports_module.lazy_exports
 
 
 @pytest.fixture

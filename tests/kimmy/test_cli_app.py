@@ -1,7 +1,8 @@
 """The `kimmy` app shell: `kimmy --help` lists every command of the table with its help, a
 command loads only its own module (so `kimmy run` starts without torch or the agents'
 libraries, `kimmy serve` without the agents), command modules import only typer and
-`kimmy.options` at their top, and the choices spelt out there agree with the libraries'."""
+`kimmy_swarm.cli.options` at their top, and the choices spelt out there agree with the
+libraries'."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kimmy.app import COMMANDS, main
+from kimmy_swarm.cli.app import COMMANDS, main
 
 ROOT = Path(__file__).resolve().parents[2]
 #: What the agents' pipelines and the model side import; `kimmy run` needs none of them.
@@ -26,7 +27,7 @@ HEAVY = {
 def _loaded_after(argv: list[str]) -> set[str]:
     """The modules a fresh interpreter has loaded after `kimmy ARGV` (a help page)."""
     code = (
-        "import json, sys\nfrom kimmy.app import main\n"
+        "import json, sys\nfrom kimmy_swarm.cli.app import main\n"
         f"code = main({argv!r})\n"
         "print(json.dumps([code, sorted(sys.modules)]))"
     )
@@ -39,12 +40,16 @@ def _loaded_after(argv: list[str]) -> set[str]:
 
 
 def _tops(modules: set[str]) -> set[str]:
-    return {m.split(".")[0] for m in modules}
+    """Top-level packages, ours by their name under the import root (`agents`, `swarm`, …)."""
+    return {m.split(".")[1] if m.startswith("kimmy_swarm.") else m.split(".")[0] for m in modules}
 
 
 def test_help_lists_every_command_with_its_help() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "kimmy", "--help"], capture_output=True, text=True, cwd=ROOT
+        [sys.executable, "-P", "-m", "kimmy_swarm.cli", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
     )
     assert out.returncode == 0, out.stderr
     listed = out.stdout.split("Commands:\n")[1].splitlines()
@@ -56,8 +61,10 @@ def test_help_lists_every_command_with_its_help() -> None:
 def test_run_help_loads_neither_torch_nor_the_agents_libraries() -> None:
     loaded = _loaded_after(["run", "--help"])
     assert not _tops(loaded) & HEAVY
-    assert not {m for m in loaded if m.startswith("kimmy.commands.")} - {"kimmy.commands.runs"}
-    assert "agents" not in loaded  # the roles load when a run starts
+    assert not {m for m in loaded if m.startswith("kimmy_swarm.cli.commands.")} - {
+        "kimmy_swarm.cli.commands.runs"
+    }
+    assert "kimmy_swarm.agents" not in loaded  # the roles load when a run starts
 
 
 def test_serve_and_train_help_load_no_agents_and_no_torch() -> None:
@@ -89,7 +96,7 @@ def _top_imports(path: Path) -> set[str]:
 def test_command_modules_import_only_typer_and_kimmy_options_at_the_top(path: Path) -> None:
     allowed = set(sys.stdlib_module_names) | {"__future__"}
     third_party = {m for m in _top_imports(path) if m.split(".")[0] not in allowed}
-    assert third_party <= {"typer", "kimmy.options"}, path.name
+    assert third_party <= {"typer", "kimmy_swarm.cli.options"}, path.name
 
 
 def test_every_table_entry_names_a_command_of_its_module() -> None:
@@ -103,10 +110,10 @@ def test_every_table_entry_names_a_command_of_its_module() -> None:
 
 
 def test_choices_spelt_out_in_commands_agree_with_the_libraries() -> None:
-    from kimmy.commands.runs import FailurePolicyName
-    from kimmy.commands.train import Preset
-    from model.presets import PRESETS
-    from swarm import FailurePolicy
+    from kimmy_swarm.cli.commands.runs import FailurePolicyName
+    from kimmy_swarm.cli.commands.train import Preset
+    from kimmy_swarm.model.presets import PRESETS
+    from kimmy_swarm.swarm import FailurePolicy
 
     assert [p.value for p in FailurePolicyName] == [p.value for p in FailurePolicy]
     assert [p.value for p in Preset] == list(PRESETS)

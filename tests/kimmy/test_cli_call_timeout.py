@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kimmy.app import main
+from kimmy_swarm.cli.app import main
 from tests.support.openai_server import OpenAIServer, delay, echo
 
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from kimmy.app import main
-from swarm.llm.capabilities import PROBE_PREFIX
-from swarm.store import RunStore
+from kimmy_swarm.cli.app import main
+from kimmy_swarm.swarm.llm.capabilities import PROBE_PREFIX
+from kimmy_swarm.swarm.store import RunStore
 from tests.support.openai_server import OpenAIServer, ServerRequest, echo, probes_honoured, reply
 
 
@@ -112,16 +112,16 @@ def test_the_flags_are_documented_on_both_pipelines(capsys: pytest.CaptureFixtur
 def test_resume_adapts_as_the_run_found_without_probing_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import agents.analysis
+    from kimmy_swarm.agents import analysis
 
     seen: list[Any] = []
-    real = agents.analysis.resume_analysis
+    real = analysis.resume_analysis
 
     def spy(run_id: str, **kwargs: Any) -> Any:
         seen.append(kwargs["model"].capabilities)
         return real(run_id, **kwargs)
 
-    monkeypatch.setattr(agents.analysis, "resume_analysis", spy)
+    monkeypatch.setattr(analysis, "resume_analysis", spy)
     with OpenAIServer(default=reply("Let me think about it.")) as srv:
         assert _analyze(tmp_path, srv) == 0
         asked = len(srv.chat_requests)

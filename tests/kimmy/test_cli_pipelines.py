@@ -9,22 +9,22 @@ from typing import Any
 
 import pytest
 
-import agents.demo
-from agents.demo import DEMO_DATASETS, DemoOutcome
-from kimmy.app import main
+from kimmy_swarm.agents import demo
+from kimmy_swarm.agents.demo import DEMO_DATASETS, DemoOutcome
+from kimmy_swarm.cli.app import main
 
 
 def test_demo_runs_both_pipelines_offline(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     outcomes: list[DemoOutcome] = []
-    run_demo = agents.demo.run_demo
+    run_demo = demo.run_demo
 
     def keep(*args: Any, **kwargs: Any) -> DemoOutcome:
         outcomes.append(run_demo(*args, **kwargs))
         return outcomes[-1]
 
-    monkeypatch.setattr(agents.demo, "run_demo", keep)
+    monkeypatch.setattr(demo, "run_demo", keep)
     assert main(["demo", "--out", str(tmp_path), "--no-store"]) == 0
     printed = capsys.readouterr().out
     analysis, review = outcomes[0].analysis, outcomes[0].review
@@ -98,7 +98,7 @@ def test_cli_analyze_missing_file_is_bad_input(
 
 
 def test_kimmy_analyze_max_tokens_caps_every_call_and_is_stored(tmp_path: Path) -> None:
-    from swarm.store import RunStore
+    from kimmy_swarm.swarm.store import RunStore
     from tests.support.openai_server import OpenAIServer
 
     with OpenAIServer() as srv:  # echo(): schema-shaped answers, as a constrained server

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kimmy.app import main
+from kimmy_swarm.cli.app import main
 
 
 def nested(depth: int, leaf: str = "1") -> str:

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from kimmy.commands.rewards import app
-from kimmy.tasks import TaskFileError
-from rewards.export import load_rollouts
-from swarm.errors import ConfigError, UserError
+from kimmy_swarm.cli.commands.rewards import app
+from kimmy_swarm.cli.tasks import TaskFileError
+from kimmy_swarm.rewards.export import load_rollouts
+from kimmy_swarm.swarm.errors import ConfigError, UserError
 from tests.rewards._fixtures import ICLR_JSON, run_small
 from tests.support.openai_behaviours import Reply, ServerRequest
 from tests.support.openai_server import OpenAIServer

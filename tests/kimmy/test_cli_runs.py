@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from kimmy.app import main
-from swarm.events import parse_event
-from swarm.schema import RunResult
+from kimmy_swarm.cli.app import main
+from kimmy_swarm.swarm.events import parse_event
+from kimmy_swarm.swarm.schema import RunResult
 from tests.support.openai_server import OpenAIServer, delay, echo, status
 from tests.support.signals import default_sigint
 
@@ -290,8 +290,8 @@ RUN_FLAGS = [
 
 def _session_configs(runs: str, run_id: str) -> list[Any]:
     """The `RunConfig` each session of a stored run ran with (its `run_started` events)."""
-    from swarm import RunConfig
-    from swarm.store import RunStore
+    from kimmy_swarm.swarm import RunConfig
+    from kimmy_swarm.swarm.store import RunStore
 
     with RunStore(Path(runs), create=False) as store:
         return [
@@ -304,8 +304,8 @@ def _session_configs(runs: str, run_id: str) -> list[Any]:
 def test_resume_continues_with_the_run_config_it_was_made_with(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from swarm import RunConfig
-    from swarm.store import RunStore
+    from kimmy_swarm.swarm import RunConfig
+    from kimmy_swarm.swarm.store import RunStore
 
     expected = RunConfig(
         max_concurrency=3, rate_limit="600/m", seed=7, timeout_s=30.0, max_retries=0,
@@ -348,7 +348,7 @@ def test_runs_keeps_run_ids_whole_at_any_width(
     monkeypatch: pytest.MonkeyPatch,
     columns: int,
 ) -> None:
-    from swarm import Swarm
+    from kimmy_swarm.swarm import Swarm
 
     async def echo(ctx: object) -> str:
         return "ok"

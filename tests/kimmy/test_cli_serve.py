@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from kimmy.app import main
+from kimmy_swarm.cli.app import main
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,7 +26,7 @@ def _free_port() -> int:
 
 def test_serve_tiny_answers_health_and_lists_its_model() -> None:
     port = _free_port()
-    cmd = [sys.executable, "-m", "kimmy", "serve", "--tiny", "--port", str(port)]
+    cmd = [sys.executable, "-P", "-m", "kimmy_swarm.cli", "serve", "--tiny", "--port", str(port)]
     proc = subprocess.Popen(
         cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
@@ -74,7 +74,7 @@ def test_user_errors_exit_2_naming_the_problem(
 
 
 def test_the_command_module_loads_without_torch() -> None:
-    code = "import sys, kimmy.commands.serve; print('torch' in sys.modules)"
+    code = "import sys, kimmy_swarm.cli.commands.serve; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.stdout.split() == ["False"], out.stderr
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from kimmy.app import main
+from kimmy_swarm.cli.app import main
 from tests.support.serve_process import tiny_server
 
 

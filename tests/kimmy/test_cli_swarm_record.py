@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from kimmy.commands.solve import _endpoint_of, _source_of
-from swarm.llm.endpoint import ModelEndpoint
+from kimmy_swarm.cli.commands.solve import _endpoint_of, _source_of
+from kimmy_swarm.swarm.llm.endpoint import ModelEndpoint
 
 
 @pytest.mark.parametrize(

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from kimmy.app import main
-from model.modeling import KimiLinearForCausalLM
-from model.presets import model_config
-from model.train.data import python_docs_texts
+from kimmy_swarm.cli.app import main
+from kimmy_swarm.model.modeling import KimiLinearForCausalLM
+from kimmy_swarm.model.presets import model_config
+from kimmy_swarm.model.train.data import python_docs_texts
 
 
 @pytest.fixture

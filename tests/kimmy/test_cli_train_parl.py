@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from kimmy.app import main
-from kimmy.commands.train import RewardArm
-from kimmy.parl_training import REWARD_ARMS
+from kimmy_swarm.cli.app import main
+from kimmy_swarm.cli.commands.train import RewardArm
+from kimmy_swarm.cli.parl_training import REWARD_ARMS
 from tests.agents.parl.conftest import write_notes
 
 FAST = ["--model", "tiny", "--tasks", "3", "--width", "3", "-k", "2", "--tasks-per-step", "1",

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 pytest.importorskip("fastapi")
-from swarm import Plan, Subtask, Swarm
-from swarm.context import SubtaskContext
-from swarm.dashboard import BackgroundServer, create_app
-from swarm.llm.scripted import ScriptedChat
+from kimmy_swarm.swarm import Plan, Subtask, Swarm
+from kimmy_swarm.swarm.context import SubtaskContext
+from kimmy_swarm.swarm.dashboard import BackgroundServer, create_app
+from kimmy_swarm.swarm.llm.scripted import ScriptedChat
 from tests.support.browser import artifact_dir, browser_page
 
 RUN = "20250101-000000-browse"
@@ -218,7 +218,7 @@ def test_without_the_extra_the_command_says_what_to_install(
 ) -> None:
     import importlib.util
 
-    from kimmy.app import main
+    from kimmy_swarm.cli.app import main
 
     real = importlib.util.find_spec
     monkeypatch.setattr(
@@ -231,7 +231,7 @@ def test_without_the_extra_the_command_says_what_to_install(
 def test_a_folder_without_runs_is_one_error_line(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    from kimmy.app import main
+    from kimmy_swarm.cli.app import main
 
     assert main(["dashboard", "--runs-dir", str(tmp_path / "none")]) == 2
     err = capsys.readouterr().err.strip()

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from kimmy.interrupts import Interrupted, stop_on_signals
+from kimmy_swarm.cli.interrupts import Interrupted, stop_on_signals
 
 
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])

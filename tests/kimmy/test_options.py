@@ -9,8 +9,8 @@ import asyncio
 import pytest
 import typer
 
-from kimmy.options import model_client, model_endpoint
-from swarm.llm import Capabilities, ModelEndpoint, OpenAIChat, connect
+from kimmy_swarm.cli.options import model_client, model_endpoint
+from kimmy_swarm.swarm.llm import Capabilities, ModelEndpoint, OpenAIChat, connect
 from tests.support.openai_server import OpenAIServer, echo, probes_honoured
 
 

@@ -12,11 +12,11 @@ import torch
 from safetensors import safe_open
 from torch import nn
 
-import model.checkpoint as ckpt
-from model.checkpoint import load_into, load_state_dict, save_checkpoint
-from model.config import KimiLinearConfig
-from model.errors import CheckpointError
-from model.tokenizer import load_tokenizer, train_bpe_tokenizer
+from kimmy_swarm.model import checkpoint as ckpt
+from kimmy_swarm.model.checkpoint import load_into, load_state_dict, save_checkpoint
+from kimmy_swarm.model.config import KimiLinearConfig
+from kimmy_swarm.model.errors import CheckpointError
+from kimmy_swarm.model.tokenizer import load_tokenizer, train_bpe_tokenizer
 
 
 class _Layer(nn.Module):
@@ -153,7 +153,7 @@ def test_tokenizer_is_saved_beside_the_weights(tmp_path: Path) -> None:
 
 
 def test_real_model_round_trip_same_logits(tmp_path: Path) -> None:
-    from model.modeling import KimiLinearForCausalLM
+    from kimmy_swarm.model.modeling import KimiLinearForCausalLM
 
     torch.manual_seed(0)
     src = KimiLinearForCausalLM(KimiLinearConfig.tiny()).eval()

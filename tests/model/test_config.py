@@ -8,7 +8,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from model import KimiLinearConfig, KimiLinearForCausalLM, ModelConfigError, hybrid_layers
+from kimmy_swarm.model import (
+    KimiLinearConfig,
+    KimiLinearForCausalLM,
+    ModelConfigError,
+    hybrid_layers,
+)
 
 KDA_48B = [1, 2, 3, 5, 6, 7, 9, 10, 11, 13, 14, 15, 17, 18, 19, 21, 22, 23, 25, 26]
 FULL_48B = [4, 8, 12, 16, 20, 24, 27]

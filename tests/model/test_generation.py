@@ -6,7 +6,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from model import GenerationError, KimiLinearConfig, KimiLinearForCausalLM, hybrid_layers
+from kimmy_swarm.model import (
+    GenerationError,
+    KimiLinearConfig,
+    KimiLinearForCausalLM,
+    hybrid_layers,
+)
 
 
 def _lm(**overrides: object) -> KimiLinearForCausalLM:

@@ -14,10 +14,10 @@ import torch
 from gguf import GGMLQuantizationType, GGUFWriter
 from gguf.quants import dequantize, quantize
 
-from model.errors import GGUFError
-from model.gguf_loader import bundled_smollm2, load_gguf, unpermute_qk
-from model.llama import LlamaConfig, LlamaForCausalLM, apply_rope, rope_cos_sin
-from model.tokenizer import train_bpe_tokenizer
+from kimmy_swarm.model.errors import GGUFError
+from kimmy_swarm.model.gguf_loader import bundled_smollm2, load_gguf, unpermute_qk
+from kimmy_swarm.model.llama import LlamaConfig, LlamaForCausalLM, apply_rope, rope_cos_sin
+from kimmy_swarm.model.tokenizer import train_bpe_tokenizer
 
 Q = GGMLQuantizationType
 TEMPLATE = "{% for m in messages %}<|bos|>{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"

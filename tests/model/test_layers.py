@@ -8,10 +8,10 @@ import math
 import torch
 import torch.nn.functional as F
 
-from model import KDAState, KimiLinearConfig, MLAState
-from model.kda_layer import KimiDeltaAttention
-from model.mla import MLAttention
-from model.moe import SparseMoE, balance_router_biases_
+from kimmy_swarm.model import KDAState, KimiLinearConfig, MLAState
+from kimmy_swarm.model.kda_layer import KimiDeltaAttention
+from kimmy_swarm.model.mla import MLAttention
+from kimmy_swarm.model.moe import SparseMoE, balance_router_biases_
 
 CFG = KimiLinearConfig.tiny()
 

@@ -6,8 +6,14 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from model.errors import ModelConfigError
-from model.llama import LlamaCache, LlamaConfig, LlamaForCausalLM, apply_rope, rope_cos_sin
+from kimmy_swarm.model.errors import ModelConfigError
+from kimmy_swarm.model.llama import (
+    LlamaCache,
+    LlamaConfig,
+    LlamaForCausalLM,
+    apply_rope,
+    rope_cos_sin,
+)
 
 
 def _lm(**overrides: object) -> LlamaForCausalLM:

@@ -29,10 +29,10 @@ import numpy as np
 import pytest
 import torch
 
-from model.errors import GGUFError
-from model.gguf_loader import bundled_smollm2, load_gguf
-from model.llama import LlamaForCausalLM
-from model.tokenizer import HFTokenizer
+from kimmy_swarm.model.errors import GGUFError
+from kimmy_swarm.model.gguf_loader import bundled_smollm2, load_gguf
+from kimmy_swarm.model.llama import LlamaForCausalLM
+from kimmy_swarm.model.tokenizer import HFTokenizer
 from tests.agents.review.conftest import ICLR_JSON
 from tests.support.llama_cpp_logits import LlamaCppReference, write_f32_gguf
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from model import KimiLinearConfig, KimiLinearForCausalLM
-from model.attnres import DepthMixer
+from kimmy_swarm.model import KimiLinearConfig, KimiLinearForCausalLM
+from kimmy_swarm.model.attnres import DepthMixer
 
 
 def test_zero_queries_average_the_sources_uniformly() -> None:

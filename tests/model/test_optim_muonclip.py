@@ -10,10 +10,10 @@ import pytest
 import torch
 from torch import nn
 
-from model.config import KimiLinearConfig
-from model.errors import CheckpointError, ModelConfigError
-from model.mla import MLAttention
-from model.optim import MuonClip, newton_schulz, split_params
+from kimmy_swarm.model.config import KimiLinearConfig
+from kimmy_swarm.model.errors import CheckpointError, ModelConfigError
+from kimmy_swarm.model.mla import MLAttention
+from kimmy_swarm.model.optim import MuonClip, newton_schulz, split_params
 
 HIDDEN = 64  # KimiLinearConfig.tiny().hidden_size
 
@@ -118,7 +118,7 @@ def test_param_groups_and_weight_decay() -> None:
 
 
 def test_split_params_on_full_model() -> None:
-    modeling = pytest.importorskip("model.modeling")
+    modeling = pytest.importorskip("kimmy_swarm.model.modeling")
     model = modeling.KimiLinearForCausalLM(KimiLinearConfig.tiny())
     split = split_params(model)
     names = [n for n, _ in split.muon + split.adamw]

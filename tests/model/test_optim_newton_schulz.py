@@ -15,9 +15,9 @@ import math
 import pytest
 import torch
 
-from model.errors import ModelConfigError
-from model.optim import muon_update, newton_schulz, rms_match_scale
-from model.optim.newton_schulz import NS_COEFFICIENTS
+from kimmy_swarm.model.errors import ModelConfigError
+from kimmy_swarm.model.optim import muon_update, newton_schulz, rms_match_scale
+from kimmy_swarm.model.optim.newton_schulz import NS_COEFFICIENTS
 
 BAND = (0.68, 1.2024 + 1e-3)  # the scalar map's image of [2e-3, 1], plus fp32 slack
 THRESHOLD = 2e-3  # normalised input singular value above which the band is guaranteed

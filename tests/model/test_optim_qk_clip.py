@@ -9,10 +9,10 @@ import pytest
 import torch
 from torch import nn
 
-from model.config import KimiLinearConfig
-from model.errors import ModelConfigError
-from model.mla import MLAttention
-from model.optim import QKClipResult, find_mla_layers, qk_clip_
+from kimmy_swarm.model.config import KimiLinearConfig
+from kimmy_swarm.model.errors import ModelConfigError
+from kimmy_swarm.model.mla import MLAttention
+from kimmy_swarm.model.optim import QKClipResult, find_mla_layers, qk_clip_
 
 CLIPPED = (0, 2)  # heads blown up so their logits are ≫ τ
 
@@ -134,7 +134,7 @@ def test_result_of_empty_layer() -> None:
 
 
 def test_optim_package_exports() -> None:
-    import model.optim as optim
+    from kimmy_swarm.model import optim
 
     assert sorted(optim.__all__) == sorted(
         [

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from model.errors import CheckpointError, GenerationError, ModelConfigError
-from model.tokenizer import (
+from kimmy_swarm.model.errors import CheckpointError, GenerationError, ModelConfigError
+from kimmy_swarm.model.tokenizer import (
     DEFAULT_CHAT_TEMPLATE,
     HFTokenizer,
     TiktokenTokenizer,

@@ -47,9 +47,9 @@ from torch import nn
 transformers = pytest.importorskip("transformers", minversion="5.24")
 pytest.importorskip("transformers.models.kimi_linear")
 
-from model import KimiLinearConfig, KimiLinearForCausalLM  # noqa: E402
-from model.config import hybrid_layers  # noqa: E402
-from model.llama import LlamaConfig, LlamaForCausalLM  # noqa: E402
+from kimmy_swarm.model import KimiLinearConfig, KimiLinearForCausalLM  # noqa: E402
+from kimmy_swarm.model.config import hybrid_layers  # noqa: E402
+from kimmy_swarm.model.llama import LlamaConfig, LlamaForCausalLM  # noqa: E402
 
 REL_TOL = 1e-5
 TIED = pytest.mark.parametrize("tie", [True, False], ids=["tied", "untied"])

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from rewards.parl import CriticalSteps, RewardBreakdown, Schedule, combine
+from kimmy_swarm.rewards.parl import CriticalSteps, RewardBreakdown, Schedule, combine
 
 FAKE = "test/fake"
 

@@ -12,11 +12,11 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-from swarm import Swarm
-from swarm.context import SubtaskContext
-from swarm.errors import SpawnError
-from swarm.llm import ChatResponse, ScriptedChat, TokenLogprob
-from swarm.schema import Usage
+from kimmy_swarm.swarm import Swarm
+from kimmy_swarm.swarm.context import SubtaskContext
+from kimmy_swarm.swarm.errors import SpawnError
+from kimmy_swarm.swarm.llm import ChatResponse, ScriptedChat, TokenLogprob
+from kimmy_swarm.swarm.schema import Usage
 
 ROOT = Path(__file__).resolve().parents[2]
 ICLR_JSON = ROOT.parent / "shared" / "data" / "papers" / "iclr2017_citations_in_2018.json"

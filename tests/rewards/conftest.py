@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from rewards import envs
+from kimmy_swarm.rewards import envs
 from tests.rewards._fake_env import FAKE, FakeEnv
 
 

@@ -7,8 +7,8 @@ import json
 import pytest
 from pydantic import BaseModel
 
-from rewards import envs
-from rewards.envs import (
+from kimmy_swarm.rewards import envs
+from kimmy_swarm.rewards.envs import (
     EnvTaskError,
     UnknownEnvError,
     env_for,
@@ -18,8 +18,8 @@ from rewards.envs import (
     task_json,
     task_mapping,
 )
-from rewards.parl import Schedule
-from swarm.errors import UserError
+from kimmy_swarm.rewards.parl import Schedule
+from kimmy_swarm.swarm.errors import UserError
 from tests.rewards._fake_env import FAKE, FakeEnv, fake_task
 
 
@@ -43,7 +43,7 @@ def test_an_unknown_env_names_itself_the_registered_ones_and_the_import(
         score_completion({"id": "t", "env": "kimmy/wide_spawn"}, "good")
     message = str(err.value)
     assert "'kimmy/wide_spawn'" in message and f"registered: {FAKE}" in message
-    assert "`import agents.parl` registers 'kimmy/wide_spawn'" in message
+    assert "`import kimmy_swarm.agents.parl` registers 'kimmy/wide_spawn'" in message
     assert isinstance(err.value, UserError) and fake_env.calls == []
 
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rewards.export import (
+from kimmy_swarm.rewards.export import (
     ROLLOUT_SCHEMA,
     RolloutRecord,
     RolloutSchemaError,
@@ -23,10 +23,10 @@ from rewards.export import (
     to_trl,
     write_rollouts,
 )
-from rewards.parl import score
-from rewards.trajectory import build_trajectory
-from swarm.errors import UserError
-from swarm.store import RunStore
+from kimmy_swarm.rewards.parl import score
+from kimmy_swarm.rewards.trajectory import build_trajectory
+from kimmy_swarm.swarm.errors import UserError
+from kimmy_swarm.swarm.store import RunStore
 from tests.rewards._fixtures import GOAL, ROOT, run_small
 
 

@@ -11,19 +11,19 @@ from typing import Any
 
 import pytest
 
-from agents.orchestrator import ORCHESTRATOR_ID, SolveConfig, run_solve
-from rewards import load_trajectory, score
-from rewards.conversation import TurnTokens
-from rewards.export import (
+from kimmy_swarm.agents.orchestrator import ORCHESTRATOR_ID, SolveConfig, run_solve
+from kimmy_swarm.rewards import load_trajectory, score
+from kimmy_swarm.rewards.conversation import TurnTokens
+from kimmy_swarm.rewards.export import (
     RolloutSchemaError,
     load_rollouts,
     rollout_record,
     to_trl,
     write_rollouts,
 )
-from rewards.trajectory_models import OrchestratorTurn, Trajectory
-from swarm.llm import ChatResponse, FunctionCall, ScriptedChat, TokenLogprob, ToolCall
-from swarm.schema import Usage
+from kimmy_swarm.rewards.trajectory_models import OrchestratorTurn, Trajectory
+from kimmy_swarm.swarm.llm import ChatResponse, FunctionCall, ScriptedChat, TokenLogprob, ToolCall
+from kimmy_swarm.swarm.schema import Usage
 from tests.support.orchestration import is_orchestrator
 
 #: The model's arguments, spaced as no JSON encoder would: the record keeps them as written.
@@ -152,11 +152,11 @@ def test_v1_files_are_refused_saying_what_changed(tmp_path: Path) -> None:
 def test_token_ids_from_kimmy_serve_decode_to_the_turns_text(tmp_path: Path) -> None:
     """The orchestrator on a real `kimmy serve` (tiny random model, loopback): the record's
     token ids decode to its text pieces, and together to the message the model gave."""
-    from model.presets import tiny_model, tiny_tokenizer
-    from model.serve.async_engine import AsyncEngine
-    from model.serve.factory import build_engine
-    from model.serve.server import ServerThread, create_app
-    from swarm.llm import OpenAIChat
+    from kimmy_swarm.model.presets import tiny_model, tiny_tokenizer
+    from kimmy_swarm.model.serve.async_engine import AsyncEngine
+    from kimmy_swarm.model.serve.factory import build_engine
+    from kimmy_swarm.model.serve.server import ServerThread, create_app
+    from kimmy_swarm.swarm.llm import OpenAIChat
 
     tok = tiny_tokenizer(vocab_size=384, num_docs=40)
     engine = build_engine(tiny_model(tok, seed=1), tok, max_num_seqs=4, max_model_len=4096,

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from rewards.graders import (
+from kimmy_swarm.rewards.graders import (
     CompletionGrader,
     Grader,
     GraderError,
@@ -20,11 +20,11 @@ from rewards.graders import (
     grader_for,
     outputs_as,
 )
-from rewards.trajectory import Trajectory, load_trajectory
-from swarm import Swarm
-from swarm.context import SubtaskContext
-from swarm.errors import ModelBehaviourError
-from swarm.llm import ScriptedChat
+from kimmy_swarm.rewards.trajectory import Trajectory, load_trajectory
+from kimmy_swarm.swarm import Swarm
+from kimmy_swarm.swarm.context import SubtaskContext
+from kimmy_swarm.swarm.errors import ModelBehaviourError
+from kimmy_swarm.swarm.llm import ScriptedChat
 
 REWARDS = Path(__file__).resolve().parents[2] / "rewards"
 
@@ -194,7 +194,7 @@ async def test_judge_called_synchronously_inside_a_loop_says_to_await(
 
 
 def test_judge_over_http_from_sync_code(review: tuple[Trajectory, Any]) -> None:
-    from swarm.llm import OpenAIChat
+    from kimmy_swarm.swarm.llm import OpenAIChat
     from tests.support.openai_server import OpenAIServer, reply
 
     traj, _ = review

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rewards.graders import CompletionGrader, GraderError
-from rewards.parl import (
+from kimmy_swarm.rewards.graders import CompletionGrader, GraderError
+from kimmy_swarm.rewards.parl import (
     CriticalSteps,
     RewardConfigError,
     Schedule,
@@ -24,11 +24,11 @@ from rewards.parl import (
     instantiation_reward,
     score,
 )
-from rewards.trajectory import Trajectory, build_trajectory, load_trajectory
-from swarm import Swarm
-from swarm import events as ev
-from swarm.context import SubtaskContext
-from swarm.schema import Subtask, SubtaskResult, SubtaskStatus
+from kimmy_swarm.rewards.trajectory import Trajectory, build_trajectory, load_trajectory
+from kimmy_swarm.swarm import Swarm
+from kimmy_swarm.swarm import events as ev
+from kimmy_swarm.swarm.context import SubtaskContext
+from kimmy_swarm.swarm.schema import Subtask, SubtaskResult, SubtaskStatus
 from tests.agents.review.conftest import ICLR_JSON
 
 # --- a small DAG whose numbers are computed by hand -------------------------------------------
@@ -322,7 +322,7 @@ def test_instantiation_saturates_past_width(n: int, width: int) -> None:
 def test_review_run_breakdown(tmp_path: Path) -> None:
     if not ICLR_JSON.exists():
         pytest.skip(f"the shared corpus is not at {ICLR_JSON}")
-    from agents.review import ReviewConfig, run_review
+    from kimmy_swarm.agents.review import ReviewConfig, run_review
 
     out = run_review(
         ReviewConfig(
@@ -335,7 +335,7 @@ def test_review_run_breakdown(tmp_path: Path) -> None:
     )
     traj = load_trajectory(out.run_id, tmp_path / "r")
     n_themes = len(traj.outputs["plan"]["themes"])
-    from agents.graders import grader_for
+    from kimmy_swarm.agents.graders import grader_for
 
     b = score(traj, grader_for(traj), step=0)  # the grader for the run's shape
     assert b.grader == "review"

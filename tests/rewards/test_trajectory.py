@@ -10,21 +10,21 @@ from pathlib import Path
 
 import pytest
 
-from rewards.trajectory import (
+from kimmy_swarm.rewards.trajectory import (
     NEVER_STARTED,
     SCHEMA_VERSION,
     Trajectory,
     build_trajectory,
     load_trajectory,
 )
-from swarm import Swarm
-from swarm import events as ev
-from swarm.context import SubtaskContext
-from swarm.errors import ConfigError, ModelTimeoutError, RunNotFoundError, SpawnError
-from swarm.limits import Backoff
-from swarm.llm import ChatResponse, ScriptedChat, TokenLogprob
-from swarm.schema import Usage
-from swarm.store import RunStore
+from kimmy_swarm.swarm import Swarm
+from kimmy_swarm.swarm import events as ev
+from kimmy_swarm.swarm.context import SubtaskContext
+from kimmy_swarm.swarm.errors import ConfigError, ModelTimeoutError, RunNotFoundError, SpawnError
+from kimmy_swarm.swarm.limits import Backoff
+from kimmy_swarm.swarm.llm import ChatResponse, ScriptedChat, TokenLogprob
+from kimmy_swarm.swarm.schema import Usage
+from kimmy_swarm.swarm.store import RunStore
 from tests.agents.review.conftest import ICLR_JSON
 
 TIMEOUT_S = 20.0
@@ -313,7 +313,7 @@ async def test_resumed_run_is_one_trajectory_over_both_sessions(tmp_path: Path) 
 def review(tmp_path_factory: pytest.TempPathFactory) -> Trajectory:
     if not ICLR_JSON.exists():
         pytest.skip(f"the shared corpus is not at {ICLR_JSON}")
-    from agents.review import ReviewConfig, run_review
+    from kimmy_swarm.agents.review import ReviewConfig, run_review
 
     tmp = tmp_path_factory.mktemp("review")
     outcome = run_review(
@@ -353,7 +353,7 @@ def test_review_run_trajectory(review: Trajectory) -> None:
 
 
 def test_analysis_run_trajectory(tmp_path: Path) -> None:
-    from agents.analysis import AnalysisConfig, run_analysis
+    from kimmy_swarm.agents.analysis import AnalysisConfig, run_analysis
 
     outcome = run_analysis(
         AnalysisConfig(

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from rewards.envs import EnvTaskError, UnknownEnvError
-from rewards.parl import Schedule
-from rewards.trl import completion_text, make_parl_reward, parl_reward, prompt_rows
-from swarm.errors import UserError
+from kimmy_swarm.rewards.envs import EnvTaskError, UnknownEnvError
+from kimmy_swarm.rewards.parl import Schedule
+from kimmy_swarm.rewards.trl import completion_text, make_parl_reward, parl_reward, prompt_rows
+from kimmy_swarm.swarm.errors import UserError
 from tests.rewards._fake_env import FAKE, FakeEnv, fake_task
 
 PROMPT = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "go"}]
@@ -32,7 +32,7 @@ def test_prompt_rows_carry_the_messages_and_the_task_json(fake_env: FakeEnv) -> 
 
 def test_the_dataset_loads_with_datasets(fake_env: FakeEnv) -> None:
     pytest.importorskip("datasets", reason="trl_prompt_dataset needs the datasets package")
-    from rewards.trl import trl_prompt_dataset
+    from kimmy_swarm.rewards.trl import trl_prompt_dataset
 
     ds = trl_prompt_dataset([(fake_task("a"), PROMPT), (fake_task("b"), PROMPT)])
     assert ds.column_names == ["prompt", "task"] and len(ds) == 2

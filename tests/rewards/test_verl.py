@@ -8,9 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from rewards.envs import EnvTaskError, UnknownEnvError
-from rewards.verl import ABILITY, VERL_COLUMNS, compute_score, verl_rows, write_verl_parquet
-from swarm.errors import UserError
+from kimmy_swarm.rewards.envs import EnvTaskError, UnknownEnvError
+from kimmy_swarm.rewards.verl import (
+    ABILITY,
+    VERL_COLUMNS,
+    compute_score,
+    verl_rows,
+    write_verl_parquet,
+)
+from kimmy_swarm.swarm.errors import UserError
 from tests.rewards._fake_env import FAKE, FakeEnv, fake_task
 
 PROMPT = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "go"}]

@@ -13,16 +13,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agents.analysis.board import AnalysisBoard
-from agents.analysis.schemas import (
+from kimmy_swarm.agents.analysis.board import AnalysisBoard
+from kimmy_swarm.agents.analysis.schemas import (
     AnalysisTask,
     DatasetAnalysis,
     FigureOut,
     FindingChecks,
 )
-from agents.tools.datasets import load_dataset
-from agents.tools.finding import NumericFinding
-from agents.tools.recompute import verify
+from kimmy_swarm.agents.tools.datasets import load_dataset
+from kimmy_swarm.agents.tools.finding import NumericFinding
+from kimmy_swarm.agents.tools.recompute import verify
 
 __all__ = ["DATASET", "FAILURE", "PNG", "checked_board"]
 

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from agents.tools import diagnostics, models, stats
-from agents.tools.finding import NumericFinding
+from kimmy_swarm.agents.tools import diagnostics, models, stats
+from kimmy_swarm.agents.tools.finding import NumericFinding
 
 __all__ = ["findings_from_analysis"]
 

@@ -63,7 +63,7 @@ def expected_values() -> dict[str, int]:
 
 
 def main(argv: list[str]) -> int:
-    from swarm import Swarm
+    from kimmy_swarm.swarm import Swarm
 
     runs_dir, log_path, mode, run_id = argv
     fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from model.serve.engine import LLMEngine
-from model.serve.types import GenerationParams
+from kimmy_swarm.model.serve.engine import LLMEngine
+from kimmy_swarm.model.serve.types import GenerationParams
 
 __all__ = ["run_two_waves", "shared_prefix_prompts", "uncached_greedy"]
 

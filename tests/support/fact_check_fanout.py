@@ -11,9 +11,9 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 from pydantic import BaseModel, Field
 
-from agents import Role, install
-from swarm import Plan, RunResult, Subtask, SubtaskContext, Swarm
-from swarm.llm import OpenAIChat
+from kimmy_swarm.agents import Role, install
+from kimmy_swarm.swarm import Plan, RunResult, Subtask, SubtaskContext, Swarm
+from kimmy_swarm.swarm.llm import OpenAIChat
 
 __all__ = ["CHECKER", "Check", "fact_check_fanout", "server_metrics"]
 

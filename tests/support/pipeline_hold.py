@@ -20,8 +20,8 @@ from typing import Any
 
 
 def main(argv: list[str]) -> int:
-    from agents.subagent import SubAgent
-    from kimmy.app import main as kimmy
+    from kimmy_swarm.agents.subagent import SubAgent
+    from kimmy_swarm.cli.app import main as kimmy
 
     log, pattern, *args = argv
     fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from swarm.events import (
+from kimmy_swarm.swarm.events import (
     Event,
     ModelCalled,
     RunFinished,
@@ -15,13 +15,20 @@ from swarm.events import (
     SubtasksSpawned,
     SubtaskStarted,
 )
-from swarm.progress import (
+from kimmy_swarm.swarm.progress import (
     JsonLinesSink,
     LineSink,
     LiveView,
     RunStats,
 )
-from swarm.schema import ErrorInfo, RunStatus, Subtask, SubtaskResult, SubtaskStatus, Usage
+from kimmy_swarm.swarm.schema import (
+    ErrorInfo,
+    RunStatus,
+    Subtask,
+    SubtaskResult,
+    SubtaskStatus,
+    Usage,
+)
 
 RUN = "run-1"
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")

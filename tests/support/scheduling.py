@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from swarm.events import Event
-from swarm.limits import Backoff
-from swarm.runtime import Swarm
-from swarm.schema import Plan, Subtask
+from kimmy_swarm.swarm.events import Event
+from kimmy_swarm.swarm.limits import Backoff
+from kimmy_swarm.swarm.runtime import Swarm
+from kimmy_swarm.swarm.schema import Plan, Subtask
 
 #: Retries in milliseconds, so retry tests stay fast.
 FAST_BACKOFF = Backoff(base_s=0.001, cap_s=0.005)

@@ -30,7 +30,7 @@ def kimmy_server(*args: str) -> Iterator[str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = int(s.getsockname()[1])
-    cmd = [sys.executable, "-m", "kimmy", "serve", *args, "--port", str(port)]
+    cmd = [sys.executable, "-P", "-m", "kimmy_swarm.cli", "serve", *args, "--port", str(port)]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 120  # a bound for a hung start, not a speed check

@@ -9,11 +9,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agents import Attempt, Role, ToolBox, install
-from swarm import Swarm
-from swarm.events import AgentStep, Event, ToolCalled
-from swarm.llm.types import ChatResponse, FunctionCall, ToolCall
-from swarm.schema import Usage
+from kimmy_swarm.agents import Attempt, Role, ToolBox, install
+from kimmy_swarm.swarm import Swarm
+from kimmy_swarm.swarm.events import AgentStep, Event, ToolCalled
+from kimmy_swarm.swarm.llm.types import ChatResponse, FunctionCall, ToolCall
+from kimmy_swarm.swarm.schema import Usage
 
 
 class Total(BaseModel):

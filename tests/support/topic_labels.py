@@ -33,7 +33,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from agents.tools.corpus import Document
+from kimmy_swarm.agents.tools.corpus import Document
 
 __all__ = ["TOPICS", "TopicLabel", "keyword_matches", "labelled"]
 

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from swarm.call_gate import CallGate
+from kimmy_swarm.swarm.call_gate import CallGate
 
 
 async def settle() -> None:

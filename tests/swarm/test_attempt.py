@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from swarm.schema import SubtaskStatus
-from swarm.subtask_runner import _is_json
+from kimmy_swarm.swarm.schema import SubtaskStatus
+from kimmy_swarm.swarm.subtask_runner import _is_json
 
 
 @pytest.mark.parametrize(

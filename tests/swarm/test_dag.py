@@ -8,7 +8,7 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
-from swarm.dag import (
+from kimmy_swarm.swarm.dag import (
     build_graph,
     check_plan,
     critical_path,
@@ -16,7 +16,7 @@ from swarm.dag import (
     topological_generations,
     validate_plan,
 )
-from swarm.errors import (
+from kimmy_swarm.swarm.errors import (
     ConfigError,
     CycleError,
     DuplicateIdError,
@@ -28,8 +28,8 @@ from swarm.errors import (
     UnknownSchemaError,
     UserError,
 )
-from swarm.planfile import load_plan, parse_plan
-from swarm.schema import Plan, Subtask
+from kimmy_swarm.swarm.planfile import load_plan, parse_plan
+from kimmy_swarm.swarm.schema import Plan, Subtask
 
 
 def plan(*specs: tuple[str, list[str]] | tuple[str, list[str], str], goal: str = "g") -> Plan:

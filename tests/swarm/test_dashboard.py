@@ -17,11 +17,11 @@ pytest.importorskip("fastapi")
 import httpx
 from fastapi.testclient import TestClient
 
-from swarm import Plan, Subtask, Swarm
-from swarm.context import SubtaskContext
-from swarm.dashboard import BackgroundServer, create_app
-from swarm.dashboard.state import RunView
-from swarm.llm.scripted import ScriptedChat
+from kimmy_swarm.swarm import Plan, Subtask, Swarm
+from kimmy_swarm.swarm.context import SubtaskContext
+from kimmy_swarm.swarm.dashboard import BackgroundServer, create_app
+from kimmy_swarm.swarm.dashboard.state import RunView
+from kimmy_swarm.swarm.llm.scripted import ScriptedChat
 
 RUN = "20250101-000000-dash01"
 WORKERS = ["w0", "w1", "w2"]
@@ -283,7 +283,7 @@ def test_the_stream_delivers_changes_while_the_run_goes(tmp_path: Path) -> None:
 def _wait_for_store(runs_dir: Path) -> None:
     import time
 
-    from swarm.store import RunStore
+    from kimmy_swarm.swarm.store import RunStore
 
     for _ in range(500):
         if (runs_dir / "kimmy.db").is_file():

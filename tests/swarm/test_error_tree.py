@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from swarm import Plan, Subtask, SubtaskContext, Swarm
-from swarm import errors as E
+from kimmy_swarm.swarm import Plan, Subtask, SubtaskContext, Swarm
+from kimmy_swarm.swarm import errors as E
 
 
 @pytest.mark.parametrize(
@@ -54,6 +54,6 @@ async def test_a_foreign_error_with_a_retryable_attribute_is_not_retried() -> No
 
 
 def _fast_backoff():  # type: ignore[no-untyped-def]
-    from swarm.limits import Backoff
+    from kimmy_swarm.swarm.limits import Backoff
 
     return Backoff(0.001, 0.002)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from swarm.errors import validation_problems
+from kimmy_swarm.swarm.errors import validation_problems
 
 
 class Point(BaseModel):

@@ -8,10 +8,10 @@ import typing
 import pytest
 from pydantic import BaseModel
 
-from swarm import EventFold
-from swarm import events as ev
-from swarm.event_fold import HANDLER_NAMES
-from swarm.schema import ErrorInfo, SubtaskResult, SubtaskStatus
+from kimmy_swarm.swarm import EventFold
+from kimmy_swarm.swarm import events as ev
+from kimmy_swarm.swarm.event_fold import HANDLER_NAMES
+from kimmy_swarm.swarm.schema import ErrorInfo, SubtaskResult, SubtaskStatus
 
 
 def _started(sid: str = "a") -> ev.SubtaskStarted:

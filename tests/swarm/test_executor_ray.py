@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from swarm import ConfigError, Plan, Subtask, SubtaskContext, Swarm
-from swarm.errors import ModelServerError, SpawnError
-from swarm.llm import OpenAIChat
-from swarm.store import RunStore
+from kimmy_swarm.swarm import ConfigError, Plan, Subtask, SubtaskContext, Swarm
+from kimmy_swarm.swarm.errors import ModelServerError, SpawnError
+from kimmy_swarm.swarm.llm import OpenAIChat
+from kimmy_swarm.swarm.store import RunStore
 from tests.support.openai_server import OpenAIServer, delay
 
 ray = pytest.importorskip("ray")
@@ -248,14 +248,14 @@ _NO_RAY = "import sys; sys.modules['ray'] = None; "
 
 
 def test_without_ray_the_error_says_how_to_install_it(tmp_path: Path) -> None:
-    code = _NO_RAY + "from swarm import Swarm; Swarm(executor='ray')"
+    code = _NO_RAY + "from kimmy_swarm.swarm import Swarm; Swarm(executor='ray')"
     proc = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=False
     )
     assert "pip install 'kimmy-swarm[ray]'" in proc.stderr
     plan = tmp_path / "plan.json"
     plan.write_text('{"goal": "g", "subtasks": [{"id": "a", "role": "writer"}]}')
-    code = _NO_RAY + f"from kimmy.app import main; sys.exit(main(['run', {str(plan)!r}, "
+    code = _NO_RAY + f"from kimmy_swarm.cli.app import main; sys.exit(main(['run', {str(plan)!r}, "
     code += "'--executor', 'ray', '--ray-address', 'auto']))"
     proc = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=False

@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from swarm.errors import ConfigError
-from swarm.limits import AdaptiveLimit, Backoff, Budget, RateLimit
+from kimmy_swarm.swarm.errors import ConfigError
+from kimmy_swarm.swarm.limits import AdaptiveLimit, Backoff, Budget, RateLimit
 
 
 class Clock:

@@ -7,9 +7,9 @@ import json
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from swarm import PlanValidationError, Swarm, parse_plan
-from swarm.context import SubtaskContext
-from swarm.schema import SubtaskStatus
+from kimmy_swarm.swarm import PlanValidationError, Swarm, parse_plan
+from kimmy_swarm.swarm.context import SubtaskContext
+from kimmy_swarm.swarm.schema import SubtaskStatus
 
 IDS = ["a", "b", "c", "d"]
 

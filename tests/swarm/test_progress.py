@@ -9,17 +9,17 @@ import threading
 import pytest
 from rich.console import Console
 
-from swarm.events import (
+from kimmy_swarm.swarm.events import (
     BudgetExhausted,
     ConcurrencyChanged,
     Event,
     RunFinished,
 )
-from swarm.progress import (
+from kimmy_swarm.swarm.progress import (
     LiveView,
     RunStats,
 )
-from swarm.schema import RunStatus, SubtaskStatus
+from kimmy_swarm.swarm.schema import RunStatus, SubtaskStatus
 from tests.support.progress_events import (
     _ANSI,
     RUN,

@@ -10,19 +10,19 @@ import sys
 import pytest
 from rich.console import Console
 
-from swarm.events import (
+from kimmy_swarm.swarm.events import (
     Event,
     ModelCalled,
     parse_event,
 )
-from swarm.progress import (
+from kimmy_swarm.swarm.progress import (
     EventStream,
     JsonLinesSink,
     LineSink,
     LiveView,
     make_progress,
 )
-from swarm.schema import RunStatus
+from kimmy_swarm.swarm.schema import RunStatus
 from tests.support.progress_events import (
     FakeClock,
     failed,

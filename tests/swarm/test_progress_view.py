@@ -8,9 +8,9 @@ import re
 
 from rich.console import Console
 
-from swarm._progress_render import format_line, render_live, render_summary
-from swarm.progress import LiveView, RoleCounts, RunStats
-from swarm.schema import RunStatus, SubtaskStatus
+from kimmy_swarm.swarm._progress_render import format_line, render_live, render_summary
+from kimmy_swarm.swarm.progress import LiveView, RoleCounts, RunStats
+from kimmy_swarm.swarm.schema import RunStatus, SubtaskStatus
 from tests.support.progress_events import (
     FakeClock,
     failed,

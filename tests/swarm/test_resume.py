@@ -23,10 +23,10 @@ from pathlib import Path
 
 import pytest
 
-from swarm import Swarm
-from swarm import events as ev
-from swarm.context import SubtaskContext
-from swarm.store import DB_NAME, RunStore
+from kimmy_swarm.swarm import Swarm
+from kimmy_swarm.swarm import events as ev
+from kimmy_swarm.swarm.context import SubtaskContext
+from kimmy_swarm.swarm.store import DB_NAME, RunStore
 from tests.support import crash_driver
 from tests.support.signals import default_sigint
 

@@ -7,12 +7,12 @@ import math
 
 import pytest
 
-from swarm import Plan, RunConfig, Subtask, SubtaskContext, Swarm
-from swarm.errors import ConfigError
-from swarm.limits import Backoff, RateLimit
-from swarm.steps import FailurePolicy
-from swarm.store import RunStore
-from swarm.transcript_capture import TranscriptCapture
+from kimmy_swarm.swarm import Plan, RunConfig, Subtask, SubtaskContext, Swarm
+from kimmy_swarm.swarm.errors import ConfigError
+from kimmy_swarm.swarm.limits import Backoff, RateLimit
+from kimmy_swarm.swarm.steps import FailurePolicy
+from kimmy_swarm.swarm.store import RunStore
+from kimmy_swarm.swarm.transcript_capture import TranscriptCapture
 
 #: A value other than the default for every field (the local executor: Ray's is tested apart).
 NON_DEFAULT = {

@@ -4,11 +4,11 @@ alike."""
 
 from __future__ import annotations
 
-from swarm import events as ev
-from swarm.dashboard.state import RunView
-from swarm.progress import RunStats
-from swarm.run_counters import RunCounters
-from swarm.schema import ErrorInfo, Usage
+from kimmy_swarm.swarm import events as ev
+from kimmy_swarm.swarm.dashboard.state import RunView
+from kimmy_swarm.swarm.progress import RunStats
+from kimmy_swarm.swarm.run_counters import RunCounters
+from kimmy_swarm.swarm.schema import ErrorInfo, Usage
 
 ERROR = ErrorInfo(type="ModelServerError", message="busy")
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from swarm import Swarm
-from swarm.context import SubtaskContext
-from swarm.schema import RunStatus
+from kimmy_swarm.swarm import Swarm
+from kimmy_swarm.swarm.context import SubtaskContext
+from kimmy_swarm.swarm.schema import RunStatus
 
 
 def test_resume_sync_continues_a_stored_run(tmp_path: Path) -> None:

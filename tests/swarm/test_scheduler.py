@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from swarm.context import SubtaskContext
-from swarm.errors import ModelServerError, SpawnError
-from swarm.runtime import Swarm
-from swarm.schema import RunResult, RunStatus, Subtask, SubtaskStatus
+from kimmy_swarm.swarm.context import SubtaskContext
+from kimmy_swarm.swarm.errors import ModelServerError, SpawnError
+from kimmy_swarm.swarm.runtime import Swarm
+from kimmy_swarm.swarm.schema import RunResult, RunStatus, Subtask, SubtaskStatus
 from tests.support.scheduling import Recorder, make_plan, make_swarm
 
 S = SubtaskStatus

@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
-import swarm.subtask_runner as attempt_mod
-from swarm import Plan, Subtask, SubtaskContext, Swarm
-from swarm.llm import OpenAIChat
+from kimmy_swarm.swarm import Plan, Subtask, SubtaskContext, Swarm
+from kimmy_swarm.swarm import subtask_runner as attempt_mod
+from kimmy_swarm.swarm.llm import OpenAIChat
 from tests.support.openai_server import OpenAIServer, malformed, reply
 from tests.support.scheduling import make_plan, make_swarm
 

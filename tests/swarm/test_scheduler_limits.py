@@ -10,12 +10,12 @@ from typing import Any, ClassVar
 
 import pytest
 
-from swarm.context import SubtaskContext
-from swarm.errors import BudgetExceededError
-from swarm.limits import AdaptiveLimit
-from swarm.llm import ChatResponse, OpenAIChat, ScriptedChat
-from swarm.schema import RunStatus, SubtaskStatus, Usage
-from swarm.store import RunStore
+from kimmy_swarm.swarm.context import SubtaskContext
+from kimmy_swarm.swarm.errors import BudgetExceededError
+from kimmy_swarm.swarm.limits import AdaptiveLimit
+from kimmy_swarm.swarm.llm import ChatResponse, OpenAIChat, ScriptedChat
+from kimmy_swarm.swarm.schema import RunStatus, SubtaskStatus, Usage
+from kimmy_swarm.swarm.store import RunStore
 from tests.support.openai_server import OpenAIServer, delay, reply, status
 from tests.support.scheduling import Recorder, make_plan, make_swarm
 

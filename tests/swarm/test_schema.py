@@ -7,9 +7,9 @@ import json
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from swarm import events as ev
-from swarm.errors import ModelServerError, SwarmError
-from swarm.schema import (
+from kimmy_swarm.swarm import events as ev
+from kimmy_swarm.swarm.errors import ModelServerError, SwarmError
+from kimmy_swarm.swarm.schema import (
     NO_USAGE,
     ErrorInfo,
     Plan,

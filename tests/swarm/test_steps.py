@@ -8,9 +8,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as hs
 
-from swarm.errors import SpawnError
-from swarm.schema import Plan, Subtask, SubtaskResult, SubtaskStatus
-from swarm.steps import (
+from kimmy_swarm.swarm.errors import SpawnError
+from kimmy_swarm.swarm.schema import Plan, Subtask, SubtaskResult, SubtaskStatus
+from kimmy_swarm.swarm.steps import (
     FailurePolicy,
     RunState,
     add_subtasks,

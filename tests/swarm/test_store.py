@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from swarm import Swarm
-from swarm import events as ev
-from swarm.context import SubtaskContext
-from swarm.errors import ConfigError, RunNotFoundError, StoreError
-from swarm.schema import Plan, RunStatus, Subtask, SubtaskResult, SubtaskStatus, Usage
-from swarm.store import DB_NAME, RunStore
+from kimmy_swarm.swarm import Swarm
+from kimmy_swarm.swarm import events as ev
+from kimmy_swarm.swarm.context import SubtaskContext
+from kimmy_swarm.swarm.errors import ConfigError, RunNotFoundError, StoreError
+from kimmy_swarm.swarm.schema import Plan, RunStatus, Subtask, SubtaskResult, SubtaskStatus, Usage
+from kimmy_swarm.swarm.store import DB_NAME, RunStore
 
 RUN = "20250101-000000-abcdef"
 PLAN = Plan(
@@ -393,8 +393,8 @@ def test_a_run_owned_by_a_live_process_cannot_be_resumed_twice(tmp_path: Path) -
 async def test_a_batch_is_dumped_as_its_events_are_one_by_one(tmp_path: Path) -> None:
     """`dump_events` (one serializer call per batch, in the writer thread) writes exactly
     the bytes of `model_dump_json` per event, for every kind a run emits, and reads back."""
-    from swarm.errors import ModelServerError
-    from swarm.llm import ScriptedChat
+    from kimmy_swarm.swarm.errors import ModelServerError
+    from kimmy_swarm.swarm.llm import ScriptedChat
     from tests.support.scheduling import Recorder, make_plan, make_swarm
 
     calls = [0]

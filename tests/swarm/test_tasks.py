@@ -7,8 +7,8 @@ import asyncio
 
 import pytest
 
-from swarm import gather_all
-from swarm.tasks import first_error
+from kimmy_swarm.swarm import gather_all
+from kimmy_swarm.swarm.tasks import first_error
 
 
 async def _value(x: int, delay: float = 0.0) -> int:

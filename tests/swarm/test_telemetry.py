@@ -23,13 +23,13 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
 )
 from opentelemetry.trace import StatusCode
 
-from swarm import Plan, Subtask, SubtaskContext, Swarm
-from swarm.errors import ConfigError, ModelServerError
-from swarm.limits import Backoff
-from swarm.llm.scripted import ScriptedChat
-from swarm.llm.types import ChatResponse
-from swarm.schema import Usage
-from swarm.telemetry import SpanSink, otlp_sink, sinks_from_env, traces_endpoint
+from kimmy_swarm.swarm import Plan, Subtask, SubtaskContext, Swarm
+from kimmy_swarm.swarm.errors import ConfigError, ModelServerError
+from kimmy_swarm.swarm.limits import Backoff
+from kimmy_swarm.swarm.llm.scripted import ScriptedChat
+from kimmy_swarm.swarm.llm.types import ChatResponse
+from kimmy_swarm.swarm.schema import Usage
+from kimmy_swarm.swarm.telemetry import SpanSink, otlp_sink, sinks_from_env, traces_endpoint
 from tests.support.otlp_collector import OtlpCollector
 
 _ANSWER = ChatResponse(
@@ -300,6 +300,9 @@ def test_without_the_extra_the_error_says_what_to_install(
 
 
 def test_import_swarm_does_not_import_opentelemetry() -> None:
-    code = "import sys, swarm, swarm.telemetry; print('opentelemetry' in sys.modules)"
+    code = (
+        "import sys, kimmy_swarm.swarm, kimmy_swarm.swarm.telemetry; "
+        "print('opentelemetry' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from swarm import RunConfig
-from swarm.errors import ConfigError
-from swarm.transcript_capture import TranscriptCapture
+from kimmy_swarm.swarm import RunConfig
+from kimmy_swarm.swarm.errors import ConfigError
+from kimmy_swarm.swarm.transcript_capture import TranscriptCapture
 
 
 def test_long_texts_are_cut_at_the_cap_saying_so() -> None:

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from swarm import Plan, RunConfig, Subtask, SubtaskContext, Swarm, read_transcript
-from swarm.errors import ModelServerError, UserError
-from swarm.limits import Backoff
-from swarm.llm.scripted import ScriptedChat
-from swarm.schema import SubtaskStatus
-from swarm.store import RunStore
-from swarm.transcript_capture import TranscriptCapture
-from swarm.transcripts import (
+from kimmy_swarm.swarm import Plan, RunConfig, Subtask, SubtaskContext, Swarm, read_transcript
+from kimmy_swarm.swarm.errors import ModelServerError, UserError
+from kimmy_swarm.swarm.limits import Backoff
+from kimmy_swarm.swarm.llm.scripted import ScriptedChat
+from kimmy_swarm.swarm.schema import SubtaskStatus
+from kimmy_swarm.swarm.store import RunStore
+from kimmy_swarm.swarm.transcript_capture import TranscriptCapture
+from kimmy_swarm.swarm.transcripts import (
     FinishedEntry,
     ModelCallEntry,
     RetryEntry,

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from swarm import Plan, Subtask, SubtaskContext, Swarm
-from swarm.errors import SpawnError, WaitError
-from swarm.store import RunStore
+from kimmy_swarm.swarm import Plan, Subtask, SubtaskContext, Swarm
+from kimmy_swarm.swarm.errors import SpawnError, WaitError
+from kimmy_swarm.swarm.store import RunStore
 
 
 def _plan() -> Plan:
@@ -101,7 +101,7 @@ async def test_turns_are_found_again_by_a_retry_and_by_a_resume(tmp_path: Path) 
             step = len(ctx.history) + 1
             ctx.record_turn([{"role": "assistant", "content": f"turn {step}"}], state={"n": step})
             if fail_first and ctx.attempt == 1:
-                from swarm.errors import ModelServerError
+                from kimmy_swarm.swarm.errors import ModelServerError
 
                 raise ModelServerError("502")  # retryable: attempt 2 continues
             if fail_first:
@@ -125,7 +125,7 @@ async def test_turns_are_found_again_by_a_retry_and_by_a_resume(tmp_path: Path) 
 
 
 def _fast():  # type: ignore[no-untyped-def]
-    from swarm.limits import Backoff
+    from kimmy_swarm.swarm.limits import Backoff
 
     return Backoff(0.001, 0.002)
 
@@ -170,7 +170,7 @@ async def test_roles_made_at_run_time_come_from_the_role_factory(tmp_path: Path)
 
 
 async def test_a_sub_agent_sees_its_model_s_context_length() -> None:
-    from swarm.llm.scripted import ScriptedChat
+    from kimmy_swarm.swarm.llm.scripted import ScriptedChat
 
     inner = ScriptedChat.always("ok")
     inner.context_length = 8192  # type: ignore[attr-defined]

@@ -34,8 +34,8 @@ from decimal import Decimal
 
 import pandas as pd
 
-from agents.tools.conventions import AnalysisError
-from agents.tools.finding import (
+from kimmy_swarm.agents.tools.conventions import AnalysisError
+from kimmy_swarm.agents.tools.finding import (
     COLUMN_STATISTICS,
     DIAGNOSTIC_STATISTICS,
     FIT_STATISTICS,
@@ -44,15 +44,15 @@ from agents.tools.finding import (
     NumericFinding,
     Verdict,
 )
-from agents.tools.recompute._columns import (
+from kimmy_swarm.agents.tools.recompute._columns import (
     column_statistic,
     correlation,
     numeric_values,
     outlier_count,
 )
-from agents.tools.recompute._groups import group_statistic
-from agents.tools.recompute._ols import ols_statistic
-from agents.tools.recompute._refit import refit_statistic
+from kimmy_swarm.agents.tools.recompute._groups import group_statistic
+from kimmy_swarm.agents.tools.recompute._ols import ols_statistic
+from kimmy_swarm.agents.tools.recompute._refit import refit_statistic
 
 __all__ = ["recompute", "verify"]
 

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from agents.tools.conventions import AnalysisError
+from kimmy_swarm.agents.tools.conventions import AnalysisError
 
 __all__ = ["column", "column_statistic", "correlation", "numeric_values", "outlier_count"]
 

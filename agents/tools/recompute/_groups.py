@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from agents.tools.conventions import AnalysisError, group_key
+from kimmy_swarm.agents.tools.conventions import AnalysisError, group_key
 
 __all__ = ["group_statistic"]
 

@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from agents.tools.conventions import AnalysisError
-from agents.tools.finding import PAIR_STATISTICS
-from agents.tools.recompute._columns import numeric_values
+from kimmy_swarm.agents.tools.conventions import AnalysisError
+from kimmy_swarm.agents.tools.finding import PAIR_STATISTICS
+from kimmy_swarm.agents.tools.recompute._columns import numeric_values
 
 __all__ = ["ols_statistic"]
 

@@ -23,8 +23,13 @@ import pandas as pd
 from scipy import optimize, special
 from scipy import stats as sps
 
-from agents.tools.conventions import AnalysisError, level_name
-from agents.tools.recompute._diagnostics import cond_number, ols_likelihood, residual_tests, vif
+from kimmy_swarm.agents.tools.conventions import AnalysisError, level_name
+from kimmy_swarm.agents.tools.recompute._diagnostics import (
+    cond_number,
+    ols_likelihood,
+    residual_tests,
+    vif,
+)
 
 __all__ = ["refit_statistic"]
 

@@ -7,18 +7,18 @@ from typing import Any
 
 import pytest
 
-from agents.analysis import schemas
-from agents.analysis.grader import AnalysisGrader, analyses, finding_checks
-from agents.analysis.schemas import analyze_id, check_id, is_analyze_id, is_check_id
-from agents.graders import grader_for
-from agents.review.grader import ReviewGrader
-from rewards.graders import PipelineGrader
-from rewards.trajectory import Trajectory, load_trajectory
+from kimmy_swarm.agents.analysis import schemas
+from kimmy_swarm.agents.analysis.grader import AnalysisGrader, analyses, finding_checks
+from kimmy_swarm.agents.analysis.schemas import analyze_id, check_id, is_analyze_id, is_check_id
+from kimmy_swarm.agents.graders import grader_for
+from kimmy_swarm.agents.review.grader import ReviewGrader
+from kimmy_swarm.rewards.graders import PipelineGrader
+from kimmy_swarm.rewards.trajectory import Trajectory, load_trajectory
 
 
 @pytest.fixture(scope="module")
 def analysis(tmp_path_factory: pytest.TempPathFactory) -> tuple[Trajectory, Any]:
-    from agents.analysis import AnalysisConfig, run_analysis
+    from kimmy_swarm.agents.analysis import AnalysisConfig, run_analysis
 
     tmp = tmp_path_factory.mktemp("analysis")
     out = run_analysis(

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from agents.analysis import AnalysisConfig, AnalysisOutcome, run_analysis
-from agents.tools.datasets import load_dataset
-from agents.tools.finding import INTEGER_STATISTICS, NumericFinding
-from agents.tools.recompute import verify
+from kimmy_swarm.agents.analysis import AnalysisConfig, AnalysisOutcome, run_analysis
+from kimmy_swarm.agents.tools.datasets import load_dataset
+from kimmy_swarm.agents.tools.finding import INTEGER_STATISTICS, NumericFinding
+from kimmy_swarm.agents.tools.recompute import verify
 
 SEPALS = "Which species has the longest sepals?"
 BMI = "Does bmi differ by sex?"
@@ -114,7 +114,7 @@ def test_a_question_that_fits_no_dataset_is_still_unanswered(tmp_path: Path) -> 
 
 
 def test_question_columns_tool_says_where_a_question_applies(tmp_path: Path) -> None:
-    from agents.analysis import AnalysisBoard, build_toolbox
+    from kimmy_swarm.agents.analysis import AnalysisBoard, build_toolbox
 
     specs = ("sklearn:iris", "sklearn:wine")
     board = AnalysisBoard({s: load_dataset(s) for s in specs}, out_dir=tmp_path)

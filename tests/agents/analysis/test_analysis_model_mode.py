@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from agents.analysis import AnalysisConfig, AnalysisOutcome, run_analysis
-from agents.tools.datasets import load_dataset
-from agents.tools.sandbox import sandbox_available
-from kimmy.summaries import print_analysis
-from swarm.events import AgentStep, Event
-from swarm.llm import OpenAIChat
+from kimmy_swarm.agents.analysis import AnalysisConfig, AnalysisOutcome, run_analysis
+from kimmy_swarm.agents.tools.datasets import load_dataset
+from kimmy_swarm.agents.tools.sandbox import sandbox_available
+from kimmy_swarm.cli.summaries import print_analysis
+from kimmy_swarm.swarm.events import AgentStep, Event
+from kimmy_swarm.swarm.llm import OpenAIChat
 from tests.support.analysis_model import AnalysisModel, Body, Turn
 from tests.support.openai_server import OpenAIServer
 

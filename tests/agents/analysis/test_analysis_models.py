@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from agents.analysis import AnalysisConfig, AnalysisOutcome, run_analysis
-from agents.analysis.board import AnalysisBoard
-from agents.analysis.tools import build_toolbox
-from agents.tools.datasets import load_dataset
-from agents.tools.finding import NumericFinding
+from kimmy_swarm.agents.analysis import AnalysisConfig, AnalysisOutcome, run_analysis
+from kimmy_swarm.agents.analysis.board import AnalysisBoard
+from kimmy_swarm.agents.analysis.tools import build_toolbox
+from kimmy_swarm.agents.tools.datasets import load_dataset
+from kimmy_swarm.agents.tools.finding import NumericFinding
 
 DATASETS = [
     "statsmodels:spector", "statsmodels:longley", "sklearn:iris", "statsmodels:cpunish",

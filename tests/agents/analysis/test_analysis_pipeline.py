@@ -9,12 +9,17 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-import agents.analysis
-from agents.analysis import AnalysisConfig, AnalysisOutcome, DatasetLoadError, run_analysis
-from agents.tools.datasets import bundled_datasets, load_dataset
-from agents.tools.finding import NumericFinding
-from agents.tools.recompute import recompute, verify
-from swarm.errors import ConfigError
+from kimmy_swarm.agents import analysis
+from kimmy_swarm.agents.analysis import (
+    AnalysisConfig,
+    AnalysisOutcome,
+    DatasetLoadError,
+    run_analysis,
+)
+from kimmy_swarm.agents.tools.datasets import bundled_datasets, load_dataset
+from kimmy_swarm.agents.tools.finding import NumericFinding
+from kimmy_swarm.agents.tools.recompute import recompute, verify
+from kimmy_swarm.swarm.errors import ConfigError
 
 DATASETS = [
     "statsmodels:longley", "statsmodels:stackloss", "statsmodels:grunfeld",
@@ -159,7 +164,7 @@ def test_missing_and_unknown_datasets_are_named_in_one_line(tmp_path: Path) -> N
 
 
 def test_public_api_is_pinned() -> None:
-    assert set(agents.analysis.__all__) == {
+    assert set(analysis.__all__) == {
         "GENERAL_QUESTION", "AnalysisBoard", "AnalysisConfig", "AnalysisDigest", "AnalysisEntry",
         "AnalysisGrader", "AnalysisOutcome", "AnalysisPlan", "AnalysisTask", "DatasetAnalysis",
         "DatasetLoadError", "FindingChecks", "ReportPage", "ReportText", "analysis_digest",

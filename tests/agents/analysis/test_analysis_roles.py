@@ -14,16 +14,16 @@ import pandas as pd
 import pytest
 import statsmodels.api as sm
 
-from agents import SubAgent
-from agents.analysis.board import AnalysisBoard
-from agents.analysis.pipeline import install_analysis_roles, load_datasets
-from agents.analysis.roles import analysis_roles
-from agents.analysis.schemas import DatasetAnalysis
-from agents.analysis.tools import build_toolbox
-from agents.tools.finding import NumericFinding
-from swarm import Swarm
-from swarm.events import Event, ToolCalled
-from swarm.schema import Plan, Subtask, SubtaskStatus
+from kimmy_swarm.agents import SubAgent
+from kimmy_swarm.agents.analysis.board import AnalysisBoard
+from kimmy_swarm.agents.analysis.pipeline import install_analysis_roles, load_datasets
+from kimmy_swarm.agents.analysis.roles import analysis_roles
+from kimmy_swarm.agents.analysis.schemas import DatasetAnalysis
+from kimmy_swarm.agents.analysis.tools import build_toolbox
+from kimmy_swarm.agents.tools.finding import NumericFinding
+from kimmy_swarm.swarm import Swarm
+from kimmy_swarm.swarm.events import Event, ToolCalled
+from kimmy_swarm.swarm.schema import Plan, Subtask, SubtaskStatus
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from agents.analysis.board import AnalysisBoard, UnknownAnalysisDatasetError
-from agents.analysis.schemas import AnalysisTask, DatasetAnalysis, FindingChecks
-from agents.tools.datasets import load_dataset
-from swarm.errors import UserError
+from kimmy_swarm.agents.analysis.board import AnalysisBoard, UnknownAnalysisDatasetError
+from kimmy_swarm.agents.analysis.schemas import AnalysisTask, DatasetAnalysis, FindingChecks
+from kimmy_swarm.agents.tools.datasets import load_dataset
+from kimmy_swarm.swarm.errors import UserError
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agents.analysis.board import AnalysisBoard
-from agents.analysis.digest import (
+from kimmy_swarm.agents.analysis.board import AnalysisBoard
+from kimmy_swarm.agents.analysis.digest import (
     AnalysisDigest,
     AnalysisEntry,
     FindingRecord,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from agents.analysis.questions import match_question, named_columns, question_words
-from agents.tools.datasets import load_dataset
+from kimmy_swarm.agents.analysis.questions import match_question, named_columns, question_words
+from kimmy_swarm.agents.tools.datasets import load_dataset
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agents.analysis.digest import analysis_digest
-from agents.analysis.report_html import html_sections, render_report_html
+from kimmy_swarm.agents.analysis.digest import analysis_digest
+from kimmy_swarm.agents.analysis.report_html import html_sections, render_report_html
 from tests.support.analysis_board import FAILURE, PNG, checked_board
 
 

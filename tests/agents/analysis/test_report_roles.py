@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from agents.analysis.digest import analysis_digest
-from agents.analysis.report_roles import (
+from kimmy_swarm.agents.analysis.digest import analysis_digest
+from kimmy_swarm.agents.analysis.report_roles import (
     build_report_page,
     compact_digest,
     report_tools,
     write_summary,
 )
-from agents.analysis.report_text import render_markdown
-from swarm.errors import UserError
+from kimmy_swarm.agents.analysis.report_text import render_markdown
+from kimmy_swarm.swarm.errors import UserError
 from tests.support.analysis_board import checked_board
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from agents.analysis.digest import AnalysisDigest, analysis_digest
-from agents.analysis.report_text import (
+from kimmy_swarm.agents.analysis.digest import AnalysisDigest, analysis_digest
+from kimmy_swarm.agents.analysis.report_text import (
     cell,
     entry_notes,
     finding_sections,

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from agents import Attempt, Role, ToolBox
+from kimmy_swarm.agents import Attempt, Role, ToolBox
 from tests.support.summing_role import SUMMER, Total, summing_tools
 
 

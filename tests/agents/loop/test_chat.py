@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from agents.loop import Rejection, chat_within_budget
-from swarm.errors import ContextOverflowError, ModelRequestError
-from swarm.llm import ScriptedChat, TokenBudget
-from swarm.llm.types import ChatResponse
-from swarm.schema import Usage
+from kimmy_swarm.agents.loop import Rejection, chat_within_budget
+from kimmy_swarm.swarm.errors import ContextOverflowError, ModelRequestError
+from kimmy_swarm.swarm.llm import ScriptedChat, TokenBudget
+from kimmy_swarm.swarm.llm.types import ChatResponse
+from kimmy_swarm.swarm.schema import Usage
 
 TOO_LONG = ModelRequestError(
     "answered HTTP 400: prompt (3000 tokens) + max_tokens (512) is more than max_model_len 4096"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from agents.loop import MAX_ERROR_CHARS, AgentStepLimitError, error_text
-from swarm.errors import LimitError
+from kimmy_swarm.agents.loop import MAX_ERROR_CHARS, AgentStepLimitError, error_text
+from kimmy_swarm.swarm.errors import LimitError
 
 
 def test_error_text_names_the_type_and_is_cut() -> None:

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from agents import Attempt, ToolBox
-from agents.loop import MAX_SHOWN_CHARS, subtask_opening, task_messages
-from swarm.errors import ContextOverflowError
-from swarm.llm import TokenBudget
+from kimmy_swarm.agents import Attempt, ToolBox
+from kimmy_swarm.agents.loop import MAX_SHOWN_CHARS, subtask_opening, task_messages
+from kimmy_swarm.swarm.errors import ContextOverflowError
+from kimmy_swarm.swarm.llm import TokenBudget
 from tests.support.summing_role import SUMMER, Total
 
 

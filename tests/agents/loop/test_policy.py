@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 
-from agents import AgentStepLimitError, Role, install
-from swarm import Swarm
-from swarm.llm import ScriptedChat
-from swarm.schema import SubtaskStatus
+from kimmy_swarm.agents import AgentStepLimitError, Role, install
+from kimmy_swarm.swarm import Swarm
+from kimmy_swarm.swarm.llm import ScriptedChat
+from kimmy_swarm.swarm.schema import SubtaskStatus
 from tests.support.summing_role import SUMMER, run_summer, summing_tools, tool_turn
 
 

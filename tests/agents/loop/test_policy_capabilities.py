@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from agents import AgentStepLimitError, Role, ToolBox, install
-from swarm import Swarm
-from swarm.llm import Capabilities, ModelEndpoint, OpenAIChat, connect
-from swarm.schema import SubtaskStatus
+from kimmy_swarm.agents import AgentStepLimitError, Role, ToolBox, install
+from kimmy_swarm.swarm import Swarm
+from kimmy_swarm.swarm.llm import Capabilities, ModelEndpoint, OpenAIChat, connect
+from kimmy_swarm.swarm.schema import SubtaskStatus
 from tests.support.openai_server import OpenAIServer, ServerRequest, reply
 from tests.support.summing_role import Sink, Total, check_total
 

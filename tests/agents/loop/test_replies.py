@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from agents.loop import first_json_value, json_values, parse_answer
+from kimmy_swarm.agents.loop import first_json_value, json_values, parse_answer
 
 ANSWER = {"numbers": [2, 3], "total": 5}
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from agents import ToolBox
-from agents.loop import TextToolCall, TextTools
+from kimmy_swarm.agents import ToolBox
+from kimmy_swarm.agents.loop import TextToolCall, TextTools
 
 
 def _tools() -> TextTools:

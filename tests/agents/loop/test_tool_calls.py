@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agents.loop import as_call, calls_response, tool_call
+from kimmy_swarm.agents.loop import as_call, calls_response, tool_call
 
 
 def test_a_turn_of_calls_is_the_response_a_model_would_have_made() -> None:

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from agents.orchestrator import ORCHESTRATOR_ID, SolveConfig, run_solve
-from agents.orchestrator.tools import TOOLS
-from rewards import load_trajectory
-from swarm.llm import OpenAIChat
-from swarm.store import RunStore
+from kimmy_swarm.agents.orchestrator import ORCHESTRATOR_ID, SolveConfig, run_solve
+from kimmy_swarm.agents.orchestrator.tools import TOOLS
+from kimmy_swarm.rewards import load_trajectory
+from kimmy_swarm.swarm.llm import OpenAIChat
+from kimmy_swarm.swarm.store import RunStore
 from tests.support.openai_server import OpenAIServer, ServerRequest, completion, json_reply
 from tests.support.serve_process import tiny_server
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from agents.orchestrator import ORCHESTRATOR_ID, SolveConfig, run_solve
-from rewards import load_trajectory, score
+from kimmy_swarm.agents.orchestrator import ORCHESTRATOR_ID, SolveConfig, run_solve
+from kimmy_swarm.rewards import load_trajectory, score
 from tests.support.orchestration import orchestration, tool_results
 
 PROMPT = "You are a physics researcher. State units and assumptions; answer in one line."
@@ -193,7 +193,7 @@ def test_a_runtime_role_gets_exactly_the_prompt_the_orchestrator_wrote(tmp_path:
 
 
 def test_offline_a_goal_without_resources_says_how_to_give_a_model(tmp_path: Path) -> None:
-    from swarm.errors import ConfigError
+    from kimmy_swarm.swarm.errors import ConfigError
 
     with pytest.raises(ConfigError, match="needs a model to plan it"):
         run_solve(SolveConfig(goal="Write a poem", out=tmp_path))
@@ -227,10 +227,10 @@ def test_finish_can_synthesize_every_output_through_the_reduce_tree(tmp_path: Pa
 def test_a_turn_fits_its_max_tokens_to_the_context_and_learns_from_a_rejection(
     tmp_path: Path,
 ) -> None:
-    from swarm.errors import ModelRequestError
-    from swarm.llm.scripted import ScriptedChat
-    from swarm.llm.server_profile import forget_shared_budgets
-    from swarm.llm.types import ChatResponse, FunctionCall, ToolCall
+    from kimmy_swarm.swarm.errors import ModelRequestError
+    from kimmy_swarm.swarm.llm.scripted import ScriptedChat
+    from kimmy_swarm.swarm.llm.server_profile import forget_shared_budgets
+    from kimmy_swarm.swarm.llm.types import ChatResponse, FunctionCall, ToolCall
 
     forget_shared_budgets()
     finish = ChatResponse(

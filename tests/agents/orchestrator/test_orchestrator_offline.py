@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from agents.orchestrator import ORCHESTRATOR_ID, SolveConfig, offline_rules, run_solve
-from agents.orchestrator.resources import load_resources
-from agents.pipeline import RunInputs, RunResources
-from agents.review.planning import ReviewRules
-from agents.widesearch import ICLR_DEFAULTS, WIDE_TASKS, WideGrader, load_papers
-from kimmy.app import main
-from rewards import load_trajectory, score
-from swarm.errors import ConfigError
+from kimmy_swarm.agents.orchestrator import ORCHESTRATOR_ID, SolveConfig, offline_rules, run_solve
+from kimmy_swarm.agents.orchestrator.resources import load_resources
+from kimmy_swarm.agents.pipeline import RunInputs, RunResources
+from kimmy_swarm.agents.review.planning import ReviewRules
+from kimmy_swarm.agents.widesearch import ICLR_DEFAULTS, WIDE_TASKS, WideGrader, load_papers
+from kimmy_swarm.cli.app import main
+from kimmy_swarm.rewards import load_trajectory, score
+from kimmy_swarm.swarm.errors import ConfigError
 
 PAPERS = Path(__file__).resolve().parents[4] / "shared" / "data" / "papers"
 ICLR = PAPERS / "iclr2017_citations_in_2018.json"

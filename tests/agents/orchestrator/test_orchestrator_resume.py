@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from swarm.store import RunStore
+from kimmy_swarm.swarm.store import RunStore
 from tests.support.openai_server import OpenAIServer, Reply, ServerRequest, completion, json_reply
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -56,7 +56,7 @@ class Model:
 
 
 def _kimmy(*args: str) -> list[str]:
-    return [sys.executable, "-m", "kimmy", *args]
+    return [sys.executable, "-P", "-m", "kimmy_swarm.cli", *args]
 
 
 def _wait_for(predicate: Any, what: str, limit_s: float = 60.0) -> None:

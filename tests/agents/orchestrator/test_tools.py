@@ -8,10 +8,10 @@ import asyncio
 from types import SimpleNamespace
 from typing import Any
 
-from agents.orchestrator.actions import Actions
-from agents.orchestrator.state import OrchestratorState
-from agents.orchestrator.tools import TOOLS, AssignTask, orchestrator_tools
-from swarm.llm.types import FunctionCall, ToolCall
+from kimmy_swarm.agents.orchestrator.actions import Actions
+from kimmy_swarm.agents.orchestrator.state import OrchestratorState
+from kimmy_swarm.agents.orchestrator.tools import TOOLS, AssignTask, orchestrator_tools
+from kimmy_swarm.swarm.llm.types import FunctionCall, ToolCall
 
 
 class Ctx(SimpleNamespace):

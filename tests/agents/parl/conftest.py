@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from agents.parl import SpawnEnv, SpawnTask, make_spawn_tasks
-from agents.tools.corpus import load_corpus
+from kimmy_swarm.agents.parl import SpawnEnv, SpawnTask, make_spawn_tasks
+from kimmy_swarm.agents.tools.corpus import load_corpus
 
 TOPICS = ("attention", "convolution")
 

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from agents.parl import (
+from kimmy_swarm.agents.parl import (
     ParlScorer,
     SpawnEnv,
     SpawnTask,
@@ -17,7 +17,7 @@ from agents.parl import (
     spawn_messages,
     spawn_tools,
 )
-from rewards.parl import Schedule
+from kimmy_swarm.rewards.parl import Schedule
 
 
 def split(k: int) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.parl import (
+from kimmy_swarm.agents.parl import (
     SPAWN_COMPLETION_ENV,
     SPAWN_ENV,
     SpawnEnv,
@@ -22,10 +22,10 @@ from agents.parl import (
     spawn_messages,
     spawn_tools,
 )
-from agents.tools.corpus import load_corpus
-from rewards.envs import env_for
-from rewards.trl import parl_reward, prompt_rows
-from rewards.verl import compute_score, verl_rows, write_verl_parquet
+from kimmy_swarm.agents.tools.corpus import load_corpus
+from kimmy_swarm.rewards.envs import env_for
+from kimmy_swarm.rewards.trl import parl_reward, prompt_rows
+from kimmy_swarm.rewards.verl import compute_score, verl_rows, write_verl_parquet
 from tests.agents.parl.conftest import write_notes
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -48,8 +48,8 @@ def test_import_registers_the_spawn_env() -> None:
 
 @pytest.mark.parametrize("actions", ["split", "lists"])
 def test_the_tools_are_described_as_our_engine_does(tasks: list[SpawnTask], actions: str) -> None:
-    chat = pytest.importorskip("model.serve.chat", reason="the engine's chat module")
-    from model.serve.protocol import ChatMessage, Tool
+    chat = pytest.importorskip("kimmy_swarm.model.serve.chat", reason="the engine's chat module")
+    from kimmy_swarm.model.serve.protocol import ChatMessage, Tool
 
     task = tasks[0].model_copy(update={"actions": actions})
     messages = chat_messages(task)

@@ -26,9 +26,9 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 from trl import GRPOConfig, GRPOTrainer
 
-from agents.parl import SPAWN_COMPLETION_ENV, SpawnTask, make_spawn_tasks, prompt_pairs
-from agents.tools.corpus import load_corpus
-from rewards.trl import make_parl_reward, trl_prompt_dataset
+from kimmy_swarm.agents.parl import SPAWN_COMPLETION_ENV, SpawnTask, make_spawn_tasks, prompt_pairs
+from kimmy_swarm.agents.tools.corpus import load_corpus
+from kimmy_swarm.rewards.trl import make_parl_reward, trl_prompt_dataset
 from tests.agents.parl.conftest import write_notes
 
 # TRL 1.16 itself calls transformers' gradient_checkpointing names that 5.24 deprecates.

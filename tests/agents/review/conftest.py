@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from agents.tools.corpus import Corpus, load_corpus
+from kimmy_swarm.agents.tools.corpus import Corpus, load_corpus
 
 ICLR = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "papers"
 ICLR_JSON = ICLR / "iclr2017_citations_in_2018.json"
@@ -25,7 +25,7 @@ def iclr() -> Corpus:
 @pytest.fixture
 def dated_corpus(tmp_path: Path, iclr: Corpus) -> Path:
     """40 attention papers of the ICLR corpus as .jsonl, given years 2014–2017 in turn."""
-    from agents.tools.search import SearchIndex
+    from kimmy_swarm.agents.tools.search import SearchIndex
 
     hits = SearchIndex(iclr.documents).search("attention", k=40)
     path = tmp_path / "dated.jsonl"
@@ -59,9 +59,9 @@ NOTES = [
 @pytest.fixture(scope="module")
 def notes_review(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """An offline review of `NOTES` in two themes, as `run_pipeline` ran it."""
-    from agents.pipeline import run_pipeline
-    from agents.review import ReviewConfig
-    from agents.review.pipeline import REVIEW
+    from kimmy_swarm.agents.pipeline import run_pipeline
+    from kimmy_swarm.agents.review import ReviewConfig
+    from kimmy_swarm.agents.review.pipeline import REVIEW
 
     tmp = tmp_path_factory.mktemp("review")
     corpus = tmp / "notes"

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from agents.demo import DEMO_PACKAGES
-from agents.review._claimable import has_finite_verb, is_prose, not_prose
-from agents.review.procedures import _prose_sentence
-from agents.tools.corpus import Corpus, load_corpus
-from agents.tools.docstring_corpus import write_docstring_corpus
-from agents.tools.passages import sentences
+from kimmy_swarm.agents.demo import DEMO_PACKAGES
+from kimmy_swarm.agents.review._claimable import has_finite_verb, is_prose, not_prose
+from kimmy_swarm.agents.review.procedures import _prose_sentence
+from kimmy_swarm.agents.tools.corpus import Corpus, load_corpus
+from kimmy_swarm.agents.tools.docstring_corpus import write_docstring_corpus
+from kimmy_swarm.agents.tools.passages import sentences
 
 
 @pytest.fixture(scope="module")

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.pipeline import subtask_problems
-from agents.review.content import ReviewContent, gather
-from agents.review.schemas import PLAN_ID, SYNTHESIZE_ID, write_id
-from swarm.schema import ErrorInfo, RunResult, SubtaskStatus
+from kimmy_swarm.agents.pipeline import subtask_problems
+from kimmy_swarm.agents.review.content import ReviewContent, gather
+from kimmy_swarm.agents.review.schemas import PLAN_ID, SYNTHESIZE_ID, write_id
+from kimmy_swarm.swarm.schema import ErrorInfo, RunResult, SubtaskStatus
 
 
 def _failed(result: RunResult, subtask_id: str) -> RunResult:

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from agents.analysis.grader import AnalysisGrader
-from agents.graders import grader_for
-from agents.review import schemas
-from agents.review.grader import ReviewGrader, section_checks
-from agents.review.schemas import check_id, is_check_id, theme_of_check
-from rewards.graders import Grader, PipelineGrader
-from rewards.trajectory import Trajectory, load_trajectory
+from kimmy_swarm.agents.analysis.grader import AnalysisGrader
+from kimmy_swarm.agents.graders import grader_for
+from kimmy_swarm.agents.review import schemas
+from kimmy_swarm.agents.review.grader import ReviewGrader, section_checks
+from kimmy_swarm.agents.review.schemas import check_id, is_check_id, theme_of_check
+from kimmy_swarm.rewards.graders import Grader, PipelineGrader
+from kimmy_swarm.rewards.trajectory import Trajectory, load_trajectory
 from tests.agents.review.conftest import ICLR_JSON
 
 
@@ -99,8 +99,8 @@ def test_review_grader_on_a_model_mode_review_with_flagged_claims(tmp_path: Path
     """The scripted review model invents one claim per writer; the fact-checkers flag them."""
     if not ICLR_JSON.exists():
         pytest.skip(f"the shared corpus is not at {ICLR_JSON}")
-    from agents.review import ReviewConfig, run_review
-    from swarm.llm import OpenAIChat
+    from kimmy_swarm.agents.review import ReviewConfig, run_review
+    from kimmy_swarm.swarm.llm import OpenAIChat
     from tests.support.openai_server import OpenAIServer
     from tests.support.review_model import ReviewModel
 

@@ -8,11 +8,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from agents.review._citations import cited_ids
-from agents.review.content import gather
-from agents.review.markdown import claims_jsonl, render_bibtex, render_markdown, review_markdown
-from agents.review.outputs import write_review
-from agents.review.schemas import ClaimCheck
+from kimmy_swarm.agents.review._citations import cited_ids
+from kimmy_swarm.agents.review.content import gather
+from kimmy_swarm.agents.review.markdown import (
+    claims_jsonl,
+    render_bibtex,
+    render_markdown,
+    review_markdown,
+)
+from kimmy_swarm.agents.review.outputs import write_review
+from kimmy_swarm.agents.review.schemas import ClaimCheck
 
 
 def test_the_files_render_one_content(notes_review: Any, tmp_path: Path) -> None:

@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from agents.review import ReviewConfig, run_review
-from agents.review.schemas import read_id
-from agents.tools.corpus import Corpus
-from agents.tools.search import SearchIndex
-from kimmy.app import main
-from kimmy.summaries import print_review
-from swarm.events import AgentStep, Event, ToolCalled
-from swarm.llm import OpenAIChat
+from kimmy_swarm.agents.review import ReviewConfig, run_review
+from kimmy_swarm.agents.review.schemas import read_id
+from kimmy_swarm.agents.tools.corpus import Corpus
+from kimmy_swarm.agents.tools.search import SearchIndex
+from kimmy_swarm.cli.app import main
+from kimmy_swarm.cli.summaries import print_review
+from kimmy_swarm.swarm.events import AgentStep, Event, ToolCalled
+from kimmy_swarm.swarm.llm import OpenAIChat
 from tests.agents.review.conftest import ICLR_DEFAULTS, ICLR_JSON
 from tests.support.openai_server import OpenAIServer, probes_honoured
 from tests.support.review_model import ReviewModel
@@ -184,9 +184,9 @@ def test_cli_no_fallback_is_strict_model_mode_and_is_stored_for_resume(
     assert code == 1, captured.err
     assert "problem: plan (planner) failed" in captured.out
     assert "fell back" not in captured.out
-    from agents.pipeline import read_record
-    from agents.review.pipeline import REVIEW
-    from swarm.store import RunStore
+    from kimmy_swarm.agents.pipeline import read_record
+    from kimmy_swarm.agents.review.pipeline import REVIEW
+    from kimmy_swarm.swarm.store import RunStore
 
     run_id = captured.out.split("kimmy show ")[1].split()[0]
     with RunStore(runs, create=False) as store:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agents.review import ReviewConfig, run_review
-from agents.review.physics import quantities
+from kimmy_swarm.agents.review import ReviewConfig, run_review
+from kimmy_swarm.agents.review.physics import quantities
 
 ABSTRACT = (
     "We study the cosmic microwave background with a new bolometer array. "

@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from agents import install
-from agents.review import review_roles
-from agents.review._prose import attribution, split_attribution, third_person
-from agents.review.tools import build_toolbox
-from agents.tools.corpus import Corpus
-from agents.tools.search import SearchIndex
-from swarm import Swarm
-from swarm.schema import SubtaskStatus
+from kimmy_swarm.agents import install
+from kimmy_swarm.agents.review import review_roles
+from kimmy_swarm.agents.review._prose import attribution, split_attribution, third_person
+from kimmy_swarm.agents.review.tools import build_toolbox
+from kimmy_swarm.agents.tools.corpus import Corpus
+from kimmy_swarm.agents.tools.search import SearchIndex
+from kimmy_swarm.swarm import Swarm
+from kimmy_swarm.swarm.schema import SubtaskStatus
 from tests.support.review_model import ReviewModel
 
 
@@ -247,7 +247,7 @@ def test_orchestrator_keeps_the_relevant_papers_and_says_what_the_cap_cut(iclr: 
 
 
 def test_iclr_review_cites_years_from_the_file_name(tmp_path: Path) -> None:
-    from agents.review import ReviewConfig, run_review
+    from kimmy_swarm.agents.review import ReviewConfig, run_review
     from tests.agents.review.conftest import ICLR_JSON
 
     out = tmp_path / "r"
@@ -258,7 +258,7 @@ def test_iclr_review_cites_years_from_the_file_name(tmp_path: Path) -> None:
 
 
 def test_the_writer_is_asked_to_name_its_theme() -> None:
-    from agents.review.roles import WRITER_TITLE_PROMPT
+    from kimmy_swarm.agents.review.roles import WRITER_TITLE_PROMPT
 
     writer = review_roles()["writer"]
     assert writer.system_prompt.endswith(WRITER_TITLE_PROMPT)
@@ -281,9 +281,9 @@ class _NamingModel(ReviewModel):
 
 
 def test_in_model_mode_the_writer_names_the_theme(tmp_path: Path, iclr: Corpus) -> None:
-    from agents.review import ReviewConfig, run_review
-    from agents.review.roles import WRITER_TITLE_PROMPT
-    from swarm.llm import OpenAIChat
+    from kimmy_swarm.agents.review import ReviewConfig, run_review
+    from kimmy_swarm.agents.review.roles import WRITER_TITLE_PROMPT
+    from kimmy_swarm.swarm.llm import OpenAIChat
     from tests.agents.review.conftest import ICLR_DEFAULTS, ICLR_JSON
     from tests.support.openai_server import OpenAIServer
 
@@ -306,9 +306,9 @@ def test_in_model_mode_the_writer_names_the_theme(tmp_path: Path, iclr: Corpus) 
 
 
 def test_the_relevance_setting_is_typed_and_stored_with_the_run(tmp_path: Path) -> None:
-    from agents.review import Relevance, ReviewConfig
-    from agents.review.config import ReviewSettings
-    from swarm.errors import ConfigError
+    from kimmy_swarm.agents.review import Relevance, ReviewConfig
+    from kimmy_swarm.agents.review.config import ReviewSettings
+    from kimmy_swarm.swarm.errors import ConfigError
 
     config = ReviewConfig(corpus=tmp_path, topic="t", out=tmp_path, relevance=Relevance(0.2, 0.5))
     stored = ReviewSettings.model_validate_json(config.settings().model_dump_json())
@@ -323,8 +323,8 @@ def _reports_that(text: str) -> bool:
 
 
 def test_writer_synthesizes_a_theme(iclr: Corpus) -> None:
-    from agents.review._section_prose import OPEN_QUESTIONS, RESULTS
-    from agents.review._synthesis import states_measure
+    from kimmy_swarm.agents.review._section_prose import OPEN_QUESTIONS, RESULTS
+    from kimmy_swarm.agents.review._synthesis import states_measure
 
     ids = [h.doc_id for h in SearchIndex(iclr.documents).search("policy gradient", k=8)]
     subtasks: list[dict[str, Any]] = [
@@ -382,9 +382,9 @@ def test_writer_synthesizes_a_theme(iclr: Corpus) -> None:
 
 
 def test_compose_prose_concludes_with_themes_citations_trends_and_open_questions() -> None:
-    from agents.review._section_prose import OPEN_QUESTIONS
-    from agents.review.procedures import compose_prose
-    from agents.review.schemas import Claim, ClaimCheck, ComparisonRow, Section
+    from kimmy_swarm.agents.review._section_prose import OPEN_QUESTIONS
+    from kimmy_swarm.agents.review.procedures import compose_prose
+    from kimmy_swarm.agents.review.schemas import Claim, ClaimCheck, ComparisonRow, Section
 
     def row(i: int, year: int, cites: int) -> ComparisonRow:
         return ComparisonRow(doc_id=f"d{i}", title=f"Widget paper {i}", year=year, citations=cites)

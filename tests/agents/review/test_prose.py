@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from agents import install
-from agents.review import review_roles
-from agents.review._prose import (
+from kimmy_swarm.agents import install
+from kimmy_swarm.agents.review import review_roles
+from kimmy_swarm.agents.review._prose import (
     CONNECTORS,
     opens_with_source,
     parenthetical,
@@ -16,10 +16,10 @@ from agents.review._prose import (
     third_person,
     with_connector,
 )
-from agents.review.tools import build_toolbox
-from agents.tools.corpus import Corpus
-from agents.tools.passages import sentences
-from swarm import Swarm
+from kimmy_swarm.agents.review.tools import build_toolbox
+from kimmy_swarm.agents.tools.corpus import Corpus
+from kimmy_swarm.agents.tools.passages import sentences
+from kimmy_swarm.swarm import Swarm
 
 ZHANG = "Zhang et al. (2017)"
 

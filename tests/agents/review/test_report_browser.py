@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from agents.tools.corpus import Corpus
+from kimmy_swarm.agents.tools.corpus import Corpus
 from tests.support.browser import LAPTOP, artifact_dir, browser_page
 
 _CLIPPED = """() => [...document.querySelectorAll('td, th, p, li, blockquote, h1, h2, summary')]

@@ -10,10 +10,10 @@ from pathlib import Path
 import bibtexparser
 import pytest
 
-from agents.review import EmptyCorpusError, ReviewConfig, run_review
-from agents.tools.corpus import Corpus, CorpusError, load_corpus
-from agents.tools.search import Relevance
-from kimmy.app import main
+from kimmy_swarm.agents.review import EmptyCorpusError, ReviewConfig, run_review
+from kimmy_swarm.agents.tools.corpus import Corpus, CorpusError, load_corpus
+from kimmy_swarm.agents.tools.search import Relevance
+from kimmy_swarm.cli.app import main
 from tests.agents.review.conftest import ICLR_DEFAULTS, ICLR_JSON
 
 
@@ -154,7 +154,7 @@ def test_cli_review_and_its_errors(tmp_path: Path, capsys: pytest.CaptureFixture
 def test_review_md_links_citations_and_reads_as_a_synthesis(
     iclr_attention_review: tuple[object, object], iclr: Corpus
 ) -> None:
-    from agents.review._prose import split_attribution
+    from kimmy_swarm.agents.review._prose import split_attribution
 
     _, outcome = iclr_attention_review
     out = outcome.out_dir  # type: ignore[attr-defined]

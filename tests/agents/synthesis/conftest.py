@@ -20,13 +20,13 @@ from typing import Any
 
 import pytest
 
-from model.presets import tiny_tokenizer
-from model.serve.chat import render_chat
-from model.serve.protocol import ChatMessage
-from swarm.errors import ModelRequestError
-from swarm.llm.server_profile import forget_shared_budgets
-from swarm.llm.types import ChatResponse, Message, MessageLike
-from swarm.schema import Usage
+from kimmy_swarm.model.presets import tiny_tokenizer
+from kimmy_swarm.model.serve.chat import render_chat
+from kimmy_swarm.model.serve.protocol import ChatMessage
+from kimmy_swarm.swarm.errors import ModelRequestError
+from kimmy_swarm.swarm.llm.server_profile import forget_shared_budgets
+from kimmy_swarm.swarm.llm.types import ChatResponse, Message, MessageLike
+from kimmy_swarm.swarm.schema import Usage
 
 _TAG = re.compile(r"^\[([^\]\n]+)\]", re.MULTILINE)
 

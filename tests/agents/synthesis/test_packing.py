@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import itertools
 
-import agents.synthesis as synthesis
-from agents.synthesis import Block, block_tokens, cut_to, pack
-from swarm.llm import TokenBudget
+from kimmy_swarm.agents import synthesis
+from kimmy_swarm.agents.synthesis import Block, block_tokens, cut_to, pack
+from kimmy_swarm.swarm.llm import TokenBudget
 from tests.agents.synthesis.conftest import varied_texts
 
 

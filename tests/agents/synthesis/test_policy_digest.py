@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agents import Answer, Attempt, Role, builtin_roles, install
-from swarm import Swarm
-from swarm.llm import shared_budget
-from swarm.schema import SubtaskStatus
+from kimmy_swarm.agents import Answer, Attempt, Role, builtin_roles, install
+from kimmy_swarm.swarm import Swarm
+from kimmy_swarm.swarm.llm import shared_budget
+from kimmy_swarm.swarm.schema import SubtaskStatus
 from tests.agents.synthesis.conftest import TokenModel, varied_texts
 
 TEXTS = {

@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from agents.synthesis import Reduced, reduce_outputs
-from swarm.errors import (
+from kimmy_swarm.agents.synthesis import Reduced, reduce_outputs
+from kimmy_swarm.swarm.errors import (
     ConfigError,
     ContextOverflowError,
     ModelRateLimitedError,
     ModelRequestError,
 )
-from swarm.llm import TokenBudget
+from kimmy_swarm.swarm.llm import TokenBudget
 from tests.agents.synthesis.conftest import TokenModel, varied_texts
 
 TASK = "Write one report of what the researchers found, citing the ids."

@@ -12,8 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from agents.tools import _sandbox_boot as boot
-from agents.tools.sandbox import Sandbox, SandboxLimits, SandboxResult, sandbox_available
+from kimmy_swarm.agents.tools import _sandbox_boot as boot
+from kimmy_swarm.agents.tools.sandbox import (
+    Sandbox,
+    SandboxLimits,
+    SandboxResult,
+    sandbox_available,
+)
 
 AVAILABLE, WHY = sandbox_available()
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agents.tools.authors import parse_authors
+from kimmy_swarm.agents.tools.authors import parse_authors
 
 
 def test_author_parsing() -> None:

@@ -6,8 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from agents.tools.claims import check_claim, claim_entities, claim_numbers, strip_citations
-from agents.tools.corpus import Corpus, Document, load_corpus
+from kimmy_swarm.agents.tools.claims import (
+    check_claim,
+    claim_entities,
+    claim_numbers,
+    strip_citations,
+)
+from kimmy_swarm.agents.tools.corpus import Corpus, Document, load_corpus
 
 SHARED_DATA = Path(__file__).resolve().parents[3] / ".." / "shared" / "data"
 ICLR = SHARED_DATA / "papers" / "iclr2017_citations_in_2018.json"

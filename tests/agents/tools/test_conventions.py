@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from agents.tools.conventions import AnalysisError, group_key, level_name
-from swarm.errors import UserError
+from kimmy_swarm.agents.tools.conventions import AnalysisError, group_key, level_name
+from kimmy_swarm.swarm.errors import UserError
 
 
 def test_group_keys_name_codes_as_written() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from pypdf import PdfReader, PdfWriter
 
-from agents.tools.corpus import (
+from kimmy_swarm.agents.tools.corpus import (
     Corpus,
     CorpusError,
     Document,
@@ -19,7 +19,7 @@ from agents.tools.corpus import (
     load_corpus,
     safe_path,
 )
-from swarm.errors import UserError
+from kimmy_swarm.swarm.errors import UserError
 
 SHARED_DATA = Path(__file__).resolve().parents[3] / ".." / "shared" / "data"
 ICLR = SHARED_DATA / "papers" / "iclr2017_citations_in_2018.json"
@@ -328,7 +328,7 @@ def test_safe_path(tmp_path: Path) -> None:
 
 
 def test_year_parsing() -> None:
-    from agents.tools._readers import parse_year
+    from kimmy_swarm.agents.tools._readers import parse_year
 
     assert [parse_year(v) for v in (2017, 2017.0, "2017-05-01", "n.d.", True, 99)] == [
         2017,

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from agents.tools import _corpus_files, corpus
-from agents.tools.corpus import (
+from kimmy_swarm.agents.tools import _corpus_files, corpus
+from kimmy_swarm.agents.tools.corpus import (
     CorpusError,
     CorpusLimits,
     PathOutsideRootError,
     load_corpus,
     safe_path,
 )
-from swarm.errors import UserError
+from kimmy_swarm.swarm.errors import UserError
 
 
 def write(path: Path, text: str) -> Path:

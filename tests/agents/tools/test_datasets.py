@@ -10,14 +10,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.tools.datasets import (
+from kimmy_swarm.agents.tools.datasets import (
     Dataset,
     DatasetError,
     UnknownDatasetError,
     bundled_datasets,
     load_dataset,
 )
-from swarm.errors import UserError
+from kimmy_swarm.swarm.errors import UserError
 
 
 @pytest.fixture

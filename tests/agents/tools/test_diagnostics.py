@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from agents.tools.conventions import AnalysisError
-from agents.tools.datasets import load_dataset
-from agents.tools.diagnostics import diagnose
-from agents.tools.finding import NumericFinding
-from agents.tools.recompute import verify
+from kimmy_swarm.agents.tools.conventions import AnalysisError
+from kimmy_swarm.agents.tools.datasets import load_dataset
+from kimmy_swarm.agents.tools.diagnostics import diagnose
+from kimmy_swarm.agents.tools.finding import NumericFinding
+from kimmy_swarm.agents.tools.recompute import verify
 
 LONGLEY_ALL = ["GNPDEFL", "GNP", "UNEMP", "ARMED", "POP", "YEAR"]
 # R: car::vif(lm(Employed ~ ., data = longley)) — the classic collinearity example.

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agents.tools.corpus import load_corpus
-from agents.tools.docstring_corpus import write_docstring_corpus
+from kimmy_swarm.agents.tools.corpus import load_corpus
+from kimmy_swarm.agents.tools.docstring_corpus import write_docstring_corpus
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +69,8 @@ def _stdlib_names(out: Path) -> set[str]:
 
 def test_nothing_is_imported(tmp_path: Path) -> None:
     code = (
-        "import sys; from agents.tools.docstring_corpus import write_docstring_corpus as w; "
+        "import sys; "
+        "from kimmy_swarm.agents.tools.docstring_corpus import write_docstring_corpus as w; "
         "before = set(sys.modules); w(sys.argv[1], limit=None); "
         "print(sorted(m for m in set(sys.modules) - before if not m.startswith('encodings')))"
     )

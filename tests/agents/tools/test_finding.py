@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from agents.tools.datasets import load_dataset
-from agents.tools.finding import NumericFinding, Verdict
-from agents.tools.recompute import verify
+from kimmy_swarm.agents.tools.datasets import load_dataset
+from kimmy_swarm.agents.tools.finding import NumericFinding, Verdict
+from kimmy_swarm.agents.tools.recompute import verify
 
 
 @pytest.mark.parametrize(

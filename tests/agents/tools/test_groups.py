@@ -10,11 +10,11 @@ import pytest
 from pydantic import ValidationError
 from scipy import stats as sps
 
-from agents.tools.conventions import AnalysisError
-from agents.tools.datasets import load_dataset
-from agents.tools.finding import GROUP_STATISTICS, INTEGER_STATISTICS, NumericFinding
-from agents.tools.groups import MAX_GROUPS, compare_groups, groupable
-from agents.tools.recompute import verify
+from kimmy_swarm.agents.tools.conventions import AnalysisError
+from kimmy_swarm.agents.tools.datasets import load_dataset
+from kimmy_swarm.agents.tools.finding import GROUP_STATISTICS, INTEGER_STATISTICS, NumericFinding
+from kimmy_swarm.agents.tools.groups import MAX_GROUPS, compare_groups, groupable
+from kimmy_swarm.agents.tools.recompute import verify
 
 CASES = [
     ("sklearn:iris", "sepal length (cm)", "target"),

@@ -10,12 +10,12 @@ import pandas as pd
 import pytest
 import statsmodels.api as sm
 
-from agents.tools.conventions import AnalysisError
-from agents.tools.datasets import load_dataset
-from agents.tools.families import MAX_CLASSES, choose_family
-from agents.tools.finding import NumericFinding
-from agents.tools.models import OVERDISPERSED, ModelFit, fit_model
-from agents.tools.recompute import verify
+from kimmy_swarm.agents.tools.conventions import AnalysisError
+from kimmy_swarm.agents.tools.datasets import load_dataset
+from kimmy_swarm.agents.tools.families import MAX_CLASSES, choose_family
+from kimmy_swarm.agents.tools.finding import NumericFinding
+from kimmy_swarm.agents.tools.models import OVERDISPERSED, ModelFit, fit_model
+from kimmy_swarm.agents.tools.recompute import verify
 
 IRIS_LABELS = ["setosa", "versicolor", "virginica"]
 

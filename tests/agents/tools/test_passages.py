@@ -9,15 +9,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents.tools.corpus import Document, load_corpus
-from agents.tools.passages import (
+from kimmy_swarm.agents.tools.corpus import Document, load_corpus
+from kimmy_swarm.agents.tools.passages import (
     PassageBoundsError,
     find_exact,
     read_passage,
     sentences,
     split_passages,
 )
-from swarm.errors import UserError
+from kimmy_swarm.swarm.errors import UserError
 
 SHARED_DATA = Path(__file__).resolve().parents[3] / ".." / "shared" / "data"
 ICLR = SHARED_DATA / "papers" / "iclr2017_citations_in_2018.json"

@@ -13,7 +13,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.tools.plots import DPI, FIGSIZE, corr_heatmap_png, histogram_png, scatter_png
+from kimmy_swarm.agents.tools.plots import (
+    DPI,
+    FIGSIZE,
+    corr_heatmap_png,
+    histogram_png,
+    scatter_png,
+)
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 ROOT = Path(__file__).resolve().parents[3]
@@ -85,7 +91,7 @@ def test_scatter_rejects_unequal_lengths() -> None:
 def test_plotting_never_imports_pyplot() -> None:
     code = (
         "import sys\n"
-        "from agents.tools.plots import histogram_png\n"
+        "from kimmy_swarm.agents.tools.plots import histogram_png\n"
         "histogram_png([1.0, 2.0, 2.0], title='t', xlabel='x')\n"
         "assert 'matplotlib.pyplot' not in sys.modules\n"
     )

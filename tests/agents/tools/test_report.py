@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agents.tools.plots import histogram_png
-from agents.tools.report import (
+from kimmy_swarm.agents.tools.plots import histogram_png
+from kimmy_swarm.agents.tools.report import (
     Figure,
     ReportError,
     ReportSection,
@@ -17,7 +17,7 @@ from agents.tools.report import (
     render_html,
     write_html,
 )
-from swarm.errors import UserError
+from kimmy_swarm.swarm.errors import UserError
 
 VOID = {"meta", "img", "br", "hr", "link", "input"}
 

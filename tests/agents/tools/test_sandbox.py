@@ -20,8 +20,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.tools.sandbox import Sandbox, SandboxInputError, SandboxLimits, SandboxUnavailableError
-from swarm.errors import ConfigError, UserError
+from kimmy_swarm.agents.tools.sandbox import (
+    Sandbox,
+    SandboxInputError,
+    SandboxLimits,
+    SandboxUnavailableError,
+)
+from kimmy_swarm.swarm.errors import ConfigError, UserError
 from tests.agents.tools.conftest import AVAILABLE, WHY, new_sandbox, watch
 
 DATA = Path(__file__).resolve().parents[3] / ".." / "shared" / "data" / "papers"

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from agents.tools import _sandbox_boot as boot
-from agents.tools import _sandbox_hook as hook
-from agents.tools.sandbox import Sandbox, SandboxUnavailableError
+from kimmy_swarm.agents.tools import _sandbox_boot as boot
+from kimmy_swarm.agents.tools import _sandbox_hook as hook
+from kimmy_swarm.agents.tools.sandbox import Sandbox, SandboxUnavailableError
 from tests.agents.tools.conftest import new_sandbox, probe, watch
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from agents.tools.corpus import Document, UnknownDocumentError, load_corpus
-from agents.tools.search import (
+from kimmy_swarm.agents.tools.corpus import Document, UnknownDocumentError, load_corpus
+from kimmy_swarm.agents.tools.search import (
     Relevance,
     SearchIndex,
     search_passages,

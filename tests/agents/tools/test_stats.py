@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.tools.conventions import AnalysisError
-from agents.tools.datasets import load_dataset
-from agents.tools.stats import (
+from kimmy_swarm.agents.tools.conventions import AnalysisError
+from kimmy_swarm.agents.tools.datasets import load_dataset
+from kimmy_swarm.agents.tools.stats import (
     correlations,
     describe,
     missing,

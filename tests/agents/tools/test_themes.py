@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from agents.tools.corpus import Corpus, Document, load_corpus
-from agents.tools.search import tokenize_terms
-from agents.tools.themes import default_k, find_themes
+from kimmy_swarm.agents.tools.corpus import Corpus, Document, load_corpus
+from kimmy_swarm.agents.tools.search import tokenize_terms
+from kimmy_swarm.agents.tools.themes import default_k, find_themes
 
 SHARED_DATA = Path(__file__).resolve().parents[3] / ".." / "shared" / "data"
 ICLR = SHARED_DATA / "papers" / "iclr2017_citations_in_2018.json"
@@ -117,7 +117,7 @@ def test_small_and_degenerate_inputs() -> None:
 
 
 def test_iclr_rl_themes_are_named_by_phrases_of_the_field(iclr: Corpus) -> None:
-    from agents.tools.search import SearchIndex
+    from kimmy_swarm.agents.tools.search import SearchIndex
 
     docs = [
         iclr.get(h.doc_id) for h in SearchIndex(iclr.documents).relevant("reinforcement learning")

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-import agents.widesearch as ws
-from agents import install
-from agents.orchestrator import ORCHESTRATOR_ID
-from agents.tools.corpus import Corpus, load_corpus
-from agents.widesearch import (
+from kimmy_swarm.agents import install
+from kimmy_swarm.agents import widesearch as ws
+from kimmy_swarm.agents.orchestrator import ORCHESTRATOR_ID
+from kimmy_swarm.agents.tools.corpus import Corpus, load_corpus
+from kimmy_swarm.agents.widesearch import (
     WIDE_TASKS,
     Paper,
     WideGrader,
@@ -27,11 +27,11 @@ from agents.widesearch import (
     serial_rows,
     wide_toolbox,
 )
-from agents.widesearch.answer import normalize_cell
-from rewards.graders import Grader, PipelineGrader
-from rewards.trajectory import Trajectory
-from swarm import Swarm
-from swarm.schema import SubtaskStatus
+from kimmy_swarm.agents.widesearch.answer import normalize_cell
+from kimmy_swarm.rewards.graders import Grader, PipelineGrader
+from kimmy_swarm.rewards.trajectory import Trajectory
+from kimmy_swarm.swarm import Swarm
+from kimmy_swarm.swarm.schema import SubtaskStatus
 
 SHARED = Path(__file__).resolve().parents[3].parent / "shared"
 ICLR_JSON = SHARED / "data" / "papers" / "iclr2017_citations_in_2018.json"
@@ -187,7 +187,7 @@ def _table(columns: tuple[str, ...], rows: list[dict[str, Any]]) -> str:
 
 
 def _traj(goal: str, answer: str | None) -> Trajectory:
-    from rewards.trajectory import Episode
+    from kimmy_swarm.rewards.trajectory import Episode
 
     outputs = {ORCHESTRATOR_ID: {"answer": answer}} if answer is not None else {}
     root = Episode(

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from model.presets import tiny_tokenizer
-from model.serve.chat import (
+from kimmy_swarm.model.presets import tiny_tokenizer
+from kimmy_swarm.model.serve.chat import (
     TOOLS_HEADER,
     assistant_message,
     generation_params,
@@ -20,9 +20,9 @@ from model.serve.chat import (
     render_chat,
     tools_prompt,
 )
-from model.serve.protocol import ChatCompletionRequest, ChatMessage, Tool
-from model.serve.structured import schema_for_tool_choice
-from model.tokenizer import HFTokenizer, Tokenizer
+from kimmy_swarm.model.serve.protocol import ChatCompletionRequest, ChatMessage, Tool
+from kimmy_swarm.model.serve.structured import schema_for_tool_choice
+from kimmy_swarm.model.tokenizer import HFTokenizer, Tokenizer
 
 TOK = tiny_tokenizer(vocab_size=320, num_docs=20)
 ROLE = "You review Python code. Answer in one short sentence."

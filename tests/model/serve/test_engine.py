@@ -6,9 +6,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from model import GenerationError, KimiLinearConfig, KimiLinearForCausalLM, hybrid_layers
-from model.serve.engine import LLMEngine
-from model.serve.types import EngineConfig, GenerationParams
+from kimmy_swarm.model import (
+    GenerationError,
+    KimiLinearConfig,
+    KimiLinearForCausalLM,
+    hybrid_layers,
+)
+from kimmy_swarm.model.serve.engine import LLMEngine
+from kimmy_swarm.model.serve.types import EngineConfig, GenerationParams
 from tests.support.engine_equivalence import (
     run_two_waves,
     shared_prefix_prompts,

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from model import LlamaConfig, LlamaForCausalLM
-from model.serve.engine import LLMEngine
-from model.serve.kv_layout import GQALayout, layout_for
-from model.serve.types import EngineConfig, GenerationParams
+from kimmy_swarm.model import LlamaConfig, LlamaForCausalLM
+from kimmy_swarm.model.serve.engine import LLMEngine
+from kimmy_swarm.model.serve.kv_layout import GQALayout, layout_for
+from kimmy_swarm.model.serve.types import EngineConfig, GenerationParams
 from tests.support.engine_equivalence import (
     run_two_waves,
     shared_prefix_prompts,
@@ -117,7 +117,7 @@ def test_multi_head_attention_without_grouping() -> None:
 
 
 def test_unknown_model_classes_are_refused_by_name() -> None:
-    from model import ModelConfigError
+    from kimmy_swarm.model import ModelConfigError
 
     with pytest.raises(ModelConfigError, match="got Linear"):
         LLMEngine(torch.nn.Linear(2, 2))

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from model.errors import GenerationError
-from model.serve.sampling import RequestSampler, sample_batch
-from model.serve.types import GenerationParams
-from model.tokenizer import HFTokenizer, train_bpe_tokenizer
-from model.train import python_docs_texts
+from kimmy_swarm.model.errors import GenerationError
+from kimmy_swarm.model.serve.sampling import RequestSampler, sample_batch
+from kimmy_swarm.model.serve.types import GenerationParams
+from kimmy_swarm.model.tokenizer import HFTokenizer, train_bpe_tokenizer
+from kimmy_swarm.model.train import python_docs_texts
 
 EOS = 2
 

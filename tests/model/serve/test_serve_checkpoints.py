@@ -10,11 +10,11 @@ from pathlib import Path
 import httpx
 import torch
 
-from kimmy.app import main
-from model.modeling import KimiLinearForCausalLM
-from model.tokenizer import load_tokenizer
-from model.train.data import python_docs_texts
-from swarm.llm import LocalModel
+from kimmy_swarm.cli.app import main
+from kimmy_swarm.model.modeling import KimiLinearForCausalLM
+from kimmy_swarm.model.tokenizer import load_tokenizer
+from kimmy_swarm.model.train.data import python_docs_texts
+from kimmy_swarm.swarm.llm import LocalModel
 
 TRAIN = ["--steps", "2", "--seq-len", "64", "--batch-size", "2", "--vocab-size", "400"]
 TRAIN += ["--eval-every", "2", "--checkpoint-every", "2", "--residual", "block_attnres"]

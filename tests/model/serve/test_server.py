@@ -17,18 +17,18 @@ import pytest
 import torch
 from prometheus_client.parser import text_string_to_metric_families
 
-from model.presets import tiny_model, tiny_tokenizer
-from model.serve.async_engine import AsyncEngine
-from model.serve.chat import render_chat
-from model.serve.engine import LLMEngine
-from model.serve.factory import build_engine
-from model.serve.metrics import ServerMetrics
-from model.serve.protocol import ChatMessage
-from model.serve.server import ServerThread, create_app
-from model.serve.structured import validate
-from model.serve.types import EngineStats, GenerationParams
-from swarm.errors import ModelRateLimitedError, ModelRequestError
-from swarm.llm import OpenAIChat
+from kimmy_swarm.model.presets import tiny_model, tiny_tokenizer
+from kimmy_swarm.model.serve.async_engine import AsyncEngine
+from kimmy_swarm.model.serve.chat import render_chat
+from kimmy_swarm.model.serve.engine import LLMEngine
+from kimmy_swarm.model.serve.factory import build_engine
+from kimmy_swarm.model.serve.metrics import ServerMetrics
+from kimmy_swarm.model.serve.protocol import ChatMessage
+from kimmy_swarm.model.serve.server import ServerThread, create_app
+from kimmy_swarm.model.serve.structured import validate
+from kimmy_swarm.model.serve.types import EngineStats, GenerationParams
+from kimmy_swarm.swarm.errors import ModelRateLimitedError, ModelRequestError
+from kimmy_swarm.swarm.llm import OpenAIChat
 
 TOK = tiny_tokenizer(vocab_size=384, num_docs=40)
 MODEL = tiny_model(TOK, seed=0)

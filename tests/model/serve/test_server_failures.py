@@ -17,12 +17,12 @@ from typing import Any
 import httpx
 import pytest
 
-from model.presets import tiny_model, tiny_tokenizer
-from model.serve.async_engine import AsyncEngine
-from model.serve.engine import LLMEngine
-from model.serve.factory import build_engine
-from model.serve.sampling import RequestSampler
-from model.serve.server import ServerThread, create_app
+from kimmy_swarm.model.presets import tiny_model, tiny_tokenizer
+from kimmy_swarm.model.serve.async_engine import AsyncEngine
+from kimmy_swarm.model.serve.engine import LLMEngine
+from kimmy_swarm.model.serve.factory import build_engine
+from kimmy_swarm.model.serve.sampling import RequestSampler
+from kimmy_swarm.model.serve.server import ServerThread, create_app
 
 TOK = tiny_tokenizer(vocab_size=384, num_docs=40)
 MODEL = tiny_model(TOK, seed=0)

@@ -9,18 +9,18 @@ from typing import Any
 import pytest
 import torch
 
-from model.errors import GenerationError, ModelConfigError
-from model.serve.sampling import RequestSampler, sample_batch
-from model.serve.structured import (
+from kimmy_swarm.model.errors import GenerationError, ModelConfigError
+from kimmy_swarm.model.serve.sampling import RequestSampler, sample_batch
+from kimmy_swarm.model.serve.structured import (
     GrammarCache,
     canonical_schema,
     schema_for_tool_choice,
     token_byte_strings,
     validate,
 )
-from model.serve.types import GenerationParams
-from model.tokenizer import HFTokenizer, TiktokenTokenizer, train_bpe_tokenizer
-from model.train import python_docs_texts
+from kimmy_swarm.model.serve.types import GenerationParams
+from kimmy_swarm.model.tokenizer import HFTokenizer, TiktokenTokenizer, train_bpe_tokenizer
+from kimmy_swarm.model.train import python_docs_texts
 
 pytest.importorskip("xgrammar")  # the `serve` extra
 pytest.importorskip("jsonschema")

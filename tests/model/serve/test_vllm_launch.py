@@ -1,5 +1,5 @@
 """vLLM integration without vLLM: the `vllm serve` argv for our checkpoints, the plugin's
-registration and entry point, and the Attention Residuals stack of `model.vllm_model`.
+registration and entry point, and the Attention Residuals stack of `kimmy_swarm.model.vllm_model`.
 
 vLLM needs a CUDA GPU and is not installed here. The one test double is a `vllm` module
 holding a recording `ModelRegistry` (the registry interface the plugin calls); checkpoints
@@ -23,19 +23,29 @@ import tokenizers
 import torch
 from torch import nn
 
-from model import CheckpointError, KimiLinearConfig, KimiLinearForCausalLM, ModelConfigError
-from model.checkpoint import load_state_dict
-from model.serve import vllm_launch
-from model.serve.vllm_launch import (
+from kimmy_swarm.model import (
+    CheckpointError,
+    KimiLinearConfig,
+    KimiLinearForCausalLM,
+    ModelConfigError,
+)
+from kimmy_swarm.model.checkpoint import load_state_dict
+from kimmy_swarm.model.serve import vllm_launch
+from kimmy_swarm.model.serve.vllm_launch import (
     VLLMNotAvailableError,
     build_vllm_command,
     run_forwarding_signals,
     run_vllm,
     vllm_available,
 )
-from model.tokenizer import HFTokenizer
-from model.vllm_model import Sublayer, attach_depth_mixers, attnres_settings, depth_forward
-from model.vllm_plugin import (
+from kimmy_swarm.model.tokenizer import HFTokenizer
+from kimmy_swarm.model.vllm_model import (
+    Sublayer,
+    attach_depth_mixers,
+    attnres_settings,
+    depth_forward,
+)
+from kimmy_swarm.model.vllm_plugin import (
     ATTNRES_ARCHITECTURE,
     ENTRY_POINT,
     ENTRY_POINT_GROUP,
@@ -262,7 +272,8 @@ def test_register_adds_our_architecture_once_in_lazy_form(monkeypatch: pytest.Mo
     monkeypatch.setitem(sys.modules, "vllm", types.SimpleNamespace(ModelRegistry=registry))
     register()
     register()  # vLLM may load plugins more than once
-    assert registry.calls == [(ATTNRES_ARCHITECTURE, "model.vllm_model:KimmyAttnResForCausalLM")]
+    model_class = "kimmy_swarm.model.vllm_model:KimmyAttnResForCausalLM"
+    assert registry.calls == [(ATTNRES_ARCHITECTURE, model_class)]
     assert registry.models[STANDARD_ARCHITECTURE] == "vllm built-in"  # left to vLLM
     module, _, cls = MODEL_CLASS.partition(":")
     mod = importlib.import_module(module)  # the lazy string names an importable module
@@ -280,7 +291,7 @@ def test_entry_point_is_declared_in_pyproject() -> None:
 
 def test_plugin_and_launcher_import_neither_torch_nor_vllm() -> None:
     code = (
-        "import sys, model.vllm_plugin, model.serve.vllm_launch\n"
+        "import sys, kimmy_swarm.model.vllm_plugin, kimmy_swarm.model.serve.vllm_launch\n"
         "print(sorted(m for m in ('torch', 'vllm') if m in sys.modules))\n"
     )
     out = subprocess.run(
@@ -289,12 +300,13 @@ def test_plugin_and_launcher_import_neither_torch_nor_vllm() -> None:
     assert out.stdout.strip() == "[]"
 
 
-# ---- the Attention Residuals stack of model.vllm_model ------------------------------------
+# ---- the Attention Residuals stack of kimmy_swarm.model.vllm_model -----------------------
 @pytest.mark.parametrize("residual", ["full_attnres", "block_attnres"])
 def test_depth_forward_with_checkpoint_mixers_reproduces_our_model(
     residual: str, tmp_path: Path
 ) -> None:
-    """vLLM's layers are stood in for by a shell that holds only what `model.vllm_model` adds
+    """vLLM's layers are stood in for by a shell that holds only what
+    `kimmy_swarm.model.vllm_model` adds
     (the mixers, loaded by their checkpoint names); the sublayers are our model's own."""
     cfg = KimiLinearConfig.tiny(residual=residual, attn_res_num_blocks=3)
     ref = KimiLinearForCausalLM(cfg).eval()

@@ -1,4 +1,4 @@
-"""Training text: the interpreter's docs, the ICLR abstracts, a corpus folder with symlinks
+"""Training text: the ICLR abstracts, a corpus folder with symlinks
 that leave it, unreadable and empty corpora, and the token stream's split and windows."""
 
 from __future__ import annotations
@@ -9,12 +9,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from model.errors import KimiModelError, ModelConfigError
-from model.tokenizer import train_bpe_tokenizer
-from model.train.data import (
+from kimmy_swarm.model.errors import KimiModelError, ModelConfigError
+from kimmy_swarm.model.tokenizer import train_bpe_tokenizer
+from kimmy_swarm.model.train.data import (
     TokenData,
     TrainingCorpusError,
-    python_docs_texts,
     read_text_corpus,
     tokenize_corpus,
 )
@@ -22,16 +21,6 @@ from model.train.data import (
 ROOT = Path(__file__).resolve().parents[3]
 ICLR_JSON = ROOT.parent / "shared" / "data" / "papers" / "iclr2017_citations_in_2018.json"
 needs_iclr = pytest.mark.skipif(not ICLR_JSON.exists(), reason=f"no corpus at {ICLR_JSON}")
-
-
-def test_python_docs_are_a_real_offline_corpus() -> None:
-    texts = python_docs_texts()
-    assert len(texts) > 50 and all(t.strip() for t in texts)
-    assert sum(map(len, texts)) > 300_000  # ~465 KB of reference text
-    assert any('The "for" statement' in t or "for_stmt" in t for t in texts)
-    more = python_docs_texts(docstrings=True)
-    assert more[: len(texts)] == texts and len(more) > len(texts)
-    assert any(t.startswith("JSON (JavaScript Object Notation)") for t in more)
 
 
 @needs_iclr

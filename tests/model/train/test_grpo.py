@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 import torch
 
-from model.errors import CheckpointError, ModelConfigError
-from model.serve.factory import load_model_dir, load_tiny
-from model.train.grpo import (
+from kimmy_swarm.model.errors import CheckpointError, ModelConfigError
+from kimmy_swarm.model.serve.factory import load_model_dir, load_tiny
+from kimmy_swarm.model.train.grpo import (
     GRPOConfig,
     Prompt,
     Sample,
@@ -23,7 +23,7 @@ from model.train.grpo import (
     train_grpo,
     trainable_parameters,
 )
-from model.train.run_folder import METRICS_FILE, TRAINER_STATE
+from kimmy_swarm.model.train.run_folder import METRICS_FILE, TRAINER_STATE
 
 PICK = {
     "type": "function",
@@ -100,7 +100,7 @@ def test_a_step_raises_the_logprob_of_a_sample_with_a_positive_advantage() -> No
     model2, _ = tiny()
     with torch.no_grad():
         before = float(completion_logprobs(model2, sample).sum())
-    from model.train.grpo import _policy_step
+    from kimmy_swarm.model.train.grpo import _policy_step
 
     params = trainable_parameters(model2, None)
     opt = torch.optim.SGD(params, lr=0.05)

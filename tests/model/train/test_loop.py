@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 import torch
 
-from model.config import KimiLinearConfig
-from model.errors import CheckpointError, ModelConfigError
-from model.modeling import KimiLinearForCausalLM
-from model.optim import MuonClip, find_mla_layers
-from model.tokenizer import load_tokenizer, train_bpe_tokenizer
-from model.train import (
+from kimmy_swarm.model.config import KimiLinearConfig
+from kimmy_swarm.model.errors import CheckpointError, ModelConfigError
+from kimmy_swarm.model.modeling import KimiLinearForCausalLM
+from kimmy_swarm.model.optim import MuonClip, find_mla_layers
+from kimmy_swarm.model.tokenizer import load_tokenizer, train_bpe_tokenizer
+from kimmy_swarm.model.train import (
     METRICS_FILE,
     TRAINER_STATE,
     TokenData,
@@ -58,18 +58,18 @@ def _untimed(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def test_package_exports_exactly_its_public_api() -> None:
-    import model.train
+    from kimmy_swarm.model import train as train_pkg
 
-    assert set(model.train.__all__) == {
+    assert set(train_pkg.__all__) == {
         "METRICS_FILE", "TRAINER_STATE", "TrainingCorpusError", "TokenData", "TrainConfig",
         "TrainResult", "eval_loss", "latest_checkpoint", "lr_factor", "make_optimizer",
         "python_docs_texts", "read_text_corpus", "tokenize_corpus", "train",
         # GRPO on our engine (model.train.grpo)
         "GRPOConfig", "GRPOResult", "Prompt", "Sample", "Scored", "train_grpo",
     }  # fmt: skip
-    assert all(getattr(model.train, name) is not None for name in model.train.__all__)
+    assert all(getattr(train_pkg, name) is not None for name in train_pkg.__all__)
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
-        model.train.nope  # noqa: B018
+        train_pkg.nope  # noqa: B018
 
 
 def test_config_rejects_bad_values_by_name() -> None:

@@ -12,10 +12,10 @@ import pytest
 import torch
 from torch.optim.lr_scheduler import LambdaLR
 
-from model.config import KimiLinearConfig
-from model.errors import CheckpointError, ModelConfigError
-from model.modeling import KimiLinearForCausalLM
-from model.train.run_folder import (
+from kimmy_swarm.model.config import KimiLinearConfig
+from kimmy_swarm.model.errors import CheckpointError, ModelConfigError
+from kimmy_swarm.model.modeling import KimiLinearForCausalLM
+from kimmy_swarm.model.train.run_folder import (
     METRICS_FILE,
     TRAINER_STATE,
     kept_metrics,

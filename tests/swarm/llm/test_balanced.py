@@ -7,8 +7,8 @@ import pickle
 
 import pytest
 
-from swarm.errors import ConfigError
-from swarm.llm import BalancedChat, OpenAIChat
+from kimmy_swarm.swarm.errors import ConfigError
+from kimmy_swarm.swarm.llm import BalancedChat, OpenAIChat
 from tests.support.openai_server import OpenAIServer, delay
 
 MSG = [{"role": "user", "content": "hi"}]

@@ -8,10 +8,16 @@ from typing import Any
 
 import pytest
 
-from model.presets import tiny_tokenizer
-from swarm.errors import ConfigError
-from swarm.llm import ContextOverflow, ScriptedChat, TokenBudget, TokenEstimate, context_tokens
-from swarm.llm.budget import DEFAULT_CONTEXT_TOKENS
+from kimmy_swarm.model.presets import tiny_tokenizer
+from kimmy_swarm.swarm.errors import ConfigError
+from kimmy_swarm.swarm.llm import (
+    ContextOverflow,
+    ScriptedChat,
+    TokenBudget,
+    TokenEstimate,
+    context_tokens,
+)
+from kimmy_swarm.swarm.llm.budget import DEFAULT_CONTEXT_TOKENS
 from tests.agents.synthesis.conftest import varied_texts
 
 

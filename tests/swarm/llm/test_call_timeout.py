@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from swarm.errors import ConfigError
-from swarm.llm.call_timeout import CallTimeoutPolicy, CallTimeouts, read_timeout
-from swarm.schema import Usage
+from kimmy_swarm.swarm.errors import ConfigError
+from kimmy_swarm.swarm.llm.call_timeout import CallTimeoutPolicy, CallTimeouts, read_timeout
+from kimmy_swarm.swarm.schema import Usage
 
 #: floor 15 s, safety 2, first 120 s, ceiling 1800 s, priors 50 / 10 tokens/s.
 POLICY = CallTimeoutPolicy()

@@ -11,9 +11,15 @@ from typing import Any
 
 import pytest
 
-from swarm.errors import ConfigError, ModelConnectionError
-from swarm.llm import BalancedChat, Capabilities, OpenAIChat, ScriptedChat, capabilities_of
-from swarm.llm.capabilities import (
+from kimmy_swarm.swarm.errors import ConfigError, ModelConnectionError
+from kimmy_swarm.swarm.llm import (
+    BalancedChat,
+    Capabilities,
+    OpenAIChat,
+    ScriptedChat,
+    capabilities_of,
+)
+from kimmy_swarm.swarm.llm.capabilities import (
     HONOURS_ALL,
     PROBE_MAX_TOKENS,
     PROBE_PREFIX,
@@ -123,8 +129,8 @@ def test_bad_given_values_are_refused_naming_them() -> None:
 
 
 def test_what_a_model_says_it_honours_and_its_wrappers_forward() -> None:
-    from swarm.call_meter import MeteredModel
-    from swarm.executors._host import RecordingModel
+    from kimmy_swarm.swarm.call_meter import MeteredModel
+    from kimmy_swarm.swarm.executors._host import RecordingModel
 
     plain = ScriptedChat()
     assert capabilities_of(plain) == HONOURS_ALL  # says nothing: honours everything

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from swarm.errors import ConfigError, ModelConnectionError
-from swarm.llm import Capabilities, LocalModel, ModelEndpoint, OpenAIChat, connect
-from swarm.llm.capabilities import PROBE_MAX_TOKENS, PROBE_PREFIX
+from kimmy_swarm.swarm.errors import ConfigError, ModelConnectionError
+from kimmy_swarm.swarm.llm import Capabilities, LocalModel, ModelEndpoint, OpenAIChat, connect
+from kimmy_swarm.swarm.llm.capabilities import PROBE_MAX_TOKENS, PROBE_PREFIX
 from tests.support.openai_server import (
     OpenAIServer,
     ServerRequest,

@@ -15,8 +15,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from swarm.llm import Message, OpenAIChat
-from swarm.llm.types import FunctionCall, ToolCall
+from kimmy_swarm.swarm.llm import Message, OpenAIChat
+from kimmy_swarm.swarm.llm.types import FunctionCall, ToolCall
 from tests.support.llama_cpp_server import CHATML, CHATML_TOOLS, llama_cpp_server
 from tests.support.llama_cpp_server import llama_cpp_unavailable as _unavailable
 

@@ -12,11 +12,11 @@ import httpx
 import pytest
 import torch
 
-from model.presets import tiny_model, tiny_tokenizer
-from model.serve.chat import render_chat
-from model.serve.protocol import ChatMessage
-from model.serve.structured import validate
-from swarm.llm import ChatModel, LocalModel, OpenAIChat
+from kimmy_swarm.model.presets import tiny_model, tiny_tokenizer
+from kimmy_swarm.model.serve.chat import render_chat
+from kimmy_swarm.model.serve.protocol import ChatMessage
+from kimmy_swarm.model.serve.structured import validate
+from kimmy_swarm.swarm.llm import ChatModel, LocalModel, OpenAIChat
 
 ASK = [{"role": "system", "content": "You name things."}, {"role": "user", "content": "A name?"}]
 
@@ -59,6 +59,6 @@ async def test_a_saved_checkpoint_serves_the_in_memory_models_answers(tmp_path: 
 
 
 def test_the_module_imports_no_torch_until_a_model_starts() -> None:
-    code = "import sys, swarm.llm.local; print('torch' in sys.modules)"
+    code = "import sys, kimmy_swarm.swarm.llm.local; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.split() == ["False"], out.stderr

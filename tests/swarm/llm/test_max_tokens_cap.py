@@ -8,9 +8,9 @@ import pickle
 
 import pytest
 
-from swarm.errors import ConfigError
-from swarm.llm import OpenAIChat
-from swarm.llm.openai_chat import capped_max_tokens
+from kimmy_swarm.swarm.errors import ConfigError
+from kimmy_swarm.swarm.llm import OpenAIChat
+from kimmy_swarm.swarm.llm.openai_chat import capped_max_tokens
 from tests.support.openai_server import OpenAIServer, reply
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from swarm.errors import (
+from kimmy_swarm.swarm.errors import (
     ConfigError,
     ModelConnectionError,
     ModelError,
@@ -23,8 +23,8 @@ from swarm.errors import (
     ModelServerError,
     ModelTimeoutError,
 )
-from swarm.llm import Message, OpenAIChat
-from swarm.llm.openai_chat import _ShardedClient
+from kimmy_swarm.swarm.llm import Message, OpenAIChat
+from kimmy_swarm.swarm.llm.openai_chat import _ShardedClient
 from tests.support.openai_server import (
     OpenAIServer,
     delay,

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from swarm.errors import ConfigError
-from swarm.llm import ChatModel, OpenAIChat
+from kimmy_swarm.swarm.errors import ConfigError
+from kimmy_swarm.swarm.llm import ChatModel, OpenAIChat
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -75,7 +75,10 @@ def test_satisfies_chat_model_protocol() -> None:
 
 
 def test_import_stays_light() -> None:
-    code = "import sys, swarm.llm; print(sorted({'openai', 'torch'} & set(sys.modules)))"
+    code = (
+        "import sys, kimmy_swarm.swarm.llm; "
+        "print(sorted({'openai', 'torch'} & set(sys.modules)))"
+    )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
     )

@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from swarm.errors import ConfigError, ModelTimeoutError
-from swarm.llm import OpenAIChat, TokenEstimate
-from swarm.llm.call_timeout import CallTimeoutPolicy
+from kimmy_swarm.swarm.errors import ConfigError, ModelTimeoutError
+from kimmy_swarm.swarm.llm import OpenAIChat, TokenEstimate
+from kimmy_swarm.swarm.llm.call_timeout import CallTimeoutPolicy
 from tests.support.openai_server import OpenAIServer, delay, reply
 
 #: Sub-second limits: a 0.05 s floor, no safety margin, 5 s before any call has finished.

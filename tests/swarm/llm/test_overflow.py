@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from swarm.errors import ModelRequestError, ModelServerError
-from swarm.llm import ContextOverflow, context_overflow
+from kimmy_swarm.swarm.errors import ModelRequestError, ModelServerError
+from kimmy_swarm.swarm.llm import ContextOverflow, context_overflow
 
 
 @pytest.mark.parametrize(

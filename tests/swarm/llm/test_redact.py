@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from swarm.llm import OpenAIChat, redact_url
+from kimmy_swarm.swarm.llm import OpenAIChat, redact_url
 
 
 @pytest.mark.parametrize(

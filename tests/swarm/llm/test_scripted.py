@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-import swarm.llm
-from swarm.errors import ModelRateLimitedError
-from swarm.llm import (
+from kimmy_swarm.swarm import llm
+from kimmy_swarm.swarm.errors import ModelRateLimitedError
+from kimmy_swarm.swarm.llm import (
     ChatModel,
     ChatResponse,
     FunctionCall,
@@ -18,7 +18,7 @@ from swarm.llm import (
     ToolCall,
     UnexpectedModelCall,
 )
-from swarm.schema import Usage
+from kimmy_swarm.swarm.schema import Usage
 
 
 def user(text: str) -> list[dict[str, Any]]:
@@ -151,7 +151,7 @@ def test_scripted_chat_satisfies_chat_model_protocol() -> None:
 
 
 def test_public_api_is_pinned() -> None:
-    assert sorted(swarm.llm.__all__) == [
+    assert sorted(llm.__all__) == [
         "BalancedChat",
         "Capabilities",
         "ChatModel",
@@ -179,5 +179,5 @@ def test_public_api_is_pinned() -> None:
         "redact_url",
         "shared_budget",
     ]
-    for name in swarm.llm.__all__:
-        assert getattr(swarm.llm, name) is not None
+    for name in llm.__all__:
+        assert getattr(llm, name) is not None

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from swarm import Plan, Subtask, SubtaskContext, Swarm
-from swarm.errors import ConfigError, ModelTimeoutError
-from swarm.executors._host import RecordingModel
-from swarm.llm import (
+from kimmy_swarm.swarm import Plan, Subtask, SubtaskContext, Swarm
+from kimmy_swarm.swarm.errors import ConfigError, ModelTimeoutError
+from kimmy_swarm.swarm.executors._host import RecordingModel
+from kimmy_swarm.swarm.llm import (
     Capabilities,
     OpenAIChat,
     ScriptedChat,
@@ -22,8 +22,8 @@ from swarm.llm import (
     profile_of,
     shared_budget,
 )
-from swarm.llm.call_timeout import CallTimeoutPolicy
-from swarm.llm.server_profile import forget_shared_budgets
+from kimmy_swarm.swarm.llm.call_timeout import CallTimeoutPolicy
+from kimmy_swarm.swarm.llm.server_profile import forget_shared_budgets
 from tests.support.openai_server import OpenAIServer, delay, reply
 
 MESSAGES = [{"role": "user", "content": "word " * 400}]

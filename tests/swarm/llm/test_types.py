@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from swarm.llm.types import function_tool
+from kimmy_swarm.swarm.llm.types import function_tool
 
 
 def test_function_tool_is_the_openai_tools_entry() -> None:

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.tools.conventions import AnalysisError
-from agents.tools.recompute._columns import (
+from kimmy_swarm.agents.tools.conventions import AnalysisError
+from kimmy_swarm.agents.tools.recompute._columns import (
     column_statistic,
     correlation,
     numeric_values,

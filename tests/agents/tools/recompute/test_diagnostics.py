@@ -10,8 +10,8 @@ from statsmodels.stats.diagnostic import het_breuschpagan
 from statsmodels.stats.outliers_influence import variance_inflation_factor
 from statsmodels.stats.stattools import jarque_bera
 
-from agents.tools.datasets import load_dataset
-from agents.tools.recompute._diagnostics import (
+from kimmy_swarm.agents.tools.datasets import load_dataset
+from kimmy_swarm.agents.tools.recompute._diagnostics import (
     cond_number,
     ols_likelihood,
     residual_tests,

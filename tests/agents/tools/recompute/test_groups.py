@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from agents.tools.conventions import AnalysisError
-from agents.tools.recompute._groups import group_statistic
+from kimmy_swarm.agents.tools.conventions import AnalysisError
+from kimmy_swarm.agents.tools.recompute._groups import group_statistic
 
 COLUMNS = ["y", "g"]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import statsmodels.api as sm
 
-from agents.tools.conventions import AnalysisError
-from agents.tools.datasets import load_dataset
-from agents.tools.recompute._ols import ols_statistic
+from kimmy_swarm.agents.tools.conventions import AnalysisError
+from kimmy_swarm.agents.tools.datasets import load_dataset
+from kimmy_swarm.agents.tools.recompute._ols import ols_statistic
 
 PREDICTORS = ["GNP", "UNEMP", "ARMED"]
 

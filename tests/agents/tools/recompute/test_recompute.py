@@ -9,10 +9,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.tools import stats
-from agents.tools.datasets import load_dataset
-from agents.tools.finding import GROUP_STATISTICS, INTEGER_STATISTICS, STATISTICS, NumericFinding
-from agents.tools.recompute import recompute, verify
+from kimmy_swarm.agents.tools import stats
+from kimmy_swarm.agents.tools.datasets import load_dataset
+from kimmy_swarm.agents.tools.finding import (
+    GROUP_STATISTICS,
+    INTEGER_STATISTICS,
+    STATISTICS,
+    NumericFinding,
+)
+from kimmy_swarm.agents.tools.recompute import recompute, verify
 from tests.support.analyst_findings import findings_from_analysis
 
 # One dataset per model family the target calls for (`agents.tools.families.choose_family`):

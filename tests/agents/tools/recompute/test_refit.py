@@ -7,9 +7,9 @@ import pytest
 import statsmodels.api as sm
 from statsmodels.stats.outliers_influence import variance_inflation_factor
 
-from agents.tools.conventions import AnalysisError
-from agents.tools.datasets import load_dataset
-from agents.tools.recompute._refit import refit_statistic
+from kimmy_swarm.agents.tools.conventions import AnalysisError
+from kimmy_swarm.agents.tools.datasets import load_dataset
+from kimmy_swarm.agents.tools.recompute._refit import refit_statistic
 
 PREDICTORS = ["GPA", "TUCE", "PSI"]
 
