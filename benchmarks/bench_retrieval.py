@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # `tests.support.topic_labels`; last, so that the repository's
-    sys.path.append(str(ROOT))  # folders never shadow an installed package of their name
+# Run as a script: `tests.support.topic_labels` imports from the repository root.
+if not __package__ and str(ROOT) not in sys.path:
+    sys.path.append(str(ROOT))  # last: the repository's folders shadow no installed package
 
 from benchmarks._results import add_out_option, publish  # noqa: E402
 from kimmy_swarm.agents.tools.corpus import load_corpus  # noqa: E402

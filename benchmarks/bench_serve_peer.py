@@ -47,6 +47,9 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
+# Run as a script: `benchmarks.…` imports from the repository root.
+if not __package__ and str(ROOT) not in sys.path:
+    sys.path.append(str(ROOT))  # last: the repository's folders shadow no installed package
 
 from benchmarks._results import add_out_option, publish  # noqa: E402
 from kimmy_swarm.model.gguf_loader import bundled_smollm2  # noqa: E402

@@ -1,6 +1,5 @@
-"""Shared test setup: the `tests` package (`tests.support`, the shared fixtures) importable
-without the repository root on `sys.path`; Triton's interpreter switched on before anything
-imports triton."""
+"""Shared test setup: the `tests` and `benchmarks` folders importable without the repository
+root on `sys.path`; Triton's interpreter switched on before anything imports triton."""
 
 from __future__ import annotations
 
@@ -16,11 +15,16 @@ ROOT = Path(__file__).resolve().parent.parent
 # The project imports as `kimmy_swarm.…` (installed, editable or not). The repository root
 # stays off `sys.path`: its top-level folders (`kernels`, `agents`, `model`, …) would shadow
 # other distributions' packages of those names, such as Hugging Face's `kernels`, which
-# transformers imports. Only `tests` is made importable, from its folder.
-if "tests" not in sys.modules:
-    _tests = types.ModuleType("tests", "The test suite's shared modules (`tests.support`).")
-    _tests.__path__ = [str(ROOT / "tests")]
-    sys.modules["tests"] = _tests
+# transformers imports. Only the folders that are not installed are made importable, each
+# from its own folder: `tests` (`tests.support`) and `benchmarks` (the scripts under test).
+for _name, _doc in (
+    ("tests", "The test suite's shared modules (`tests.support`)."),
+    ("benchmarks", "The benchmark scripts."),
+):
+    if _name not in sys.modules:
+        _package = types.ModuleType(_name, _doc)
+        _package.__path__ = [str(ROOT / _name)]
+        sys.modules[_name] = _package
 
 # The kernel tests run Triton on the CPU, in its interpreter, which triton reads once, when
 # it is first imported. Test modules collected before tests/kernels (TRL's, whose import

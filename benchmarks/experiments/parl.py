@@ -27,11 +27,15 @@ import argparse
 import datetime as dt
 import json
 import platform
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
+# Run as a script: `benchmarks.…` imports from the repository root.
+if not __package__ and str(ROOT) not in sys.path:
+    sys.path.append(str(ROOT))  # last: the repository's folders shadow no installed package
 
 from benchmarks._results import add_out_dir_option, out_dir  # noqa: E402
 from kimmy_swarm.cli.parl_training import ParlSettings, run_parl_training  # noqa: E402

@@ -13,7 +13,7 @@ import torch
 from kimmy_swarm.cli.app import main
 from kimmy_swarm.model.modeling import KimiLinearForCausalLM
 from kimmy_swarm.model.presets import model_config
-from kimmy_swarm.model.train.data import python_docs_texts
+from kimmy_swarm.model.python_docs import python_docs_texts
 
 
 @pytest.fixture

@@ -12,8 +12,8 @@ import torch
 
 from kimmy_swarm.cli.app import main
 from kimmy_swarm.model.modeling import KimiLinearForCausalLM
+from kimmy_swarm.model.python_docs import python_docs_texts
 from kimmy_swarm.model.tokenizer import load_tokenizer
-from kimmy_swarm.model.train.data import python_docs_texts
 from kimmy_swarm.swarm.llm import LocalModel
 
 TRAIN = ["--steps", "2", "--seq-len", "64", "--batch-size", "2", "--vocab-size", "400"]

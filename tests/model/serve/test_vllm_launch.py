@@ -350,4 +350,5 @@ def test_launcher_module_exports() -> None:
     assert set(vllm_launch.__all__) >= {
         "VLLMNotAvailableError", "build_vllm_command", "run_vllm", "vllm_available",
     }  # fmt: skip
-    assert issubclass(VLLMNotAvailableError, importlib.import_module("model").KimiModelError)
+    model_errors = importlib.import_module("kimmy_swarm.model.errors")
+    assert issubclass(VLLMNotAvailableError, model_errors.KimiModelError)
