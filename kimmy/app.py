@@ -45,6 +45,7 @@ COMMANDS: dict[str, str] = {
     "demo": "kimmy_swarm.cli.commands.pipelines",
     "rewards": "kimmy_swarm.cli.commands.rewards",
     "rollouts": "kimmy_swarm.cli.commands.rewards",
+    "models": "kimmy_swarm.cli.commands.models",
     "serve": "kimmy_swarm.cli.commands.serve",
     "dashboard": "kimmy_swarm.cli.commands.dashboard",
     "train": "kimmy_swarm.cli.commands.train",

@@ -67,8 +67,9 @@ Local = Annotated[
     str | None,
     typer.Option(
         "--local",
-        help="Run the model in this process: smollm2 (bundled SmolLM2-135M-Instruct), a "
-        ".gguf file or a checkpoint folder.",
+        help="Run the model in this process: an installed model's name (kimmy models "
+        "list: smollm2, qwen2.5-coder-1.5b, …), a .gguf file, a checkpoint folder or an "
+        "org/repo in the Hugging Face cache.",
     ),
 ]
 ModelName = Annotated[str | None, typer.Option("--model", help="Model id [env KIMMY_MODEL].")]

@@ -154,7 +154,7 @@ def run_parl_training(
         (out / SETTINGS_FILE).write_text(json.dumps(record, indent=2), encoding="utf-8")
     lambda1, lambda2 = settings.lambdas(cfg.steps)
     prompts = [Prompt(t.id, tuple(spawn_messages(t)), tuple(spawn_tools(t))) for t in tasks]
-    loaded = load_source(settings.model)
+    loaded = load_source(settings.model, quant="none")  # trained: PyTorch, float32
     with SpawnEnv(corpus, step_latency_s=settings.step_latency_s) as env:
         scorer = ParlScorer(env, tasks, lambda1=lambda1, lambda2=lambda2)
         return train_grpo(

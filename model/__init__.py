@@ -1,6 +1,7 @@
 """The Kimi Linear hybrid-attention model: config, layers (KDA, MLA, MoE, Attention
 Residuals), the causal LM with its hybrid cache and generation, HF-format checkpoints,
-tokenizers, the MuonClip optimizer (`model.optim`) and training (`model.train`).
+tokenizers, the MuonClip optimizer (`model.optim`) and training (`model.train`), and the
+models a user installs by name (`model.catalog`, `install_model`, `resolve_model`).
 
     from kimmy_swarm.model import KimiLinearConfig, KimiLinearForCausalLM, MuonClip
     lm = KimiLinearForCausalLM(KimiLinearConfig.tiny())
@@ -23,13 +24,19 @@ __all__, __getattr__, __dir__ = _lazy_exports(
             "GenerationError",
             "KimiModelError",
             "ModelConfigError",
+            "ModelInstallError",
+            "ModelNotFoundError",
         ],
         ".cache": ["HybridCache", "KDAState", "MLAState", "cache_bytes_per_sequence"],
         ".config": ["KimiLinearConfig", "LinearAttnConfig", "hybrid_layers"],
         ".generation": ["SamplingParams", "generate"],
         ".modeling": ["KimiLinearForCausalLM"],
         ".llama": ["LlamaCache", "LlamaConfig", "LlamaForCausalLM"],
+        ".qwen2": ["Qwen2Config", "Qwen2ForCausalLM"],
         ".gguf_loader": ["load_gguf"],
+        ".catalog": ["KnownModel"],
+        ".install": ["install_model"],
+        ".locate": ["resolve_model"],
         ".optim": ["MuonClip"],
         ".tokenizer": ["Tokenizer", "load_tokenizer", "train_bpe_tokenizer"],
     },

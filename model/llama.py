@@ -3,6 +3,8 @@
 Module and weight names follow Hugging Face's `LlamaForCausalLM` (`model.layers.N.self_attn.
 q_proj`, …), and Q/K use HF's RoPE layout (rotate the two halves of each head), so HF
 safetensors load as they are; `model.gguf_loader` undoes llama.cpp's Q/K row permutation.
+Architectures that differ from Llama only in constants of the config (`model.qwen2`: biases
+on q/k/v) subclass `LlamaConfig` and `LlamaForCausalLM` and share these layers.
 
 The forward signature matches `KimiLinearForCausalLM` (`input_ids, attention_mask, cache`, plus
 `new_cache()` and `config.eos_token_id`/`pad_token_id`), so `model.generation.generate` drives
@@ -17,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Self
 
 import torch
 import torch.nn.functional as F
@@ -35,7 +37,18 @@ LLAMA_MODEL_TYPES = ("llama",)
 
 @dataclass(frozen=True)
 class LlamaConfig:
-    """Sizes and constants of a Llama-family model (HF `LlamaConfig` field meanings)."""
+    """Sizes and constants of a Llama-family model (HF `LlamaConfig` field meanings).
+
+    The class variables say what is fixed for the architecture rather than per checkpoint;
+    a subclass (`Qwen2Config`) changes them.
+    """
+
+    #: `config.json` `model_type`s read; the first is written.
+    model_types: ClassVar[tuple[str, ...]] = LLAMA_MODEL_TYPES
+    #: `config.json` `architectures` entry (transformers' class name).
+    architecture: ClassVar[str] = "LlamaForCausalLM"
+    #: Whether q_proj, k_proj and v_proj have biases (o_proj and the MLP never do).
+    qkv_bias: ClassVar[bool] = False
 
     vocab_size: int
     hidden_size: int
@@ -66,7 +79,9 @@ class LlamaConfig:
         }
         for name, value in sizes.items():
             if not isinstance(value, int) or value < 1:
-                raise ModelConfigError(f"LlamaConfig.{name} must be an int ≥ 1; got {value!r}")
+                raise ModelConfigError(
+                    f"{type(self).__name__}.{name} must be an int ≥ 1; got {value!r}"
+                )
         if self.num_attention_heads % self.num_key_value_heads:
             raise ModelConfigError(
                 f"num_attention_heads ({self.num_attention_heads}) must be a multiple of "
@@ -82,29 +97,30 @@ class LlamaConfig:
 
     # ---- (de)serialization --------------------------------------------------------------
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> LlamaConfig:
+    def from_dict(cls, d: dict[str, Any]) -> Self:
         """Build from an HF `config.json` dict (`head_dim` defaults to hidden / heads, KV
         heads to the heads); other keys are ignored.
 
         Raises:
-            ModelConfigError: `model_type` is not a Llama one, the config asks for what this
-                model does not do (RoPE scaling, attention or MLP biases), or a value is
-                missing or invalid.
+            ModelConfigError: `model_type` is not one of this class's, the config asks for
+                what this model does not do (RoPE scaling, attention or MLP biases), or a
+                value is missing or invalid.
         """
         mt = d.get("model_type")
-        if mt not in LLAMA_MODEL_TYPES:
+        if mt not in cls.model_types:
             raise ModelConfigError(
-                f"model_type {mt!r} is not a Llama-family one ({', '.join(LLAMA_MODEL_TYPES)})"
+                f"model_type {mt!r} is not one of {cls.__name__}'s ({', '.join(cls.model_types)})"
             )
         # transformers ≥ 5 writes RoPE as `rope_parameters`; older files `rope_scaling`
         rope = d.get("rope_parameters") or d.get("rope_scaling") or {}
         rope_type = rope.get("rope_type", rope.get("type", "default"))
-        unsupported = [k for k in ("attention_bias", "mlp_bias") if d.get(k)]
+        unsupported = cls._unsupported_keys(d)
         if rope_type != "default":
             unsupported.append(f"RoPE type {rope_type!r}")
         if unsupported:
             raise ModelConfigError(
-                f"config.json sets {', '.join(unsupported)}, which this Llama does not implement"
+                f"config.json sets {', '.join(unsupported)}, which {cls.architecture} here "
+                "does not implement"
             )
         known = {f.name for f in dataclasses.fields(cls)}
         kw = {k: v for k, v in d.items() if k in known}
@@ -121,15 +137,27 @@ class LlamaConfig:
         except TypeError as e:  # a required size is missing
             raise ModelConfigError(f"config.json: {e}") from e
 
+    @classmethod
+    def _unsupported_keys(cls, d: dict[str, Any]) -> list[str]:
+        """What `d` turns on that this architecture does not implement (RoPE aside)."""
+        return [k for k in ("attention_bias", "mlp_bias") if d.get(k)]
+
     def to_dict(self) -> dict[str, Any]:
-        """The HF `config.json` dict (`architectures`, `model_type` "llama", our fields)."""
-        d: dict[str, Any] = {"architectures": ["LlamaForCausalLM"], "model_type": "llama"}
+        """The HF `config.json` dict (`architectures`, `model_type`, our fields)."""
+        d: dict[str, Any] = {
+            "architectures": [self.architecture],
+            "model_type": self.model_types[0],
+        }
         d.update(dataclasses.asdict(self))
-        d.update(hidden_act="silu", attention_bias=False, mlp_bias=False)
+        d.update(self._constant_keys())
         return d
 
+    def _constant_keys(self) -> dict[str, Any]:
+        """HF keys whose value is fixed for the architecture (written for transformers)."""
+        return {"hidden_act": "silu", "attention_bias": False, "mlp_bias": False}
+
     @classmethod
-    def from_pretrained(cls, path: str | Path) -> LlamaConfig:
+    def from_pretrained(cls, path: str | Path) -> Self:
         """Read `config.json` from a checkpoint folder (or the file itself).
 
         Raises:
@@ -141,12 +169,12 @@ class LlamaConfig:
         """Write `path/config.json`; returns the file."""
         return write_config_json(self.to_dict(), path)
 
-    def replace(self, **changes: Any) -> LlamaConfig:
+    def replace(self, **changes: Any) -> Self:
         """A copy with some fields changed (validated again)."""
         return dataclasses.replace(self, **changes)
 
     @classmethod
-    def tiny(cls, **overrides: Any) -> LlamaConfig:
+    def tiny(cls, **overrides: Any) -> Self:
         """A few-thousand-parameter config for tests (GQA: 4 heads, 2 KV heads)."""
         base: dict[str, Any] = dict(
             vocab_size=64,
@@ -229,7 +257,10 @@ class LlamaMLP(nn.Module):
 
 
 class LlamaAttention(nn.Module):
-    """Causal grouped-query attention with RoPE; each KV head serves H / H_kv query heads."""
+    """Causal grouped-query attention with RoPE; each KV head serves H / H_kv query heads.
+
+    q/k/v have biases when the config's architecture says so (`qkv_bias`: Qwen2).
+    """
 
     def __init__(self, config: LlamaConfig, layer_idx: int) -> None:
         super().__init__()
@@ -237,9 +268,10 @@ class LlamaAttention(nn.Module):
         self.n_head, self.n_kv = config.num_attention_heads, config.num_key_value_heads
         self.head_dim = config.head_dim
         c, d = config.hidden_size, config.head_dim
-        self.q_proj = nn.Linear(c, self.n_head * d, bias=False)
-        self.k_proj = nn.Linear(c, self.n_kv * d, bias=False)
-        self.v_proj = nn.Linear(c, self.n_kv * d, bias=False)
+        bias = config.qkv_bias
+        self.q_proj = nn.Linear(c, self.n_head * d, bias=bias)
+        self.k_proj = nn.Linear(c, self.n_kv * d, bias=bias)
+        self.v_proj = nn.Linear(c, self.n_kv * d, bias=bias)
         self.o_proj = nn.Linear(self.n_head * d, c, bias=False)
 
     def forward(
@@ -346,8 +378,16 @@ def _positions_and_mask(
 class LlamaForCausalLM(nn.Module):
     """The Llama decoder with its LM head (tied to the embeddings when the config says so)."""
 
+    #: The config class this model is built from (exactly: a subclass is another model).
+    config_class: ClassVar[type[LlamaConfig]] = LlamaConfig
+
     def __init__(self, config: LlamaConfig) -> None:
         super().__init__()
+        if type(config) is not self.config_class:
+            raise ModelConfigError(
+                f"{type(self).__name__} is built from a {self.config_class.__name__}; got a "
+                f"{type(config).__name__}"
+            )
         self.config = config
         self.model = LlamaModel(config)
         self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
@@ -359,6 +399,8 @@ class LlamaForCausalLM(nn.Module):
     def _init_weights(module: nn.Module) -> None:
         if isinstance(module, nn.Linear | nn.Embedding):
             nn.init.normal_(module.weight, std=0.02)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
 
     def forward(
         self,
@@ -383,17 +425,17 @@ class LlamaForCausalLM(nn.Module):
         *,
         dtype: torch.dtype | None = None,
         device: str | torch.device = "cpu",
-    ) -> LlamaForCausalLM:
-        """Load an HF Llama folder (config.json + safetensors, e.g. a `save_pretrained` one
-        of transformers' `LlamaForCausalLM`).
+    ) -> Self:
+        """Load an HF folder of this architecture (config.json + safetensors, e.g. a
+        `save_pretrained` one of transformers' class of the same name).
 
         Raises:
-            ModelConfigError: config.json is missing, invalid or not a Llama one.
+            ModelConfigError: config.json is missing, invalid or of another architecture.
             CheckpointError: weights are missing or do not fit the config.
         """
         from kimmy_swarm.model.checkpoint import load_pretrained_weights
 
-        config = LlamaConfig.from_pretrained(path)
+        config = cls.config_class.from_pretrained(path)
         with torch.device("meta"):  # no random init: every weight comes from the folder
             model = cls(config)
         model.to_empty(device="cpu")

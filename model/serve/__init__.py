@@ -3,7 +3,8 @@
 - `engine`, `async_engine`: continuous batching over the model's cache pools, chunked
   prefill, preemption, shared-prefix reuse; `scheduler`, `runner`, `sampling`, `sequence`,
   `pages`, `slots`, `kv_layout`: its parts.
-- `structured`: grammar-constrained structured output and tool calls.
+- `structured`: grammar-constrained structured output and tool calls; `tool_calls`: tool
+  calls in a chat template's own `<tool_call>` format (detection, grammar, parser).
 - `server`, `protocol`, `chat`, `metrics`: the HTTP API; `factory`: an engine from a model
   source; `vllm_launch`: the same model under vLLM.
 

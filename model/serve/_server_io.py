@@ -241,7 +241,8 @@ class ChatOutput:
 
     async def sse(self, stream: RequestStream, *, include_usage: bool) -> AsyncIterator[bytes]:
         """Role first, then content (or, when tools may be called, the whole answer at the
-        end: a tool call is only known once the text is complete), the finish, the usage."""
+        end: a tool call is only known once the text is complete: its content, then its
+        tool calls), the finish, the usage."""
         yield self._chunk(Delta(role="assistant", content=""))
         buffered = bool(self.mode.tool_names)
         events: list[TokenEvent] = []
@@ -258,14 +259,16 @@ class ChatOutput:
         finish = _finish(events)
         if buffered:
             message, finish = assistant_message("".join(e.text for e in events), self.mode, finish)
-            delta = Delta(content=message.content)
+            lps = self._logprobs(events) or None
+            if message.content is not None or not message.tool_calls:
+                yield self._chunk(Delta(content=message.content), logprobs=lps)
+                lps = None
             if message.tool_calls:
                 calls = [
                     ToolCallDelta(index=i, **c.model_dump())
                     for i, c in enumerate(message.tool_calls)
                 ]
-                delta = Delta(tool_calls=calls)
-            yield self._chunk(delta, logprobs=self._logprobs(events) or None)
+                yield self._chunk(Delta(tool_calls=calls), logprobs=lps)
         yield self._chunk(Delta(), finish=finish)
         if include_usage:
             yield self._chunk(None, usage=usage(stream, events))

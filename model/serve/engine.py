@@ -10,8 +10,10 @@ sequence whose pending tokens are all fed, and returns the `TokenEvent`s of that
 A request that fails inside a step (its sampling, its grammar, a forward of its batch, or it
 can never fit the cache) is dropped and freed alone, its exception kept for
 `pop_failures()`; the engine goes on with the others.
-The model is a `KimiLinearForCausalLM` or a `LlamaForCausalLM`; `kv_layout` maps its cache
-onto the pools. Greedy output equals `model.generate` without a cache (tests: single and
+The model is a `KimiLinearForCausalLM` or a `LlamaForCausalLM` (Qwen2 included), run by
+`ModelRunner` in PyTorch (`kv_layout` maps its cache onto the pools), or a `GGMLModel`,
+run by `GGMLRunner` with llama.cpp's kernels (the pages map onto llama.cpp's KV cells).
+Greedy output equals `model.generate` without a cache (tests: single and
 batched requests, prefix hits and misses, chunk boundaries inside the shared prefix,
 preemption, eviction).
 """
@@ -25,8 +27,8 @@ from typing import Any
 import torch
 
 from kimmy_swarm.model.errors import EngineOverloadedError, GenerationError
-from kimmy_swarm.model.serve.kv_layout import layout_for
-from kimmy_swarm.model.serve.pages import PagePool
+from kimmy_swarm.model.ggml_model import GGMLModel
+from kimmy_swarm.model.serve.ggml_runner import GGMLRunner
 from kimmy_swarm.model.serve.runner import ModelRunner
 from kimmy_swarm.model.serve.sampling import RequestSampler, SampledToken, sample_batch
 from kimmy_swarm.model.serve.scheduler import Scheduler
@@ -57,22 +59,25 @@ class LLMEngine:
         self.tokenizer = tokenizer
         self.config = config or EngineConfig()
         self.grammars = grammars  # a structured.GrammarCache, built by the caller if wanted
-        self.layout = layout_for(model)
-        mcfg = model.config
-        p = next(model.parameters())
-        self.pages = PagePool(
-            num_pages=self.config.num_pages,
-            page_size=self.config.page_size,
-            num_layers=self.layout.page_layers,
-            width=self.layout.page_width,
-            dtype=p.dtype,
-            device=p.device,
-        )
-        self.slots = self.layout.state_pool(self.config.num_state_slots, p.dtype, p.device)
+        self.runner: ModelRunner | GGMLRunner
+        if isinstance(model, GGMLModel):
+            self.runner = GGMLRunner(
+                model,
+                num_pages=self.config.num_pages,
+                page_size=self.config.page_size,
+                max_running=self.config.max_num_seqs,
+            )
+        else:
+            self.runner = ModelRunner.build(model, self.config)
+        self.pages, self.slots = self.runner.pages, self.runner.slots
         self.scheduler = Scheduler(
-            self.config, self.pages, self.slots, needs_state=self.layout.needs_state
+            self.config,
+            self.pages,
+            self.slots,
+            needs_state=self.runner.needs_state,
+            on_free=self.runner.release,
         )
-        self.runner = ModelRunner(model, self.layout, self.pages, self.slots)
+        mcfg = model.config  # after the runner, which refuses a model it cannot run
         self.vocab_size = mcfg.vocab_size
         self.eos_ids = {mcfg.eos_token_id} if mcfg.eos_token_id is not None else set()
         if tokenizer is not None and tokenizer.eos_token_id is not None:
@@ -189,20 +194,17 @@ class LLMEngine:
                     f"cache pools ({self.pages.num_pages} pages of {self.pages.page_size})"
                 ))  # fmt: skip
             return []
-        # One forward per distinct feed length: decodes (1 token) together, and prefill
-        # chunks of equal length together (e.g. the tails after a shared-prefix hit).
-        groups: dict[int, list[Sequence]] = {}
-        for seq, n in [(s, 1) for s in batch.decodes] + batch.prefills:
-            groups.setdefault(n, []).append(seq)
+        # The runner plans the forwards (PyTorch: one per feed length; llama.cpp: one).
+        items = [(s, 1) for s in batch.decodes] + batch.prefills
         done: list[tuple[Sequence, torch.Tensor]] = []
-        for n, seqs in groups.items():
+        for group in self.runner.plan(items):
             try:
-                logits = self.runner.run(seqs, n)  # (len(seqs), V)
+                logits = self.runner.run(group)  # (len(group), V)
             except Exception as e:  # noqa: BLE001 — fails this forward's requests, not all
-                for seq in seqs:  # their pages and slots may be half written: freed, not reused
+                for seq, _ in group:  # their pages and slots may be half written: freed
                     self._fail(seq, e)
                 continue
-            for i, seq in enumerate(seqs):
+            for i, (seq, n) in enumerate(group):
                 self.scheduler.advance(seq, n)
                 if seq.pending == 0:  # its last token is in: sample the next one
                     done.append((seq, logits[i]))

@@ -8,10 +8,11 @@ cache object from gathered pool rows and write the new rows back:
 - `HybridLayout` (Kimi Linear): MLA layers page the latent `c_kv ‖ k_rope`
   (`kv_lora_rank + qk_rope_head_dim` numbers a token); KDA layers keep their conv and
   recurrent states in slots, so a prefix hit also needs a state checkpoint.
-- `GQALayout` (Llama family): every layer pages `k ‖ v` (`2 · H_kv · D` numbers a token);
-  there is no per-sequence state, so any cached page prefix is a hit.
+- `GQALayout` (Llama family, Qwen2 included): every layer pages `k ‖ v` (`2 · H_kv · D`
+  numbers a token); there is no per-sequence state, so any cached page prefix is a hit.
 
-`layout_for(model)` picks the layout from the model's class.
+`layout_for(model)` picks the layout from the model's class (a subclass of
+`LlamaForCausalLM`, such as `Qwen2ForCausalLM`, has Llama's cache).
 """
 
 from __future__ import annotations
@@ -137,7 +138,8 @@ class HybridLayout:
 
 
 class GQALayout:
-    """Llama family: each layer's keys and values (`H_kv` heads of `D`) in pages; no slots."""
+    """Llama family (Qwen2 too): each layer's keys and values (`H_kv` heads of `D`) in
+    pages; no slots."""
 
     def __init__(self, model: LlamaForCausalLM) -> None:
         cfg = model.config
@@ -199,5 +201,6 @@ def layout_for(model: Any) -> HybridLayout | GQALayout:
     if isinstance(model, LlamaForCausalLM):
         return GQALayout(model)
     raise ModelConfigError(
-        f"the engine serves KimiLinearForCausalLM and LlamaForCausalLM; got {type(model).__name__}"
+        "the engine serves KimiLinearForCausalLM and LlamaForCausalLM (Qwen2ForCausalLM "
+        f"included); got {type(model).__name__}"
     )

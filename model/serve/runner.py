@@ -16,10 +16,11 @@ from typing import Any
 
 import torch
 
-from kimmy_swarm.model.serve.kv_layout import CacheLayout
+from kimmy_swarm.model.serve.kv_layout import CacheLayout, layout_for
 from kimmy_swarm.model.serve.pages import PagePool
 from kimmy_swarm.model.serve.sequence import Sequence
 from kimmy_swarm.model.serve.slots import StatePool
+from kimmy_swarm.model.serve.types import EngineConfig
 
 __all__ = ["ModelRunner"]
 
@@ -32,12 +33,44 @@ class ModelRunner:
         self.layout = layout
         self.pages = pages
         self.slots = slots
+        self.needs_state = layout.needs_state
         self.device = next(model.parameters()).device
 
+    @classmethod
+    def build(cls, model: Any, config: EngineConfig) -> ModelRunner:
+        """A runner with pools sized by `config` for `model`'s cache layout."""
+        layout = layout_for(model)
+        p = next(model.parameters())
+        pages = PagePool(
+            num_pages=config.num_pages,
+            page_size=config.page_size,
+            num_layers=layout.page_layers,
+            width=layout.page_width,
+            dtype=p.dtype,
+            device=p.device,
+        )
+        slots = layout.state_pool(config.num_state_slots, p.dtype, p.device)
+        return cls(model, layout, pages, slots)
+
+    def plan(self, items: list[tuple[Sequence, int]]) -> list[list[tuple[Sequence, int]]]:
+        """One forward per distinct feed length: decodes (1 token) together, and prefill
+        chunks of equal length together (e.g. the tails after a shared-prefix hit)."""
+        groups: dict[int, list[tuple[Sequence, int]]] = {}
+        for seq, n in items:
+            groups.setdefault(n, []).append((seq, n))
+        return list(groups.values())
+
+    def release(self, seq: Sequence, table: list[int]) -> None:
+        """Nothing to do when a sequence ends: its pages are the pool's."""
+
     @torch.no_grad()
-    def run(self, seqs: list[Sequence], t: int) -> torch.Tensor:
-        """Feed `t` tokens of each sequence (from `num_computed`); return the logits of
-        each one's last fed token `[n, vocab]`. Does not advance `num_computed`."""
+    def run(self, items: list[tuple[Sequence, int]]) -> torch.Tensor:
+        """Feed `t` tokens of each sequence (from `num_computed`; one `t` for all items);
+        return the logits of each one's last fed token `[n, vocab]`. Does not advance
+        `num_computed`."""
+        seqs, t = [s for s, _ in items], items[0][1]
+        if any(n != t for _, n in items):
+            raise ValueError("ModelRunner.run feeds one length per forward; plan() groups them")
         n = len(seqs)
         ctx = torch.tensor([s.num_computed for s in seqs], device=self.device)  # (n,)
         ids = torch.tensor(

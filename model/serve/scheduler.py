@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kimmy_swarm.model.serve.pages import ROOT_HASH, PagePool, page_hashes
@@ -44,9 +45,16 @@ class Scheduler:
     """Waiting and running queues over the two cache pools."""
 
     def __init__(
-        self, cfg: EngineConfig, pages: PagePool, slots: StatePool, *, needs_state: bool
+        self,
+        cfg: EngineConfig,
+        pages: PagePool,
+        slots: StatePool,
+        *,
+        needs_state: bool,
+        on_free: Callable[[Sequence, list[int]], None] | None = None,
     ) -> None:
         self.cfg = cfg
+        self.on_free = on_free  # told (sequence, its pages) after they are released
         self.pages = pages
         self.slots = slots
         self.needs_state = needs_state  # the model has KDA layers: a prefix hit needs a checkpoint
@@ -187,6 +195,8 @@ class Scheduler:
     def _free(self, seq: Sequence) -> None:
         for page in seq.block_table:
             self.pages.release(page)
+        if self.on_free is not None:
+            self.on_free(seq, seq.block_table)
         if seq.slot is not None:
             self.slots.release(seq.slot)
         seq.block_table, seq.slot = [], None

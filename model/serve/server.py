@@ -208,7 +208,7 @@ class _Server:
     async def chat(self, request: Request) -> Response:
         req = await self._parse(request, ChatCompletionRequest)
         tok = self._need_tokenizer("chat completions")
-        mode = _checked(output_mode, req)
+        mode = _checked(output_mode, req, tok)
         prompt = await _checked_async(render_chat, tok, req.messages, req.tools)
         limit = req.token_limit()
         params = generation_params(
@@ -275,7 +275,7 @@ class _Server:
         grammars = self.engine.engine.grammars
         if params.json_schema is not None and grammars is not None:
             # compiled here, off the engine's step thread (which would stall every request)
-            await _checked_async(grammars.compile_json_schema, params.json_schema)
+            await _checked_async(grammars.compile, params.json_schema)
         try:
             return self.engine.submit(ids, params)
         except GenerationError as e:

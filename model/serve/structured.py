@@ -1,13 +1,16 @@
-"""Structured output: JSON-schema grammars (xgrammar) that constrain decoding token by token.
+"""Structured output: grammars (xgrammar) that constrain decoding token by token.
 
     cache = GrammarCache(tokenizer, vocab_size=model_vocab_size)        # once per engine
     schema = schema_for_tool_choice(tools, tool_choice) or response_schema
     sampler = RequestSampler(params, ..., grammar=cache.matcher(schema))
     value = validate(schema, text)                                       # parsed and checked
 
-One compiled grammar serves every request with the same schema (compiling costs ms to
-seconds; a matcher costs microseconds). xgrammar is imported on first use, so the engine
-runs without it as long as no request asks for structured output.
+A grammar is a JSON schema (a mapping), or a `TaggedGrammar`: free text in which tagged
+blocks are constrained, compiled from an xgrammar structural tag (the tool calls of a chat
+template's own format, `tool_calls.ToolCallGrammar`). One compiled grammar serves every
+request with the same one (compiling costs ms to seconds; a matcher costs microseconds).
+xgrammar is imported on first use, so the engine runs without it as long as no request
+asks for structured output.
 """
 
 from __future__ import annotations
@@ -15,107 +18,30 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import pairwise
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 
 from kimmy_swarm.model.errors import GenerationError, ModelConfigError
-from kimmy_swarm.model.tokenizer import HFTokenizer, TiktokenTokenizer, Tokenizer
+from kimmy_swarm.model.serve._token_bytes import token_byte_strings
+from kimmy_swarm.model.tokenizer import Tokenizer
 
 if TYPE_CHECKING:
     import xgrammar as xgr
 
 __all__ = [
     "GrammarCache",
+    "GrammarSpec",
     "JsonGrammarMatcher",
+    "TaggedGrammar",
+    "TaggedGrammarMatcher",
     "canonical_schema",
     "schema_for_tool_choice",
     "token_byte_strings",
     "validate",
 ]
-
-
-# ---- the vocabulary as bytes ---------------------------------------------------------------
-def _byte_level_chars() -> dict[str, int]:
-    """Byte-level BPE's printable stand-in character for each byte (GPT-2 scheme): bytes
-    that are printable Latin-1 stand for themselves, the others map to U+0100 onwards."""
-    kept = [*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
-    char_of = {b: chr(b) for b in kept}
-    for n, b in enumerate(b for b in range(256) if b not in char_of):
-        char_of[b] = chr(0x100 + n)
-    return {c: b for b, c in char_of.items()}
-
-
-def _decoder_types(node: Any) -> set[str]:
-    """All `type` names in a tokenizer.json `decoder` (Sequence decoders nest)."""
-    if isinstance(node, Mapping):
-        found = {node["type"]} if isinstance(node.get("type"), str) else set()
-        for value in node.values():
-            found |= _decoder_types(value)
-        return found
-    if isinstance(node, list):
-        return set().union(*(_decoder_types(v) for v in node)) if node else set()
-    return set()
-
-
-def _hf_piece_bytes(piece: str, kind: str, byte_of: Mapping[str, int]) -> bytes:
-    if kind == "byte_level":
-        return bytes(byte_of[c] for c in piece) if all(c in byte_of for c in piece) else b""
-    if kind == "sentencepiece" and len(piece) == 6 and piece.startswith("<0x"):
-        return bytes([int(piece[3:5], 16)])  # byte-fallback token "<0x0A>"
-    return piece.replace("\u2581", " ").encode("utf-8")  # "▁" is SentencePiece's space
-
-
-def _hf_token_bytes(tokenizer: HFTokenizer) -> list[bytes]:
-    tok = tokenizer._tok  # the wrapped `tokenizers.Tokenizer`; Tokenizer has no bytes API
-    types = _decoder_types(json.loads(tok.to_str()).get("decoder"))
-    kind = (
-        "byte_level"
-        if "ByteLevel" in types
-        else "sentencepiece"
-        if types & {"ByteFallback", "Metaspace"}
-        else "plain"
-    )
-    byte_of = _byte_level_chars()
-    added = tok.get_added_tokens_decoder()  # {id: AddedToken}
-    out = []
-    for i in range(tokenizer.vocab_size):
-        if i in added:  # written out as is, or never text at all when special
-            out.append(b"" if added[i].special else added[i].content.encode("utf-8"))
-            continue
-        piece = tok.id_to_token(i)
-        out.append(b"" if piece is None else _hf_piece_bytes(piece, kind, byte_of))
-    return out
-
-
-def _tiktoken_token_bytes(tokenizer: TiktokenTokenizer) -> list[bytes]:
-    enc = tokenizer._enc  # the wrapped `tiktoken.Encoding`
-    out = []
-    for i in range(tokenizer.vocab_size):
-        if i in tokenizer._special_ids:
-            out.append(b"")
-            continue
-        try:
-            out.append(enc.decode_single_token_bytes(i))
-        except KeyError:  # an id between the ranks and the specials
-            out.append(b"")
-    return out
-
-
-def token_byte_strings(tokenizer: Tokenizer) -> list[bytes]:
-    """The raw bytes each id stands for (`b""` for special tokens: never text).
-
-    Exact for byte-level BPE (our trained tokenizers), SentencePiece byte fallback and
-    tiktoken; for any other `Tokenizer` the decoded text of the single id (lossy where a
-    token holds part of a character).
-    """
-    if isinstance(tokenizer, HFTokenizer):
-        return _hf_token_bytes(tokenizer)
-    if isinstance(tokenizer, TiktokenTokenizer):
-        return _tiktoken_token_bytes(tokenizer)
-    return [tokenizer.decode([i]).encode("utf-8") for i in range(tokenizer.vocab_size)]
 
 
 # ---- schemas -------------------------------------------------------------------------------
@@ -281,11 +207,76 @@ class JsonGrammarMatcher:
         return self.matcher.is_completed()
 
 
+class TaggedGrammarMatcher(JsonGrammarMatcher):
+    """The matcher of a `TaggedGrammar`. It is compiled over the whole vocabulary, so the
+    free text around blocks may hold any token (a tab, say); inside a block, and while the
+    text ends in part of its opening, only the tokens JSON grammars take are allowed (`safe`:
+    see `_grammar_vocabulary`), so the block's JSON parses and validates as above."""
+
+    def __init__(
+        self,
+        matcher: xgr.GrammarMatcher,
+        token_bytes: Sequence[bytes],
+        no_tail: torch.Tensor,
+        safe: torch.Tensor,
+        *,
+        block_open: str,
+        block_end: str,
+    ) -> None:
+        super().__init__(matcher, token_bytes, no_tail)
+        self._safe = safe  # (⌈V/32⌉,)
+        self._open, self._end = block_open.encode(), block_end.encode()
+        self._inside = False
+        self._tail = b""  # the last bytes, where a block's opening or end may have begun
+
+    def accept_token(self, token_id: int) -> bool:
+        ok = super().accept_token(token_id)
+        if ok and 0 <= token_id < len(self._bytes):
+            self._advance(self._bytes[token_id])
+        return ok
+
+    def _advance(self, data: bytes) -> None:
+        text = self._tail + data
+        while (at := text.find(mark := self._end if self._inside else self._open)) >= 0:
+            text = text[at + len(mark) :]
+            self._inside = not self._inside
+        keep = max(len(self._open), len(self._end)) - 1
+        self._tail = text[-keep:] if keep else b""
+
+    def _guarded(self) -> bool:
+        opening = (self._open[:k] for k in range(1, len(self._open)))
+        return self._inside or any(self._tail.endswith(part) for part in opening)
+
+    def fill_next_token_bitmask(self, bitmask: torch.Tensor, index: int = 0) -> bool:
+        needed = super().fill_next_token_bitmask(bitmask, index)
+        if self._guarded():
+            bitmask[index] &= self._safe
+            return True
+        return needed
+
+
+class TaggedGrammar(Protocol):
+    """A grammar given as an xgrammar structural tag: free text in which each block, from
+    `block_open` to the first `block_end` after it, is constrained."""
+
+    @property
+    def block_open(self) -> str: ...
+
+    @property
+    def block_end(self) -> str: ...
+
+    def structural_tag(self, *, max_whitespace: int | None) -> dict[str, Any]: ...
+
+
+GrammarSpec = Mapping[str, Any] | TaggedGrammar
+
+
 # ---- the cache -----------------------------------------------------------------------------
 class GrammarCache:
-    """One xgrammar compiler for a tokenizer, and the compiled grammars by schema.
+    """xgrammar compilers for a tokenizer, and the compiled grammars by canonical form (a
+    schema with sorted keys; a structural tag's JSON text).
 
-    Thread-safe: concurrent requests for a new schema compile it once; different schemas
+    Thread-safe: concurrent requests for a new grammar compile it once; different grammars
     compile in parallel. The least recently used grammars go past `max_entries`.
 
     Args:
@@ -294,7 +285,8 @@ class GrammarCache:
             vocabulary: the extra ids are never allowed); default the tokenizer's.
         stop_token_ids: ids that end a complete document; default the tokenizer's EOS.
         any_whitespace: allow free whitespace between JSON tokens. Off by default: a small
-            or random model may otherwise emit whitespace until max_tokens.
+            or random model may otherwise emit whitespace until max_tokens (tool-call
+            arguments then take at most one whitespace character between tokens).
         max_entries: compiled grammars kept.
         max_threads: xgrammar's compile threads.
 
@@ -326,19 +318,24 @@ class GrammarCache:
             raise ModelConfigError("GrammarCache needs stop_token_ids: the tokenizer has no EOS")
         self.vocab_size = vocab
         self.stop_token_ids = tuple(stops)
-        self._token_bytes = _grammar_vocabulary(token_byte_strings(tokenizer))
+        self._raw_bytes = token_byte_strings(tokenizer)
+        self._token_bytes = _grammar_vocabulary(self._raw_bytes)
+        pad = [True] * (vocab - len(self._raw_bytes))
         self._no_tail = _pack_bits(
-            [not (t and t[0] in _SURROGATE_TAIL) for t in self._token_bytes]
-            + [True] * (vocab - len(self._token_bytes))
+            [not (t and t[0] in _SURROGATE_TAIL) for t in self._raw_bytes] + pad
         )
-        info = xgr.TokenizerInfo(
-            self._token_bytes,
-            xgr.VocabType.RAW,
-            vocab_size=vocab,
-            stop_token_ids=stops,
-        )
-        # xgrammar's own cache is keyed by the schema text; ours by canonical schema
-        self._compiler = xgr.GrammarCompiler(info, max_threads=max_threads, cache_enabled=False)
+        kept = zip(self._token_bytes, self._raw_bytes, strict=True)
+        self._safe = _pack_bits([bool(t) or not r for t, r in kept] + pad)
+
+        def compiler(token_bytes: list[bytes]) -> xgr.GrammarCompiler:
+            info = xgr.TokenizerInfo(
+                token_bytes, xgr.VocabType.RAW, vocab_size=vocab, stop_token_ids=stops
+            )
+            # xgrammar's own cache is keyed by the grammar text; ours by canonical form
+            return xgr.GrammarCompiler(info, max_threads=max_threads, cache_enabled=False)
+
+        self._compiler = compiler(self._token_bytes)  # JSON schemas
+        self._tag_compiler = compiler(self._raw_bytes)  # tagged grammars (free text around)
         self._any_whitespace = any_whitespace
         self._max_entries = max_entries
         self._compiled: OrderedDict[str, xgr.CompiledGrammar] = OrderedDict()
@@ -346,14 +343,39 @@ class GrammarCache:
         self._lock = threading.Lock()
         self.compile_count = 0
 
+    def compile(self, spec: GrammarSpec) -> xgr.CompiledGrammar:
+        """The compiled grammar of a JSON schema (a mapping) or a `TaggedGrammar`, the same
+        object for every equal one.
+
+        Raises:
+            GenerationError: xgrammar cannot compile it (the message says why).
+        """
+        if isinstance(spec, Mapping):
+            return self.compile_json_schema(spec)
+        tag = spec.structural_tag(max_whitespace=None if self._any_whitespace else 1)
+        text = json.dumps(tag, separators=(",", ":"), ensure_ascii=False)
+        return self._cached(
+            f"tag:{text}", lambda: self._tag_compiler.compile_structural_tag(text), "structural tag"
+        )
+
     def compile_json_schema(self, schema: Mapping[str, Any]) -> xgr.CompiledGrammar:
         """The compiled grammar of `schema`, the same object for every equal schema.
 
         Raises:
             GenerationError: xgrammar cannot compile the schema (the message says why).
         """
-        canonical = canonical_schema(schema)
-        key = json.dumps(canonical, separators=(",", ":"), ensure_ascii=False)
+        key = json.dumps(canonical_schema(schema), separators=(",", ":"), ensure_ascii=False)
+
+        def build() -> xgr.CompiledGrammar:
+            return self._compiler.compile_json_schema(
+                key, any_whitespace=self._any_whitespace, strict_mode=True
+            )
+
+        return self._cached(key, build, "JSON schema")
+
+    def _cached(
+        self, key: str, build: Callable[[], xgr.CompiledGrammar], what: str
+    ) -> xgr.CompiledGrammar:
         with self._lock:
             if (hit := self._compiled.get(key)) is not None:
                 self._compiled.move_to_end(key)
@@ -364,11 +386,9 @@ class GrammarCache:
                 if (hit := self._compiled.get(key)) is not None:
                     return hit  # compiled by another thread meanwhile
             try:
-                compiled = self._compiler.compile_json_schema(
-                    key, any_whitespace=self._any_whitespace, strict_mode=True
-                )
+                compiled = build()
             except (RuntimeError, ValueError) as e:  # xgrammar's InvalidJSONError, …
-                raise GenerationError(f"cannot compile the JSON schema: {e}") from e
+                raise GenerationError(f"cannot compile the {what}: {e}") from e
             with self._lock:
                 self.compile_count += 1
                 self._compiled[key] = compiled
@@ -377,9 +397,15 @@ class GrammarCache:
                     self._compiled.popitem(last=False)
         return compiled
 
-    def matcher(self, schema: Mapping[str, Any]) -> JsonGrammarMatcher:
-        """A fresh matcher (one per request) of `schema`'s shared compiled grammar."""
+    def matcher(self, spec: GrammarSpec) -> JsonGrammarMatcher:
+        """A fresh matcher (one per request) of the shared compiled grammar of `spec` (a
+        JSON schema or a `TaggedGrammar`)."""
         import xgrammar as xgr
 
-        compiled = self.compile_json_schema(schema)
-        return JsonGrammarMatcher(xgr.GrammarMatcher(compiled), self._token_bytes, self._no_tail)
+        matcher = xgr.GrammarMatcher(self.compile(spec))
+        if isinstance(spec, Mapping):
+            return JsonGrammarMatcher(matcher, self._token_bytes, self._no_tail)
+        return TaggedGrammarMatcher(
+            matcher, self._raw_bytes, self._no_tail, self._safe,
+            block_open=spec.block_open, block_end=spec.block_end,
+        )  # fmt: skip

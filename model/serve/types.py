@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from kimmy_swarm.model.errors import GenerationError, ModelConfigError
+
+if TYPE_CHECKING:
+    from kimmy_swarm.model.serve.tool_calls import ToolCallGrammar
 
 __all__ = [
     "GREEDY_BELOW_TEMPERATURE",
@@ -32,6 +35,10 @@ class GenerationParams:
     """How one request is decoded (OpenAI semantics; `temperature == 0` is greedy, and so
     is any temperature below `GREEDY_BELOW_TEMPERATURE`).
 
+    `json_schema` constrains decoding (xgrammar, through `structured.GrammarCache.matcher`):
+    a JSON schema, or a `tool_calls.ToolCallGrammar` (tool-call blocks in a chat template's
+    own format, free text around them with tool_choice "auto").
+
     `cache_point` is the number of leading prompt tokens that other requests share (the
     system/role prompt): the engine stores a KDA state checkpoint at the last page boundary
     inside it, so later requests with the same prefix skip its prefill.
@@ -47,7 +54,7 @@ class GenerationParams:
     ignore_eos: bool = False
     logprobs: bool = False
     top_logprobs: int = 0
-    json_schema: dict[str, Any] | None = None  # structured output (xgrammar)
+    json_schema: dict[str, Any] | ToolCallGrammar | None = None  # structured output
     cache_point: int | None = None
 
     def __post_init__(self) -> None:

@@ -44,7 +44,8 @@ class ModelEndpoint(BaseModel):
         base_url: the server's URL, its credentials masked (`redact_url` runs on every
             value given, so nothing else can be stored).
         model: the model id (None: the first model the server lists).
-        local: the `--local` source (smollm2, a .gguf file, a checkpoint folder).
+        local: the `--local` source (an installed model's name such as smollm2, a .gguf
+            file, a checkpoint folder, an org/repo in the Hugging Face cache).
         context_tokens: `--context-tokens`, when given.
         max_tokens: `--max-answer-tokens` (the most tokens one model call may generate), when given.
         capabilities: what the server honours, as probed or given by flags

