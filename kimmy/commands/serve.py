@@ -147,7 +147,7 @@ def serve_cmd(
     api_key: ApiKeyOption = None,
     api_key_file: ApiKeyFile = None,
     max_num_seqs: Annotated[
-        int, int_option("Most sequences decoded at once (at most 128 with llama.cpp's kernels).")
+        int, int_option("Most sequences decoded at once (at most 64 with llama.cpp's kernels).")
     ] = 256,
     max_model_len: Annotated[int | None, int_option("Longest prompt + output, tokens.")] = None,
     page_size: Annotated[int, int_option("Tokens per KV-cache page.")] = 16,

@@ -53,9 +53,9 @@ DEFAULT_GGML_CELLS = 8192
 #: "auto" runs a GGUF file on llama.cpp's kernels from this size up (smaller: float32).
 GGML_MIN_FILE_BYTES = 256 << 20
 
-#: Most sequences a llama.cpp-run model decodes at once (llama.cpp has 256 sequence ids;
-#: the rest keep cached prefixes alive).
-GGML_MAX_RUNNING = 128
+#: Most sequences a llama.cpp-run model decodes at once: on a CPU, batches beyond a few
+#: dozen add no throughput, and each sequence id costs a row of logits in llama.cpp.
+GGML_MAX_RUNNING = 64
 
 #: How a model's weights are held: "auto" (a GGUF file: its own quantized blocks through
 #: llama.cpp's kernels on a CPU; else as stored), "bf16", "none" (float32).

@@ -74,7 +74,12 @@ class GGMLRunner:
             raise GenerationError(
                 f"max_num_seqs {max_running} must be below llama.cpp's {MAX_SEQUENCES} sequence ids"
             )
-        options = GGMLOptions(cells=num_pages * page_size, batch_tokens=batch_tokens)
+        # as many parked ids as running ones: llama.cpp reserves a row of logits per id
+        # (vocab floats: 0.6 MB for Qwen2.5), so ids are not free
+        sequences = min(MAX_SEQUENCES, 2 * max_running)
+        options = GGMLOptions(
+            cells=num_pages * page_size, batch_tokens=batch_tokens, sequences=sequences
+        )
         model.open_context(options)  # a cell for every token of every page
         self.model = model
         self.pages = CellPagePool(num_pages=num_pages, page_size=page_size)
