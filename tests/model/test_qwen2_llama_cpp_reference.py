@@ -11,15 +11,15 @@
   paths: on Qwen2.5-Coder-0.5B (Q5_0/Q8_0 tensors) the two agreed on the first 7 of 16
   tokens (measured), so that comparison is not asserted.
 
-Skipped unless `KIMMY_QWEN_GGUF` names the file (here /work/wheels/qwen05.gguf or
-qwen15.gguf; in CI the model cache's), and without llama-cpp-python. On two cores the
+The file: `KIMMY_QWEN_GGUF` (here /work/wheels/qwen05.gguf or qwen15.gguf), else the
+installed `qwen2.5-coder-1.5b` (`kimmy models install`, as CI does); skipped without either,
+and without llama-cpp-python. On two cores the
 tokenizer checks take ~10 s (reading the file's 152k-token vocabulary), the greedy check
 ~45 s (loading, a 2 GB float32 copy, two generations).
 """
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,8 +33,8 @@ from kimmy_swarm.model.gguf_loader import load_gguf, load_gguf_tokenizer
 from kimmy_swarm.model.qwen2 import Qwen2ForCausalLM
 from kimmy_swarm.model.tokenizer import HFTokenizer
 from tests.support.llama_cpp_logits import write_f32_gguf
+from tests.support.qwen_gguf import qwen_gguf_or_skip
 
-ENV = "KIMMY_QWEN_GGUF"
 GREEDY_TOKENS = 16
 MAX_GREEDY_PARAMS_B = 1.0  # the 0.5B; the float32 1.5B plus its float32 copy is ~14 GB
 # float32 weights and KV cache on both sides, measured on the 0.5B: max |Δlogit| 1.2e-5 of
@@ -60,13 +60,7 @@ MESSAGES = [
 
 @pytest.fixture(scope="module")
 def gguf_path() -> Path:
-    value = os.environ.get(ENV)
-    if not value:
-        pytest.skip(f"{ENV} is not set: it names a Qwen2.5-Coder GGUF file to check against")
-    path = Path(value)
-    if not path.is_file():
-        pytest.skip(f"{ENV}={value}: no such file")
-    return path
+    return qwen_gguf_or_skip()
 
 
 @pytest.fixture(scope="module")
