@@ -122,8 +122,9 @@ class _Library:
 
             @llama_cpp.llama_log_callback
             def route(level: int, text: bytes, _user: ctypes.c_void_p) -> None:
-                if level in (2, 3):  # GGML_LOG_LEVEL_WARN, _ERROR
-                    log.log(logging.WARNING if level == 2 else logging.ERROR,
+                # ggml_log_level: NONE 0, DEBUG 1, INFO 2, WARN 3, ERROR 4, CONT 5
+                if level in (3, 4):
+                    log.log(logging.WARNING if level == 3 else logging.ERROR,
                             "llama.cpp: %s", text.decode("utf-8", "replace").rstrip())  # fmt: skip
 
             cls._log_callback = route
