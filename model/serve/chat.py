@@ -40,7 +40,6 @@ system turn of its own when the messages have none gets no cache point then.)
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -50,7 +49,6 @@ from kimmy_swarm.model.serve.protocol import (
     AssistantMessage,
     ChatCompletionRequest,
     ChatMessage,
-    FunctionCallOut,
     NamedToolChoice,
     SamplingOptions,
     TokenLogprobOut,
@@ -64,6 +62,7 @@ from kimmy_swarm.model.serve.tool_calls import (
     ToolCallGrammar,
     parse_tool_call_blocks,
     tool_call_format,
+    tool_call_from_json,
     tool_call_grammar,
 )
 from kimmy_swarm.model.serve.types import GenerationParams, TokenEvent, TopToken
@@ -323,17 +322,7 @@ def parse_tool_call(text: str, mode: OutputMode) -> ToolCallOut | None:
         value = json.loads(text)
     except json.JSONDecodeError:
         return None
-    if not isinstance(value, dict) or value.get("name") not in mode.tool_names:
-        return None
-    args = value.get("arguments", {})
-    if not isinstance(args, dict):
-        return None
-    return ToolCallOut(
-        id=f"call_{uuid.uuid4().hex[:24]}",
-        function=FunctionCallOut(
-            name=value["name"], arguments=json.dumps(args, ensure_ascii=False)
-        ),
-    )
+    return tool_call_from_json(value, mode.tool_names)
 
 
 def assistant_message(

@@ -54,6 +54,7 @@ __all__ = [
     "ToolCallGrammar",
     "parse_tool_call_blocks",
     "tool_call_format",
+    "tool_call_from_json",
     "tool_call_grammar",
 ]
 
@@ -251,7 +252,7 @@ def parse_tool_call_blocks(
         except json.JSONDecodeError:  # string may hold "</tool_call>"
             return None
         at = _skip_space(text, at)
-        call = _call(value, names)
+        call = tool_call_from_json(value, names)
         if call is None or not text.startswith(fmt.close, at):
             return None
         calls.append(call)
@@ -268,7 +269,8 @@ def _skip_space(text: str, at: int) -> int:
     return at
 
 
-def _call(value: Any, names: Sequence[str]) -> ToolCallOut | None:
+def tool_call_from_json(value: Any, names: Sequence[str]) -> ToolCallOut | None:
+    """The call a parsed `{"name", "arguments": {…}}` value stands for (None: not one)."""
     if not isinstance(value, dict) or value.get("name") not in names:
         return None
     args = value.get("arguments", {})
