@@ -146,13 +146,23 @@ class Rules(Protocol):
     """A pipeline's offline plan of a goal: each orchestrator turn's tool calls
     (`(tool name, arguments)`), from what the orchestration has done so far."""
 
-    async def calls(
-        self, ctx: SubtaskContext, progress: Orchestration
-    ) -> list[Call]: ...
+    async def calls(self, ctx: SubtaskContext, progress: Orchestration) -> list[Call]: ...
 
 
 C = TypeVar("C", bound=PipelineConfig)
 W = TypeVar("W", bound=PipelineFiles)
+
+
+#: What the orchestrator plans without a model, and how to give it one for anything else
+#: (the end of every offline refusal: one line).
+OFFLINE_PLANS = (
+    "offline, `kimmy swarm` plans a literature review ('Review <topic>' with --corpus), a "
+    "data analysis (--data DATASET) or a table of the papers that meet a condition ('List "
+    'every paper whose abstract mentions "dropout", with its first author and citations\' '
+    "with --corpus); for any other goal give a model: --local qwen2.5-coder-1.5b (after "
+    "`kimmy models install qwen2.5-coder-1.5b`), --base-url URL [--model NAME], or from "
+    "Python SolveConfig(model=...)"
+)
 
 
 @runtime_checkable
@@ -384,6 +394,7 @@ def seen_results(ctx: SubtaskContext, progress: Orchestration) -> RunResult:
 
 
 __all__ = [
+    "OFFLINE_PLANS",
     "Orchestration",
     "Pipeline",
     "PipelineConfig",

@@ -31,6 +31,7 @@ from kimmy_swarm.swarm.llm.endpoint import ModelEndpoint
 #: The key of a run's settings that holds its `PipelineRecord`.
 PIPELINE_KEY = "pipeline"
 
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 

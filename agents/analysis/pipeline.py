@@ -69,6 +69,7 @@ if TYPE_CHECKING:
     from kimmy_swarm.swarm.llm.protocol import ChatModel
     from kimmy_swarm.swarm.store import StoredRun
 
+
 @dataclass
 class AnalysisOutcome:
     """What a run produced: where the artifacts are and how the fact-check went."""

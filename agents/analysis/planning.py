@@ -46,9 +46,7 @@ class AnalysisRules:
     datasets: Sequence[str]
     questions: Sequence[str] = ()
 
-    async def calls(
-        self, ctx: SubtaskContext, progress: Orchestration
-    ) -> list[Call]:
+    async def calls(self, ctx: SubtaskContext, progress: Orchestration) -> list[Call]:
         """Assign the planner and wait; then assign its plan's analyses, checks and reports
         and wait; then finish with the summary."""
         tasks = progress.state.tasks

@@ -146,8 +146,13 @@ def _model_tools(board: AnalysisBoard) -> list[Any]:
             "value": cmp.value,
             "group": cmp.group,
             "groups": [
-                {"key": g.key, "label": g.label, "count": g.count, "mean": _finite(g.mean),
-                 "median": _finite(g.median)}
+                {
+                    "key": g.key,
+                    "label": g.label,
+                    "count": g.count,
+                    "mean": _finite(g.mean),
+                    "median": _finite(g.median),
+                }
                 for g in cmp.groups.values()
             ],
             "highest": cmp.highest,
@@ -184,8 +189,13 @@ def _model_tools(board: AnalysisBoard) -> list[Any]:
             "classes": fit.classes,
             "class_labels": labels,
             "coefficients": [
-                {"term": c.term, "level": c.level, "coef": _finite(c.coef),
-                 "se": _finite(c.se), "pvalue": _finite(c.pvalue)}
+                {
+                    "term": c.term,
+                    "level": c.level,
+                    "coef": _finite(c.coef),
+                    "se": _finite(c.se),
+                    "pvalue": _finite(c.pvalue),
+                }
                 for c in fit.coefficients
             ],
             "measures": {k: _finite(v) for k, v in fit.measures.items()},

@@ -127,7 +127,10 @@ def spec_role_factory(
         worker = cache.get(key)
         if worker is None:
             worker = cache[key] = SubAgent(
-                spec_role(spec), tools, policy=policy, executor=executor  # type: ignore[arg-type]
+                spec_role(spec),
+                tools,
+                policy=policy,
+                executor=executor,  # type: ignore[arg-type]
             )
         return worker
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kimmy_swarm.agents.loop import calls_response
+from kimmy_swarm.agents.pipeline import OFFLINE_PLANS
 from kimmy_swarm.swarm.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -25,11 +26,7 @@ if TYPE_CHECKING:
     from kimmy_swarm.swarm.context import SubtaskContext
     from kimmy_swarm.swarm.llm.types import ChatResponse
 
-NO_OFFLINE_PLAN = (
-    "this goal needs a model to plan it: give one (--base-url URL [--model NAME], "
-    "--local MODEL_DIR or --tiny; Python: SolveConfig(model=...)), or give --corpus PATH "
-    "(a literature review) or --data DATASET (a data analysis), which plan offline"
-)
+NO_OFFLINE_PLAN = f"this goal needs a model to plan it: {OFFLINE_PLANS}"
 
 
 @dataclass

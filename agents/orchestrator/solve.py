@@ -12,7 +12,6 @@ stored run: the orchestrator's conversation comes back from its recorded turns, 
 finished sub-agent runs again.
 """
 
-
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -351,9 +350,7 @@ def run_solve(
             model); bad settings.
         CorpusError, EmptyCorpusError: the corpus cannot be read.
     """
-    run = run_pipeline(
-        SOLVE, config, sinks=sinks, endpoint=endpoint, extra_settings=extra_settings
-    )
+    run = run_pipeline(SOLVE, config, sinks=sinks, endpoint=endpoint, extra_settings=extra_settings)
     return _outcome(run)
 
 

@@ -212,7 +212,7 @@ def not_prose(text: str) -> str | None:
 
 
 def _out_of_context(text: str) -> str | None:
-    """"fragment" for a sentence cut from another, "anaphor" for one that leans on the
+    """ "fragment" for a sentence cut from another, "anaphor" for one that leans on the
     sentence before it, else None."""
     if _CONTINUATION.match(text) or _LOWER_START.match(text):
         return "fragment"

@@ -39,9 +39,7 @@ _NAMED = r"[A-Z][\w'’-]+(?: et al\.| and [A-Z][\w'’-]+)?"
 #: "Zhang et al. (2017)" at the start, after an optional "The paper by".
 _LEADING = re.compile(rf"^(?:[Tt]he paper by )?(?P<subject>{_NAMED} \({_WHEN}\))\s+")
 #: "… (Zhang et al., 2017)." or "… (“json”)." closing the sentence.
-_TRAILING = re.compile(
-    rf"\s*\((?P<subject>{_NAMED}, {_WHEN}|“[^”]{{1,200}}”)\)(?P<end>[.!]?)\s*$"
-)
+_TRAILING = re.compile(rf"\s*\((?P<subject>{_NAMED}, {_WHEN}|“[^”]{{1,200}}”)\)(?P<end>[.!]?)\s*$")
 #: "…, in this paper Lin et al. (2017) propose …" inside the sentence.
 _EMBEDDED = re.compile(rf"(?<=[\s(])(?P<subject>{_NAMED} \({_WHEN}\))\s+")
 #: How a review links one statement to the one before it; `split_attribution` drops them.
@@ -126,7 +124,7 @@ def third_person(sentence: str, subject: str, title: str = "") -> str:
     Only a first-person sentence of another shape says "… report that …".
     """
     text = " ".join(sentence.split())
-    if text[:1] in "\"“" and text.count(text[0]) + text.count("”") == 1:
+    if text[:1] in '"“' and text.count(text[0]) + text.count("”") == 1:
         text = text[1:]  # a quotation whose close lies in the next sentence
     opening = _OPENING.match(text)
     embedded = _EMBEDDED_WE.search(text)

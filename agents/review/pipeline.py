@@ -33,6 +33,7 @@ from kimmy_swarm.agents.review.outputs import ReviewFiles, write_review
 from kimmy_swarm.agents.review.planning import (
     PLANNER,
     ReviewRules,
+    asks_for_review,
     initial_plan,
     review_topic,
     spawning_planner,
@@ -174,7 +175,9 @@ class ReviewPipeline(Pipeline[ReviewConfig, ReviewFiles]):
         return write_review(out, resources.corpus, result, topic=topic)
 
     def offline_rules(self, goal: str, resources: RunResources) -> ReviewRules | None:
-        if resources.corpus is None:
+        """The review's rules for a goal that asks for a review of the corpus ("Review …",
+        "a survey of …", "summarize …"); None for any other goal or without a corpus."""
+        if resources.corpus is None or not asks_for_review(goal):
             return None
         return ReviewRules(resources.corpus, review_topic(goal))
 

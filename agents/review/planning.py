@@ -4,6 +4,7 @@ rules (`ReviewRules`; the orchestrator assigns the same subtasks)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -148,9 +149,7 @@ class ReviewRules:
     max_papers: int = 200
     researcher: str = "researcher"
 
-    async def calls(
-        self, ctx: SubtaskContext, progress: Orchestration
-    ) -> list[Call]:
+    async def calls(self, ctx: SubtaskContext, progress: Orchestration) -> list[Call]:
         """Assign the planner and wait; then assign its plan's subtasks and wait; then
         finish with the review as Markdown."""
         tasks = progress.state.tasks
@@ -180,6 +179,19 @@ class ReviewRules:
 _VERBS = ("review", "survey", "summarize", "summarise", "overview", "literature review")
 
 
+_REVIEW_WORDS = re.compile(
+    r"\b(?:review|reviews|survey|surveys|summari[sz]e|summary|overview|literature|"
+    r"state[-\s]of[-\s]the[-\s]art|related\s+work)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_for_review(goal: str) -> bool:
+    """Whether `goal` asks for a review of the literature ("Review …", "Survey …", "an
+    overview of …", "summarize the literature on …") — what the offline review plans."""
+    return bool(_REVIEW_WORDS.search(goal))
+
+
 def review_topic(goal: str) -> str:
     """The topic of a review goal: the goal without a leading verb like "Review"."""
     text = goal.strip().rstrip(".")
@@ -197,6 +209,7 @@ def review_topic(goal: str) -> str:
 __all__ = [
     "PLANNER",
     "ReviewRules",
+    "asks_for_review",
     "decompose",
     "initial_plan",
     "review_topic",

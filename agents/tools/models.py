@@ -85,8 +85,6 @@ class ModelFit:
     poisson_dispersion: float | None = None
 
 
-
-
 def _coefs(res: object, names: list[str], level: str = "") -> list[Coefficient]:
     params, bse, pv = res.params, res.bse, res.pvalues  # type: ignore[attr-defined]
     return [Coefficient(n, float(params[n]), float(bse[n]), float(pv[n]), level) for n in names]

@@ -235,10 +235,7 @@ def _names(
     names = distinctive_phrases([[phrases(d.title) for d in docs] for docs in groups])
     if all(names):
         return names
-    openings = [
-        [phrases(_opening(d.text)) for d in docs]
-        for docs in groups
-    ]
+    openings = [[phrases(_opening(d.text)) for d in docs] for docs in groups]
     return [n or o for n, o in zip(names, distinctive_phrases(openings), strict=True)]
 
 

@@ -4,6 +4,9 @@
   and its ground truth; `WIDE_TASKS` presets; `Paper` and `load_papers`.
 - `answer`: a Markdown table or JSON rows parsed into rows; cell normalization.
 - `grader`: item-level precision / recall / F1 and cell accuracy; `WideGrader`.
+- `suite`: `WIDE_SUITE`, goals in words with their tasks (the wide-task benchmark's goals).
+- `goal_reader`: `read_wide_goal`, a goal in words read into a `WideTask` offline (or
+  refused, naming what it did not understand).
 - `extract`: the `extractor` role's offline procedure and the serial baseline.
 - `pipeline`: the wide search as a `Pipeline` (`WIDESEARCH`): `WideRules`, the
   orchestrator's offline plan of a wide task, and its grader for a run.
@@ -22,6 +25,11 @@ from kimmy_swarm.agents.widesearch.extract import (
     serial_rows,
     wide_toolbox,
 )
+from kimmy_swarm.agents.widesearch.goal_reader import (
+    GoalNotUnderstood,
+    asks_for_table,
+    read_wide_goal,
+)
 from kimmy_swarm.agents.widesearch.grader import (
     WideGrader,
     WideScore,
@@ -29,10 +37,12 @@ from kimmy_swarm.agents.widesearch.grader import (
     grade_answer,
     score_rows,
 )
+from kimmy_swarm.agents.widesearch.suite import WIDE_SUITE, SuiteGoal, suite_goal_of
 from kimmy_swarm.agents.widesearch.task import (
     ICLR_DEFAULTS,
     WIDE_TASKS,
     Column,
+    FieldFilter,
     Paper,
     Row,
     WideTask,
@@ -41,14 +51,19 @@ from kimmy_swarm.agents.widesearch.task import (
 
 __all__ = [
     "ICLR_DEFAULTS",
+    "WIDE_SUITE",
     "WIDE_TASKS",
     "Column",
     "ExtractedRows",
+    "FieldFilter",
+    "GoalNotUnderstood",
     "Paper",
     "Row",
+    "SuiteGoal",
     "WideGrader",
     "WideScore",
     "WideTask",
+    "asks_for_table",
     "extract_rows",
     "extractor_role",
     "final_answer",
@@ -56,9 +71,11 @@ __all__ = [
     "load_papers",
     "normalize_cell",
     "parse_answer",
+    "read_wide_goal",
     "rows_markdown",
     "score_rows",
     "serial_rows",
+    "suite_goal_of",
     "title_key",
     "wide_toolbox",
 ]

@@ -3,8 +3,10 @@
 `parse_answer` finds the rows (JSON first: a list of objects, an object with `rows`, either
 bare or in a fenced block; else every Markdown table in the text) with their keys mapped to
 column ids ("First author" → `first_author`). `normalize_cell` makes cells comparable:
-strings lose Markdown emphasis, extra whitespace and case; `citations` becomes an int and
-`rating` a float to 2 decimals. `title_key` is how rows are matched to papers.
+strings lose Markdown emphasis, extra whitespace and case; numbers become an int
+(`citations`, `n_authors`, `rank`, `karpathy`) or a float to 2 decimals (`rating`,
+`variance`); lists (`authors` in order, `emails` as a set) a canonical comma-separated
+string. `title_key` is how rows are matched to papers.
 """
 
 from __future__ import annotations
@@ -29,9 +31,26 @@ HEADER_ALIASES: dict[str, str] = {
     "num_citations": "citations",
     "status": "decision",
     "mean_rating": "rating",
+    "average_rating": "rating",
     "score": "rating",
+    "author_list": "authors",
+    "all_authors": "authors",
+    "number_of_authors": "n_authors",
+    "num_authors": "n_authors",
+    "author_count": "n_authors",
+    "email_domains": "emails",
+    "e_mail_domains": "emails",
+    "domains": "emails",
+    "link": "url",
+    "openreview_url": "url",
 }
 
+#: Columns compared as integers, as numbers to 2 decimals, and as lists (authors in order,
+#: e-mail domains as a set).
+INTEGER_COLUMNS = frozenset({"citations", "n_authors", "rank", "karpathy"})
+DECIMAL_COLUMNS = frozenset({"rating", "variance"})
+LIST_COLUMNS = frozenset({"authors", "emails"})
+_LIST_SPLIT = re.compile(r"\s*[,;]\s*|\s+and\s+")
 _FENCED = re.compile(r"```(?:json)?\s*\n(.*?)```", re.DOTALL)
 _SEPARATOR = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
 _CELL_SPLIT = re.compile(r"(?<!\\)\|")
@@ -62,22 +81,30 @@ def _clean_text(value: Any) -> str:
 def normalize_cell(column: str, value: Any) -> str | int | float | None:
     """A cell in comparable form; None for a missing or unreadable number.
 
-    `citations`: an int ("1,204", "12.0" and 12 all read as such); `rating`: a float rounded
-    to 2 decimals; `title`: its `title_key`; anything else: text folded to lower case with
-    whitespace collapsed and Markdown emphasis stripped.
+    Integer columns (`citations`, `n_authors`, `rank`, `karpathy`): an int ("1,204", "12.0"
+    and 12 all read as such); `rating`, `variance`: a float rounded to 2 decimals; `title`:
+    its `title_key`; `authors`: the names in order, `emails`: the domains sorted, each as
+    one comma-separated folded string; anything else: text folded to lower case with
+    whitespace collapsed and Markdown emphasis stripped (a URL without a trailing "/").
     """
     if value is None:
         return None
-    if column in ("citations", "rating"):
+    if column in INTEGER_COLUMNS or column in DECIMAL_COLUMNS:
         number = _number(value)
         if number is None:
             return None
-        if column == "citations":
+        if column in INTEGER_COLUMNS:
             return int(number) if float(number).is_integer() else None
         return round(float(number), 2)
     if column == "title":
         return title_key(_clean_text(value))
-    return _fold(_clean_text(value))
+    if column in LIST_COLUMNS:
+        items = value if isinstance(value, list | tuple) else _LIST_SPLIT.split(str(value))
+        folded = [_fold(_clean_text(x)) for x in items]
+        names = tuple(x for x in folded if x)
+        return ", ".join(sorted(names) if column == "emails" else names)
+    text = _fold(_clean_text(value))
+    return text.rstrip("/") if column == "url" else text
 
 
 def _number(value: Any) -> float | None:

@@ -50,9 +50,13 @@ def metadata_tool(corpus: Corpus) -> Tool:
     """The `read_metadata(doc_id)` tool over `corpus`."""
 
     def read_metadata(doc_id: str) -> dict[str, Any]:
-        """The metadata of one document: decision, citations, rating and other record fields."""
+        """The metadata of one document: decision, citations, rating, rank, e-mail domains,
+        URL and the other record fields."""
         doc = corpus.get(doc_id)
-        return {"doc_id": doc.id, **{k: v for k, v in doc.meta.items() if _plain(v)}}
+        fields = {k: v for k, v in doc.meta.items() if _plain(v)}
+        if doc.url:
+            fields["url"] = doc.url
+        return {"doc_id": doc.id, **fields}
 
     return make_tool(read_metadata)
 

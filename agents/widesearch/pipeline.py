@@ -13,7 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kimmy_swarm.agents.pipeline import Pipeline, PipelineConfig, PipelineFiles, RunResources
+from kimmy_swarm.agents.pipeline import (
+    OFFLINE_PLANS,
+    Pipeline,
+    PipelineConfig,
+    PipelineFiles,
+    RunResources,
+)
 from kimmy_swarm.agents.pipeline_record import stored_settings
 from kimmy_swarm.agents.review.pipeline import load_review_corpus
 from kimmy_swarm.agents.review.tools import build_toolbox
@@ -21,8 +27,15 @@ from kimmy_swarm.agents.subagent import install
 from kimmy_swarm.agents.toolbox import ToolBox
 from kimmy_swarm.agents.widesearch.answer import rows_markdown
 from kimmy_swarm.agents.widesearch.extract import extractor_role, metadata_tool
+from kimmy_swarm.agents.widesearch.goal_reader import (
+    GoalNotUnderstood,
+    asks_for_table,
+    read_wide_goal,
+)
 from kimmy_swarm.agents.widesearch.grader import WideGrader
+from kimmy_swarm.agents.widesearch.suite import suite_goal_of
 from kimmy_swarm.agents.widesearch.task import WIDE_TASKS, WideTask, load_papers
+from kimmy_swarm.swarm.errors import ConfigError
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
@@ -42,10 +55,42 @@ def _ws(text: str) -> str:
     return " ".join(text.split())
 
 
-def wide_task_of(goal: str) -> WideTask | None:
-    """The wide task whose goal `goal` is (whitespace aside), if any."""
+def wide_task_of(goal: str, *, read: bool = True) -> WideTask | None:
+    """The wide task `goal` asks for: a preset's or a suite goal's (whitespace aside), else,
+    with `read`, the goal read in words when it asks for a table and is understood whole.
+    None: not a wide goal (or one not understood)."""
     wanted = _ws(goal)
-    return next((t for t in WIDE_TASKS.values() if _ws(t.goal()) == wanted), None)
+    preset = next((t for t in WIDE_TASKS.values() if _ws(t.goal()) == wanted), None)
+    if preset is not None:
+        return preset
+    known = suite_goal_of(goal)
+    if known is not None:
+        return known.task
+    if read and asks_for_table(goal):
+        try:
+            return read_wide_goal(goal)
+        except GoalNotUnderstood:
+            return None
+    return None
+
+
+def plan_wide_goal(goal: str) -> WideTask | None:
+    """The wide task the offline planner plans for `goal`; None when `goal` does not ask for
+    a table of papers.
+
+    Raises:
+        ConfigError: it asks for a table, but not every part of it is understood (one line:
+            what was not, what can be planned offline, how to give a model).
+    """
+    task = wide_task_of(goal, read=False)
+    if task is not None or not asks_for_table(goal):
+        return task
+    try:
+        return read_wide_goal(goal)
+    except GoalNotUnderstood as exc:
+        raise ConfigError(
+            f"this goal needs a model to plan it: it asks for a table, but {exc}; {OFFLINE_PLANS}"
+        ) from None
 
 
 @dataclass
@@ -56,9 +101,7 @@ class WideRules:
     documents: Sequence[str]
     slice_size: int = WIDE_SLICE
 
-    async def calls(
-        self, ctx: SubtaskContext, progress: Orchestration
-    ) -> list[Call]:
+    async def calls(self, ctx: SubtaskContext, progress: Orchestration) -> list[Call]:
         """Assign the extractors at once and wait; then finish with their rows as one table."""
         if not progress.state.tasks:
             docs = list(self.documents)
@@ -114,10 +157,16 @@ class WidePipeline(Pipeline[PipelineConfig, PipelineFiles]):
         return PipelineFiles(paths={})  # the answer (answer.md) is the table
 
     def offline_rules(self, goal: str, resources: RunResources) -> WideRules | None:
-        task = wide_task_of(goal) if resources.corpus is not None else None
-        if task is None or resources.corpus is None:
+        """Extractors over the corpus for a goal that asks for a table of papers (a preset, a
+        suite goal, or one read whole in words); None for any other goal.
+
+        Raises:
+            ConfigError: the goal asks for a table the planner does not understand whole.
+        """
+        if resources.corpus is None:
             return None
-        return WideRules(task, resources.corpus.ids)
+        task = plan_wide_goal(goal)
+        return WideRules(task, resources.corpus.ids) if task is not None else None
 
     def grader(self, traj: Trajectory) -> PipelineGrader | None:
         """`WideGrader` of a run whose goal is a wide task's, its truth computed from the

@@ -79,7 +79,9 @@ def _independent(raw: list[dict[str, Any]], task: WideTask) -> list[dict[str, An
 
 def test_public_api_is_pinned() -> None:
     assert set(ws.__all__) == {
-        "ICLR_DEFAULTS", "WIDE_TASKS", "Column", "ExtractedRows", "Paper",
+        "ICLR_DEFAULTS", "WIDE_TASKS", "WIDE_SUITE", "Column", "ExtractedRows", "FieldFilter",
+        "GoalNotUnderstood", "SuiteGoal", "asks_for_table", "read_wide_goal", "suite_goal_of",
+        "Paper",
         "Row", "WideGrader", "WideScore", "WideTask", "extract_rows", "extractor_role",
         "final_answer", "grade_answer", "load_papers", "normalize_cell", "parse_answer",
         "rows_markdown", "score_rows", "serial_rows", "title_key", "wide_toolbox",
