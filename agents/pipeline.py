@@ -45,6 +45,7 @@ from kimmy_swarm.swarm.schema import RunResult, RunStatus
 if TYPE_CHECKING:
     from kimmy_swarm.agents.loop import Call
     from kimmy_swarm.agents.tools.corpus import Corpus
+    from kimmy_swarm.agents.tools.search import SearchIndex
     from kimmy_swarm.rewards.graders import PipelineGrader
     from kimmy_swarm.rewards.trajectory import Trajectory
     from kimmy_swarm.swarm import EventSink, RunConfig, Swarm
@@ -115,6 +116,21 @@ class RunResources:
     #: The datasets that loaded (names or paths).
     datasets: tuple[str, ...] = ()
     state: dict[str, Any] = field(default_factory=dict)
+    _index: SearchIndex | None = field(default=None, repr=False)
+
+    def search_index(self) -> SearchIndex:
+        """The corpus's BM25 index, built once (shared by the tools and the orchestrator).
+
+        Raises:
+            ValueError: the run has no corpus.
+        """
+        if self.corpus is None:
+            raise ValueError("this run has no corpus to index")
+        if self._index is None:
+            from kimmy_swarm.agents.tools.search import SearchIndex
+
+            self._index = SearchIndex(self.corpus.documents)
+        return self._index
 
     def add_tools(self, tools: ToolBox) -> None:
         """Add the tools not already here (a tool name means one tool)."""

@@ -28,6 +28,63 @@ from kimmy_swarm.swarm.errors import ConfigError, UserError, validation_problems
 from kimmy_swarm.swarm.llm.types import function_tool
 
 
+def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` with every local `$ref` ("#/$defs/Name") replaced by its definition and no
+    `$defs` left: servers that compile a tool's parameters into a grammar inside a larger
+    schema (llama.cpp, xgrammar's structural tags) cannot resolve refs to the root.
+
+    Raises:
+        ValueError: a definition refers to itself (a recursive model cannot be inlined).
+    """
+    defs = schema.get("$defs") or {}
+
+    def walk(node: Any, seen: tuple[str, ...]) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                name = ref.removeprefix("#/$defs/")
+                if name in seen:
+                    raise ValueError(f"the schema of {name!r} refers to itself")
+                target = walk(defs[name], (*seen, name))
+                rest = {k: walk(v, seen) for k, v in node.items() if k != "$ref"}
+                return {**target, **rest}
+            return {k: walk(v, seen) for k, v in node.items() if k != "$defs"}
+        if isinstance(node, list):
+            return [walk(v, seen) for v in node]
+        return node
+
+    out: dict[str, Any] = walk(schema, ())
+    return out
+
+
+def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` without what only makes it longer for a model to read: every schema node's
+    `title` (pydantic's "Agent" for `agent`), and the `null` branch of an optional argument
+    whose default is null (leaving it out means the same)."""
+
+    def node(value: Any) -> Any:
+        if not isinstance(value, dict):
+            return [node(v) for v in value] if isinstance(value, list) else value
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if key == "title" and isinstance(item, str):
+                continue
+            if key == "properties" and isinstance(item, dict):
+                out[key] = {name: node(prop) for name, prop in item.items()}
+            else:
+                out[key] = node(item)
+        options = out.get("anyOf")
+        if "default" in out and out["default"] is None and isinstance(options, list):
+            kept = [o for o in options if o != {"type": "null"}]
+            if len(kept) == 1 and len(kept) < len(options):
+                del out["anyOf"], out["default"]
+                out = {**kept[0], **out}
+        return out
+
+    compacted: dict[str, Any] = node(schema)
+    return compacted
+
+
 class ToolError(UserError):
     """A tool was called with bad arguments, or does not exist, or refused the call: the
     message goes back to the model that called it, so it can correct the call."""
@@ -61,8 +118,7 @@ class Tool:
         """The OpenAI `tools` entry for this tool: its name, its description and the JSON
         schema of its arguments (the argument model's own title and docstring left out: the
         tool's name and description say them)."""
-        schema = self.params.model_json_schema()
-        schema.pop("title", None)
+        schema = compact_schema(inline_refs(self.params.model_json_schema()))
         schema.pop("description", None)
         return function_tool(self.name, self.description, schema)
 
@@ -159,4 +215,12 @@ class ToolBox(Mapping[str, Tool]):
         return len(self._tools)
 
 
-__all__ = ["Tool", "ToolArgs", "ToolBox", "ToolError", "make_tool"]
+__all__ = [
+    "Tool",
+    "ToolArgs",
+    "ToolBox",
+    "ToolError",
+    "compact_schema",
+    "inline_refs",
+    "make_tool",
+]

@@ -10,15 +10,18 @@ It answers by rules, the way a competent model would for this task. It is given 
 corpus records (`Paper`s) at start-up: it plays a model whose prompt already holds the
 documents, so deciding a row needs no tool call.
 
-(a) **orchestrator** — the request offers the `assign_task` tool. Its first user message
-    must hold a line `Documents: <comma-separated doc ids>` (the corpus's ids; the format
-    agreed with `agents.orchestrator`). First turn: `create_subagent` (an `extractor`),
-    one `assign_task` per slice of the ids (`subagents` slices, inputs `{"doc_ids": [...]}`;
-    the condition is in the extractor's system prompt), then `wait(ids="all")`. Later turns: a
-    `wait` on what is still pending; `read_result` pages (offset/limit) for results whose
-    digest in the `wait` result is not the full output; then `finish(answer=<Markdown
-    table>)` merging the rows of every result, in task order (first row of a title wins).
-    Tool-call arguments are JSON strings, as OpenAI sends them.
+(a) **orchestrator** — the request offers the `assign_task` tool. First turn:
+    `create_subagent` (an `extractor`; the condition is in its system prompt), then the
+    fan-out over `subagents` slices of the corpus (the papers it was given, in order): with
+    `by_reference` and the `fan_out` tool offered, one `fan_out(all_documents, tasks=N)`
+    call that lists no id; else the slices' ids written out, in one `assign_tasks` call
+    (when offered) or one `assign_task` per slice (inputs `{"doc_ids": [...]}`); then
+    `wait(ids="all")`. Later turns: a `wait` on what is still pending; with `by_reference`,
+    `finish(table={"columns": …})`, which assembles the rows by reference; else
+    `read_result` pages (offset/limit) for results whose digest in the `wait` result is not
+    the full output, then `finish(answer=<Markdown table>)` retyping the rows of every
+    result, in task order (first row of a title wins). Tool-call arguments are JSON
+    strings, as OpenAI sends them.
 (b) **sub-agent** — the request asks for a `json_schema` response format, or its system
     message says "You are a sub-agent": the `Inputs:` JSON of the user message gives
     `doc_ids` (and optionally `task`, a `WideTask` as JSON; the server's task otherwise;
@@ -51,6 +54,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Self
 
+from kimmy_swarm.agents.orchestrator.prompts import EXAMPLE_DONE
 from kimmy_swarm.agents.widesearch import ExtractedRows, Paper, Row, WideTask, title_key
 from kimmy_swarm.agents.widesearch.extract import EXTRACTOR_PROMPT
 
@@ -184,13 +188,21 @@ def _page(conv: _Conversation, args: dict[str, Any], result: Any) -> None:
         conv.done[tid] = rows
 
 
+def _own_turns(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The run's own conversation: what follows the worked example's turns, if any."""
+    starts = [i for i, m in enumerate(messages) if m.get("role") == "user"
+              and str(m.get("content") or "").startswith(EXAMPLE_DONE)]  # fmt: skip
+    return messages[starts[-1] :] if starts else messages
+
+
 def _conversation(messages: list[dict[str, Any]]) -> _Conversation:
+    messages = _own_turns(messages)
     turns = sum(1 for m in messages if m.get("role") == "assistant")
     conv = _Conversation([], {}, set(), {}, {}, turns)
     for name, args, result in _tool_results(messages):
         if name == "assign_task" and isinstance(result, dict) and "task_id" in result:
             conv.assigned.append(str(result["task_id"]))
-        elif name == "assign_tasks" and isinstance(result, dict):
+        elif name in ("assign_tasks", "fan_out") and isinstance(result, dict):
             conv.assigned.extend(str(t) for t in result.get("task_ids") or [])
         elif name == "wait" and isinstance(result, dict):
             listed = [str(r.get("id")) for r in result.get("results") or []]
@@ -208,21 +220,10 @@ def _conversation(messages: list[dict[str, Any]]) -> _Conversation:
     return conv
 
 
-def _document_ids(messages: list[dict[str, Any]]) -> list[str] | None:
-    for m in messages:
-        if m.get("role") == "user" and (found := _DOCUMENTS_LINE.search(str(m.get("content")))):
-            return [d for d in re.split(r"[,\s]+", found.group(1)) if d]
-    return None
-
-
 def _first_turn(
-    messages: list[dict[str, Any]], task: WideTask, subagents: int, *, fan_out: bool = False
-) -> list[tuple[str, dict[str, Any]]]:
-    ids = _document_ids(messages)
-    if not ids:
-        raise RequestError(
-            "the orchestrator's user message has no 'Documents: <comma-separated doc ids>' line"
-        )
+    ids: list[str], task: WideTask, subagents: int, *, fan_out: bool = False,
+    by_reference: bool = False,
+) -> list[tuple[str, dict[str, Any]]]:  # fmt: skip
     # The condition is said once, in the extractor's prompt; each assignment is short
     # (decoding the tool calls is what this turn's latency is made of).
     prompt = (
@@ -237,7 +238,10 @@ def _first_turn(
     }
     calls: list[tuple[str, dict[str, Any]]] = [("create_subagent", created)]
     parts = _slices(ids, subagents)
-    if fan_out:  # one call for the whole fan-out, as a competent model would use it
+    if by_reference:  # the runtime has the ids: none is decoded
+        fan = {"agent": "extractor", "task": _ASSIGNMENT, "all_documents": True}
+        calls.append(("fan_out", {**fan, "tasks": len(parts)}))
+    elif fan_out:  # one call for the whole fan-out, as a competent model would use it
         fan = {"agent": "extractor", "task": _ASSIGNMENT}
         calls.append(("assign_tasks", {**fan, "inputs_list": [{"doc_ids": p} for p in parts]}))
     else:
@@ -249,16 +253,21 @@ def _first_turn(
 
 
 def orchestrator_turn(
-    messages: list[dict[str, Any]], task: WideTask, subagents: int, *, fan_out: bool = False
-) -> list[tuple[str, dict[str, Any]]]:
+    messages: list[dict[str, Any]], task: WideTask, subagents: int, *, ids: list[str],
+    fan_out: bool = False, by_reference: bool = False,
+) -> list[tuple[str, dict[str, Any]]]:  # fmt: skip
     """The tool calls of the orchestrator's next turn (rule (a)), as (name, arguments);
-    `fan_out`: the server offers `assign_tasks`, used for the first turn's assignments."""
+    `ids`: the corpus's document ids; `fan_out`: the request offers `assign_tasks`, used
+    for the first turn's assignments; `by_reference`: it offers `fan_out` (and `finish`
+    with a table), used instead of writing ids and rows out."""
     conv = _conversation(messages)
     if conv.turns == 0:
-        return _first_turn(messages, task, subagents, fan_out=fan_out)
+        return _first_turn(ids, task, subagents, fan_out=fan_out, by_reference=by_reference)
     pending = [t for t in conv.assigned if t not in conv.done and t not in conv.failed]
     if pending:
         return [("wait", {"ids": pending, "timeout_s": None})]
+    if by_reference:
+        return [("finish", {"table": {"columns": list(task.columns)}})]
     unread = [t for t in conv.assigned if t in conv.done and conv.done[t] is None]
     reads = [
         ("read_result", {"id": t, "offset": conv.next_offset.get(t, 0), "limit": 4000})
@@ -323,6 +332,8 @@ class LatencyModelServer:
         task: the wide task it answers (a sub-agent's `inputs.task` overrides it).
         latency: the per-call latency model.
         subagents: how many extractors the orchestrator assigns (slices of the documents).
+        by_reference: use the orchestrator's `fan_out` and `finish(table=…)` where offered
+            (False: write the ids and the rows out, as before those tools).
     """
 
     def __init__(
@@ -332,6 +343,7 @@ class LatencyModelServer:
         *,
         latency: Latency | None = None,
         subagents: int = 8,
+        by_reference: bool = True,
     ) -> None:
         if subagents < 1:
             raise ValueError(f"subagents must be >= 1, got {subagents}")
@@ -339,6 +351,7 @@ class LatencyModelServer:
         self.task = task
         self.latency = latency or Latency()
         self.subagents = subagents
+        self.by_reference = by_reference
         self.model_id = MODEL_ID
         #: Requests answered, by kind: orchestrator, subagent, serial.
         self.calls: Counter[str] = Counter()
@@ -445,12 +458,15 @@ class LatencyModelServer:
         if kind == "orchestrator":
             names = {(t.get("function") or {}).get("name") for t in body.get("tools") or []}
             calls = orchestrator_turn(
-                body.get("messages") or [], self.task, self.subagents,
+                body.get("messages") or [], self.task, self.subagents, ids=list(self.papers),
                 fan_out="assign_tasks" in names,
+                by_reference=self.by_reference and "fan_out" in names,
             )  # fmt: skip
         else:
             content = self._rows_reply(body)
-        turn = sum(1 for m in body.get("messages") or [] if m.get("role") == "assistant")
+        turn = sum(
+            1 for m in _own_turns(body.get("messages") or []) if m.get("role") == "assistant"
+        )
         wire = [
             {
                 "id": f"call_{turn}_{i}",

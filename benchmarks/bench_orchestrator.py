@@ -13,15 +13,19 @@ capacity limit) and answers by rules as a competent model would
 
 - serial: one agent reads the documents one call after another (one call per document),
   then writes the table in one last call — the same model and latency.
-- swarm: `run_solve` (`kimmy swarm`): the orchestrator creates an extractor, fans out one
-  task per slice of the corpus (`--subagents` slices), waits, and writes the table.
+- swarm, listing: `run_solve` (`kimmy swarm`) with the orchestrator writing everything out:
+  it creates an extractor, assigns one task per slice of the corpus (`--subagents`
+  slices) listing the slices' document ids, waits, and retypes the rows as the table.
+- swarm, by reference: the same, with the orchestrator's `fan_out(all_documents, tasks=N)`
+  (no id decoded) and `finish(table=…)` (the rows assembled by the runtime, not retyped).
 
-Reported, from one run: wall-clock of both and the speed-up; critical steps of the swarm
-(PARL's metric, from its trajectory) against the serial agent's steps (its model calls);
-the orchestrator's overhead per turn (wall-clock of the swarm beyond its setup and the
-simulated model time on its critical path — the orchestrator's calls and the slowest
-sub-agent's — per orchestrator turn); F1 of both answers. Prints the table;
-`--out benchmarks/results/orchestrator.md` writes the committed page.
+Reported, from one run: wall-clock of each and the speed-ups over the serial agent;
+critical steps of the swarms (PARL's metric, from their trajectories) against the serial
+agent's steps (its model calls); the orchestrator's overhead per turn (wall-clock of the
+swarm beyond its setup and the simulated model time on its critical path — the
+orchestrator's calls and the slowest sub-agent's — per orchestrator turn); F1 of every
+answer. Prints the table; `--out benchmarks/results/orchestrator.md` writes the committed
+page.
 """
 
 from __future__ import annotations
@@ -87,11 +91,13 @@ async def serial(srv: LatencyModelServer, task: Any, ids: list[str]) -> dict[str
     }
 
 
-def swarm(srv: LatencyModelServer, task: Any, subagents: int, tmp: Path) -> dict[str, Any]:
-    """`run_solve` against the same model."""
+def swarm(
+    srv: LatencyModelServer, task: Any, subagents: int, tmp: Path, corpus: Path
+) -> dict[str, Any]:
+    """`run_solve` against the same model (over `corpus`, the papers the model knows)."""
     model = OpenAIChat(srv.base_url, MODEL_ID, max_connections=subagents + 8, timeout_s=600)
     config = SolveConfig(
-        goal=task.goal(), out=tmp / "out", corpus=PAPERS, model=model, runs_dir=tmp / "runs",
+        goal=task.goal(), out=tmp / "out", corpus=corpus, model=model, runs_dir=tmp / "runs",
         max_subagents=subagents + 16, max_concurrency=subagents + 8, defaults=ICLR_DEFAULTS,
         context_tokens=200_000,
     )  # fmt: skip
@@ -123,35 +129,67 @@ def swarm(srv: LatencyModelServer, task: Any, subagents: int, tmp: Path) -> dict
     }
 
 
-def _table(args: argparse.Namespace, task: Any, s: dict[str, Any], w: dict[str, Any],
-           f1s: tuple[float, float], truth: int) -> str:  # fmt: skip
-    speedup = s["wall_s"] / w["wall_s"]
+def _table(args: argparse.Namespace, task: Any, s: dict[str, Any], listing: dict[str, Any],
+           ref: dict[str, Any], f1s: tuple[float, float, float], truth: int) -> str:  # fmt: skip
     when = dt.date.today().isoformat()
-    return "\n".join([
-        "# Orchestrator vs one serial agent (`python benchmarks/bench_orchestrator.py`)",
-        "",
-        f"Wide task `{task.name}` over {args.documents} ICLR 2017 papers ({truth} rows in the "
-        f"ground truth); simulated model: {args.ttft} s to first token + "
-        f"{args.tokens_per_s:g} tokens/s per call, no capacity limit; {args.subagents} "
-        f"sub-agents. One run, Python {platform.python_version()}, {when}.",
-        "",
-        "| measure | serial agent | swarm | ratio |",
-        "|---|---:|---:|---:|",
-        f"| wall-clock (s) | {s['wall_s']:.1f} | {w['wall_s']:.1f} | {speedup:.2f}× faster |",
-        f"| steps (model calls on the critical path) | {s['steps']} | {w['steps']} | "
-        f"{s['steps'] / max(1, w['steps']):.1f}× fewer |",
-        f"| F1 of the answer | {f1s[0]:.3f} | {f1s[1]:.3f} | |",
-        f"| sub-agents / orchestrator turns | – | {w['subagents']} / {w['turns']} | |",
-        f"| orchestrator model time (s) | – | {w['orchestrator_model_s']:.1f} | |",
-        f"| slowest sub-agent (s) | – | {w['slowest_subagent_s']:.1f} | |",
-        f"| setup: corpus, index, tools (s) | – | {w['setup_s']:.2f} | |",
-        f"| orchestrator overhead per turn (s) | – | {w['overhead_per_turn_s']:.3f} | |",
-        "",
-        f"Goal: ≥ 4.5× wall-clock at 100 sub-agents (K2.5 reports 3–4.5×), F1 equal to the "
-        f"serial agent's. Critical steps of the swarm's trajectory: {w['steps']} of "
-        f"{w['serial_steps']} serial (its own sub-agents' steps summed).",
-        "",
-    ])
+
+    def ratio(w: dict[str, Any]) -> str:
+        return f"{s['wall_s'] / w['wall_s']:.2f}×"
+
+    rows = [
+        ("wall-clock (s)", f"{s['wall_s']:.1f}", f"{listing['wall_s']:.1f}",
+         f"{ref['wall_s']:.1f}"),
+        ("speed-up over the serial agent", "1.00×", ratio(listing), ratio(ref)),
+        ("steps (model calls on the critical path)", str(s["steps"]), str(listing["steps"]),
+         str(ref["steps"])),
+        ("F1 of the answer", *(f"{f:.3f}" for f in f1s)),
+        ("sub-agents / orchestrator turns", "–", f"{listing['subagents']} / {listing['turns']}",
+         f"{ref['subagents']} / {ref['turns']}"),
+        ("orchestrator model time (s)", "–", f"{listing['orchestrator_model_s']:.1f}",
+         f"{ref['orchestrator_model_s']:.1f}"),
+        ("slowest sub-agent (s)", "–", f"{listing['slowest_subagent_s']:.1f}",
+         f"{ref['slowest_subagent_s']:.1f}"),
+        ("setup: corpus, index, tools (s)", "–", f"{listing['setup_s']:.2f}",
+         f"{ref['setup_s']:.2f}"),
+        ("orchestrator overhead per turn (s)", "–", f"{listing['overhead_per_turn_s']:.3f}",
+         f"{ref['overhead_per_turn_s']:.3f}"),
+    ]  # fmt: skip
+    return "\n".join(
+        [
+            "# Orchestrator vs one serial agent (`python benchmarks/bench_orchestrator.py`)",
+            "",
+            f"Wide task `{task.name}` over {args.documents} ICLR 2017 papers ({truth} rows in the "
+            f"ground truth); simulated model: {args.ttft} s to first token + "
+            f"{args.tokens_per_s:g} tokens/s per call, no capacity limit; {args.subagents} "
+            f"sub-agents. One run, Python {platform.python_version()}, {when}.",
+            "",
+            "| measure | serial agent | swarm, listing | swarm, by reference |",
+            "|---|---:|---:|---:|",
+            *(f"| {' | '.join(r)} |" for r in rows),
+            "",
+            "Swarm, listing: the orchestrator writes each slice's document ids into its "
+            "assignments and retypes the rows as the table. By reference: `fan_out` over the "
+            "corpus (no id decoded) and `finish(table=…)` (the rows assembled from the "
+            "sub-agents' outputs).",
+            "",
+            f"Goal: ≥ 4.5× wall-clock at 100 sub-agents (K2.5 reports 3–4.5×), F1 equal to the "
+            f"serial agent's. Critical steps of the by-reference swarm's trajectory: "
+            f"{ref['steps']} of {ref['serial_steps']} serial (its own sub-agents' steps summed).",
+            "",
+        ]
+    )
+
+
+def _corpus_file(tmp: Path, ids: list[str]) -> Path:
+    """The corpus file the swarms read: the shared file, or its first records (`--documents`)
+    copied to `tmp` (so the swarm's corpus is the model's)."""
+    records = json.loads(PAPERS.read_text(encoding="utf-8"))
+    usable = [r for r in records if r.get("title") != "No Title"]
+    if len(ids) >= len(usable):
+        return PAPERS
+    path = tmp / "papers.json"
+    path.write_text(json.dumps(usable[: len(ids)]), encoding="utf-8")
+    return path
 
 
 def main() -> None:
@@ -175,15 +213,19 @@ def main() -> None:
     ids = [p.id for p in papers]
     truth = task.ground_truth(papers)
     latency = Latency(ttft_s=args.ttft, tokens_per_s=args.tokens_per_s)
-    with LatencyModelServer(papers, task, latency=latency, subagents=args.subagents) as srv:
+    with (
+        LatencyModelServer(papers, task, latency=latency, subagents=args.subagents) as srv,
+        tempfile.TemporaryDirectory(prefix="kimmy-bench-orch-") as tmp,
+    ):
+        corpus = _corpus_file(Path(tmp), ids)
         s = asyncio.run(serial(srv, task, ids))
-        with tempfile.TemporaryDirectory(prefix="kimmy-bench-orch-") as tmp:
-            if args.documents < len(load_papers(PAPERS)):
-                print("note: the swarm reads the whole corpus file; the model knows", len(ids))
-            w = swarm(srv, task, args.subagents, Path(tmp))
+        srv.by_reference = False
+        listing = swarm(srv, task, args.subagents, Path(tmp) / "listing", corpus)
+        srv.by_reference = True
+        ref = swarm(srv, task, args.subagents, Path(tmp) / "ref", corpus)
         errors = list(srv.errors)
-    f1s = (grade_answer(task, s["answer"], truth).f1, grade_answer(task, w["answer"], truth).f1)
-    table = _table(args, task, s, w, f1s, len(truth))
+    f1s = tuple(grade_answer(task, r["answer"], truth).f1 for r in (s, listing, ref))
+    table = _table(args, task, s, listing, ref, f1s, len(truth))  # type: ignore[arg-type]
     publish(table, args.out)
     if errors:
         print(f"model server errors: {errors[:3]}")

@@ -49,8 +49,9 @@ class TextTools:
     def names(self) -> tuple[str, ...]:
         return tuple(str(spec["function"]["name"]) for spec in self.specs)
 
-    def instructions(self) -> str:
-        """The text appended to the system message: the tools and how to call one."""
+    def instructions(self, *, several: bool = False) -> str:
+        """The text appended to the system message: the tools and how to call one (with
+        `several`, how to call several in one reply, for an agent that only calls tools)."""
         lines = []
         for spec in self.specs:
             fn = spec["function"]
@@ -60,14 +61,79 @@ class TextTools:
                 "parameters": fn.get("parameters") or {"type": "object", "properties": {}},
             }
             lines.append(json.dumps(described, ensure_ascii=False, separators=(",", ":")))
+        how = (
+            "Call one tool per reply. When you have what you need, reply with the final "
+            "answer object instead."
+        )
+        if several:
+            how = (
+                "To call several in one reply, write one such object per line; they run in "
+                "order and their results come back together. Every reply calls tools."
+            )
         return (
             "\n\n# Tools\nYou can call the tools below. To call one, reply with ONLY a JSON "
             'object {"tool": "<tool name>", "arguments": {<its arguments>}} and nothing else; '
-            "its result comes back in the next message. Call one tool per reply. When you "
-            "have what you need, reply with the final answer object instead.\n<tools>\n"
+            f"its result comes back in the next message. {how}\n<tools>\n"
             + "\n".join(lines)
             + "\n</tools>"
         )
+
+    def parse_calls(self, text: str | None) -> list[TextToolCall]:
+        """Every tool call in a reply, in order: each top-level JSON object of the text that
+        is a call (`parse_call`), or each call of a top-level JSON array — for an agent that
+        may call several tools per reply. Prose and fences around them are passed over."""
+        decoder = json.JSONDecoder()
+        body = text or ""
+        calls: list[TextToolCall] = []
+        at = 0
+        while at < len(body):
+            if body[at] not in "{[":
+                at += 1
+                continue
+            try:
+                value, end = decoder.raw_decode(body, at)
+            except json.JSONDecodeError:
+                at += 1
+                continue
+            items = value if isinstance(value, list) else [value]
+            found = [c for c in (self.parse_call(v) for v in items) if c is not None]
+            calls += found
+            at = end if found or isinstance(value, list) else at + 1
+        return calls
+
+    @staticmethod
+    def conversation(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """A conversation with native tool calls in this protocol's form, for a server
+        without them: an assistant turn's calls become its text (one call object a line);
+        tool results become user messages "Result of tool NAME:…"; consecutive user
+        messages are joined (chat templates want turns to alternate)."""
+        names: dict[str, str] = {}
+        out: list[dict[str, Any]] = []
+        for message in messages:
+            role = message.get("role")
+            if role == "assistant" and message.get("tool_calls"):
+                lines = [str(message.get("content") or "").strip()]
+                for call in message["tool_calls"]:
+                    fn = call.get("function") or {}
+                    names[str(call.get("id"))] = str(fn.get("name"))
+                    try:
+                        arguments = json.loads(fn.get("arguments") or "{}")
+                    except json.JSONDecodeError:
+                        arguments = fn.get("arguments")
+                    lines.append(json.dumps({"tool": fn.get("name"), "arguments": arguments},
+                                            ensure_ascii=False))  # fmt: skip
+                out.append({"role": "assistant", "content": "\n".join(x for x in lines if x)})
+                continue
+            if role == "tool":
+                name = names.get(str(message.get("tool_call_id")), "?")
+                result = f"Result of tool {name}:\n{message.get('content')}"
+                message = {"role": "user", "content": result}
+            if message.get("role") == "user" and out and out[-1].get("role") == "user":
+                joined = f"{out[-1]['content']}\n\n{message.get('content')}"
+                out[-1] = {"role": "user", "content": joined}
+                continue
+            out.append(dict(message))
+        return out
 
     def parse_call(self, value: Any) -> TextToolCall | None:
         """The tool call a decoded reply is, or None when it is not one (then it is the

@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import ValidationError
 
 from kimmy_swarm.agents.orchestrator.agent_specs import AgentSpec
+from kimmy_swarm.agents.orchestrator.corpus_view import CorpusView, chunks
 from kimmy_swarm.agents.orchestrator.digest import digest, output_text, page
 from kimmy_swarm.agents.orchestrator.state import OrchestratorState, TaskRecord
+from kimmy_swarm.agents.orchestrator.table import TableSpec, assemble
 from kimmy_swarm.agents.orchestrator.tools import orchestrator_tools
 from kimmy_swarm.agents.toolbox import Tool, ToolBox, ToolError
 from kimmy_swarm.swarm.errors import SpawnError, WaitError, validation_problems
@@ -34,6 +36,8 @@ class Outcome:
 
     text: str
     spawned: list[str] = field(default_factory=list)
+    #: The call failed (its text says why).
+    failed: bool = False
 
 
 @dataclass
@@ -56,8 +60,13 @@ class Actions:
     #: The model's context length and the answer's `max_tokens` (for `finish` synthesis).
     context_tokens: int = 4_096
     max_tokens: int = 2_048
+    #: The run's corpus and its index, for `search` and `fan_out` (None: no corpus; those
+    #: tools are not offered).
+    corpus: CorpusView | None = None
     #: Results seen so far, by task id (kept out of the saved state: outputs can be large).
     seen: dict[str, SubtaskResult] = field(default_factory=dict)
+    #: Tasks the current turn assigned (the agent sets it to 0 at each turn).
+    turn_spawned: int = 0
 
     #: The orchestrator's tools, carried out by this attempt's handlers below.
     toolbox: ToolBox = field(init=False, repr=False)
@@ -68,10 +77,13 @@ class Actions:
                 "create_subagent": self._create_subagent,
                 "assign_task": self._assign_task,
                 "assign_tasks": self._assign_tasks,
+                "search": self._search,
+                "fan_out": self._fan_out,
                 "wait": self._wait,
                 "read_result": self._read_result,
                 "finish": self._finish,
-            }
+            },
+            corpus=self.corpus is not None,
         )
 
     async def run(self, call: ToolCall) -> Outcome:
@@ -84,13 +96,13 @@ class Actions:
             result: Outcome = await tool.fn(**_arguments(tool, call.function.arguments))
             return result
         except ToolError as exc:
-            return Outcome(f"error: {exc}")
+            return Outcome(f"error: {exc}", failed=True)
 
     # --- the tools ----------------------------------------------------------------------
 
     async def _create_subagent(
         self, name: str, system_prompt: str, tools: tuple[str, ...],
-        output_schema: dict[str, Any] | None,
+        output_schema: dict[str, Any] | None, output_columns: tuple[str, ...] | None,
     ) -> Outcome:  # fmt: skip
         if name in self.roles:
             raise ToolError(
@@ -99,7 +111,11 @@ class Actions:
             )
         known = self.state.agents.get(name)
         spec = AgentSpec(
-            name=name, system_prompt=system_prompt, tools=tools, output_schema=output_schema
+            name=name,
+            system_prompt=system_prompt,
+            tools=tools,
+            output_schema=output_schema,
+            output_columns=output_columns,
         )
         if known is not None and known != spec:
             raise ToolError(f"a different sub-agent {name!r} exists; pick a new name")
@@ -136,6 +152,7 @@ class Actions:
             self.ctx.spawn(subtasks)
         except SpawnError as exc:
             raise ToolError(f"refused: {exc}") from None
+        self.turn_spawned += len(subtasks)
         for st in subtasks:
             self.state.tasks[st["id"]] = TaskRecord(
                 id=st["id"], agent=st["role"], task=st["instructions"],
@@ -163,6 +180,41 @@ class Actions:
         ]
         ids = self._spawn(subtasks)
         return Outcome(json.dumps({"task_ids": ids}), ids)
+
+    def _view(self) -> CorpusView:
+        if self.corpus is None:
+            raise ToolError("this run has no corpus: give one (--corpus) to search it")
+        return self.corpus
+
+    async def _search(self, query: str, limit: int) -> Outcome:
+        return Outcome(json.dumps(self._view().search(query, limit), ensure_ascii=False))
+
+    async def _fan_out(
+        self, agent: str, task: str, query: str | None, ids: list[str] | None,
+        all_documents: bool, per_task: int, tasks: int | None, inputs: dict[str, Any],
+        depends_on: list[str],
+    ) -> Outcome:  # fmt: skip
+        view = self._view()
+        if query is not None:
+            docs = view.matching(query)
+            if not docs:
+                raise ToolError(f"no document matches the query {query!r}: try other words")
+        elif ids is not None:
+            unknown = view.unknown(ids)
+            if unknown:
+                raise ToolError(f"unknown document ids {unknown[:10]}: search finds the ids")
+            docs = list(dict.fromkeys(ids))
+        else:
+            docs = view.ids
+        parts = chunks(docs, per_task=per_task, tasks=tasks)
+        subtasks = [
+            self._subtask(agent, task, {**inputs, "doc_ids": part}, depends_on,
+                          self.state.new_task_id(set()))
+            for part in parts
+        ]  # fmt: skip
+        spawned = self._spawn(subtasks)
+        text = json.dumps({"task_ids": spawned, "documents": len(docs), "tasks": len(spawned)})
+        return Outcome(text, spawned)
 
     async def _wait(
         self, ids: list[str] | Literal["all", "any"], timeout_s: float | None
@@ -207,7 +259,15 @@ class Actions:
             raise ToolError(f"task {id!r} has not finished yet: wait for it first")
         return Outcome(page(result, offset, limit))
 
-    async def _finish(self, answer: str, synthesize: bool) -> Outcome:
+    async def _finish(self, answer: str, table: TableSpec | None, synthesize: bool) -> Outcome:
+        if table is not None:
+            return await self._finish_table(answer, table)
+        if self.turn_spawned:
+            raise ToolError(
+                "finish in the turn that assigned tasks: their results were not in when you "
+                "wrote the answer; wait for them, then finish in the next turn (or finish "
+                "with a table to assemble their rows)"
+            )
         if not synthesize:
             self.state.answer = answer
             return Outcome(json.dumps({"finished": True}))
@@ -231,6 +291,27 @@ class Actions:
         )
         self.state.answer = reduced.text
         return Outcome(json.dumps({"finished": True, "synthesized_from": len(reduced.ids)}))
+
+    async def _finish_table(self, answer: str, spec: TableSpec) -> Outcome:
+        """The answer: `answer` above the table assembled from the named tasks' outputs."""
+        keys = list(self.state.tasks) if spec.tasks == "all" else list(spec.tasks)
+        unknown = [k for k in keys if k not in self.state.tasks]
+        if unknown:
+            raise ToolError(f"unknown task ids {unknown[:10]}")
+        if not keys:
+            raise ToolError("no task has been assigned yet: nothing to assemble a table from")
+        results = {k: await self.result_of(k) for k in keys}
+        pending = [k for k, r in results.items() if r is None]
+        if pending:
+            raise ToolError(f"tasks {pending[:10]} have not finished: wait for them first")
+        outputs = [r.output for r in results.values() if r is not None and r.error is None]
+        built = assemble(spec, outputs)
+        note = answer.strip()
+        self.state.answer = (note + "\n\n" if note else "") + built.markdown
+        failed = len(keys) - len(outputs)
+        told = {"finished": True, "rows": len(built.rows), "repeats_dropped": built.dropped,
+                "failed_tasks": failed}  # fmt: skip
+        return Outcome(json.dumps(told))
 
 
 def _arguments(tool: Tool, arguments: str) -> dict[str, Any]:

@@ -16,14 +16,22 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, Field
 
-from kimmy_swarm.agents.loop import AgentStepLimitError, Rejection, chat_within_budget
-from kimmy_swarm.agents.orchestrator.actions import Actions
+from kimmy_swarm.agents.loop import (
+    AgentStepLimitError,
+    Rejection,
+    TextTools,
+    chat_within_budget,
+)
+from kimmy_swarm.agents.orchestrator.actions import Actions, Outcome
 from kimmy_swarm.agents.orchestrator.prompts import NO_TOOL_CALL, ResourceBrief, opening_messages
 from kimmy_swarm.agents.orchestrator.state import OrchestratorState
+from kimmy_swarm.swarm.errors import ModelBehaviourError
 from kimmy_swarm.swarm.llm import TokenBudget, context_tokens, shared_budget
-from kimmy_swarm.swarm.llm.types import ToolCall
+from kimmy_swarm.swarm.llm.capabilities import capabilities_of
+from kimmy_swarm.swarm.llm.types import FunctionCall, ToolCall
 
 if TYPE_CHECKING:
+    from kimmy_swarm.agents.orchestrator.corpus_view import CorpusView
     from kimmy_swarm.swarm.context import SubtaskContext
     from kimmy_swarm.swarm.llm.types import ChatResponse
 
@@ -56,6 +64,10 @@ class TurnPolicy(Protocol):
 MIN_TURN_TOKENS = 64
 #: Rejections as too long after which a turn gives up (each teaches the budget first).
 MAX_REJECTIONS = 2
+#: Turns in a row without one successful call after which the orchestrator gives up.
+MAX_IDLE_TURNS = 4
+#: The result of a `finish` not run because an earlier call of its turn failed.
+SKIPPED = "error: finish not run: call {failed} of this turn failed; fix it, then finish"
 
 
 @dataclass(frozen=True)
@@ -74,7 +86,8 @@ class _AskAgain:
 @dataclass
 class ModelTurns:
     """The model policy: the run's model with the orchestrator's tools (a call is required
-    every turn, so a server with structured output can constrain it to valid calls).
+    every turn, so a server with structured output can constrain it to valid calls; a
+    server without native tool calls gets them in the text tool protocol).
 
     Each turn's `max_tokens` is `max_tokens`, or less when the conversation leaves less of
     the context (a learned estimate of the prompt; a rejection as too long teaches it and
@@ -96,22 +109,43 @@ class ModelTurns:
     async def next_turn(
         self, ctx: SubtaskContext, messages: Sequence[dict[str, Any]], actions: Actions
     ) -> ChatResponse:
-        tools = actions.toolbox.specs()
-        options: dict[str, Any] = {"tools": tools, "tool_choice": "required"}
+        """The model's next turn. A server without native tool calls is sent the conversation
+        in the text tool protocol (`TextTools`: the tools described in the system message,
+        calls and results as text) and its reply's calls are read back as `tool_calls`, so
+        the recorded conversation is the same either way."""
+        specs = actions.toolbox.specs()
+        text = None if capabilities_of(ctx.model).tools else TextTools(specs)
+        tools: list[dict[str, Any]] | None = specs if text is None else None
+        options: dict[str, Any] = {}
+        sent: list[dict[str, Any]] = list(messages)
+        if text is None:
+            options.update(tools=specs, tool_choice="required")
+        else:
+            sent = text.conversation(messages)
+            system = f"{sent[0]['content']}{text.instructions(several=True)}"
+            sent[0] = {**sent[0], "content": system}
         if self.temperature is not None:
             options["temperature"] = self.temperature
         if self.logprobs:
             options["logprobs"] = True
         budget = self._budget(ctx)
 
-        def turn_tokens(sent: Sequence[dict[str, Any]]) -> int:
-            room = budget.context_tokens - budget.prompt_tokens(sent, tools) - budget.margin
+        def turn_tokens(asked: Sequence[dict[str, Any]]) -> int:
+            room = budget.context_tokens - budget.prompt_tokens(asked, tools) - budget.margin
             return max(MIN_TURN_TOKENS, min(self.max_tokens, room))
 
         response, _ = await chat_within_budget(
-            ctx.model, budget, messages, options, max_tokens=turn_tokens, on_overflow=_AskAgain()
+            ctx.model, budget, sent, options, max_tokens=turn_tokens, on_overflow=_AskAgain()
         )
-        return response
+        if text is None:
+            return response
+        turn = actions.state.turns + 1
+        calls = [
+            ToolCall(id=f"text_{turn}_{i}", function=FunctionCall(name=c.name,
+                                                                  arguments=c.arguments))
+            for i, c in enumerate(text.parse_calls(response.content))
+        ]  # fmt: skip
+        return response.model_copy(update={"tool_calls": calls})
 
 
 class OrchestratorAgent:
@@ -126,6 +160,7 @@ class OrchestratorAgent:
             may take, in characters.
         context_tokens: the model's context length (for `finish` with synthesis).
         max_tokens: the `max_tokens` of a synthesized answer.
+        corpus: the run's corpus and index, for `search` and `fan_out` (None: no corpus).
     """
 
     def __init__(
@@ -138,8 +173,10 @@ class OrchestratorAgent:
         budget_chars: int = 12_000,
         context_tokens: int = 4_096,
         max_tokens: int = 2_048,
+        corpus: CorpusView | None = None,
     ) -> None:
         self.resources = resources
+        self.corpus = corpus
         self.policy = policy
         self.roles = tuple(roles)
         self.max_turns = max_turns
@@ -163,15 +200,27 @@ class OrchestratorAgent:
     async def _carry_out(
         self, ctx: SubtaskContext, actions: Actions, calls: Sequence[ToolCall]
     ) -> tuple[list[dict[str, Any]], list[str]]:
-        """Run a turn's tool calls; their result messages and the tasks they spawned."""
+        """Run a turn's tool calls; their result messages and the tasks they spawned (counts
+        the turn as idle when no call succeeded)."""
         results: list[dict[str, Any]] = []
         spawned: list[str] = []
-        for call in calls:
-            outcome = await actions.run(call)
+        succeeded = False
+        actions.turn_spawned = 0
+        failed_at: int | None = None
+        for number, call in enumerate(calls, start=1):
+            if failed_at is not None and call.function.name == "finish":
+                # the answer would not know what went wrong before it in the same turn
+                outcome = Outcome(SKIPPED.format(failed=failed_at), failed=True)
+            else:
+                outcome = await actions.run(call)
             spawned += outcome.spawned
+            succeeded = succeeded or not outcome.failed
+            if outcome.failed and failed_at is None:
+                failed_at = number
             results.append({"role": "tool", "tool_call_id": call.id, "content": outcome.text})
         if not calls:
             results.append({"role": "user", "content": NO_TOOL_CALL})
+        actions.state.idle_turns = 0 if succeeded else actions.state.idle_turns + 1
         return results, spawned
 
     def _record_results(
@@ -191,7 +240,7 @@ class OrchestratorAgent:
         actions = Actions(
             ctx, state, roles=self.roles, tools=self.resources.tools,
             digest_chars=self.budget_chars, context_tokens=self.context_tokens,
-            max_tokens=self.max_tokens,
+            max_tokens=self.max_tokens, corpus=self.corpus,
         )  # fmt: skip
         if state.open_turn:  # stopped while carrying out its last turn: carry it out again
             last = next(m for m in reversed(messages) if m.get("role") == "assistant")
@@ -201,6 +250,12 @@ class OrchestratorAgent:
             if state.turns >= self.max_turns:
                 raise AgentStepLimitError(
                     f"orchestrator {ctx.id!r}: no finish within {self.max_turns} turns"
+                )
+            if state.idle_turns >= MAX_IDLE_TURNS:
+                last = next((m for m in reversed(messages) if m.get("role") != "assistant"), {})
+                raise ModelBehaviourError(
+                    f"orchestrator {ctx.id!r}: {state.idle_turns} turns in a row without one "
+                    f"successful tool call; the last said: {str(last.get('content'))[:300]}"
                 )
             response = await self.policy.next_turn(ctx, messages, actions)
             state.turns += 1
@@ -227,4 +282,11 @@ class OrchestratorAgent:
         )
 
 
-__all__ = ["ORCHESTRATOR_ID", "ModelTurns", "OrchestratorAgent", "OrchestratorOutput", "TurnPolicy"]
+__all__ = [
+    "MAX_IDLE_TURNS",
+    "ORCHESTRATOR_ID",
+    "ModelTurns",
+    "OrchestratorAgent",
+    "OrchestratorOutput",
+    "TurnPolicy",
+]

@@ -14,7 +14,15 @@ from collections.abc import Mapping
 from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    RootModel,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from kimmy_swarm.agents.roles import Answer, Role
 from kimmy_swarm.agents.subagent import SubAgent
@@ -41,6 +49,25 @@ class AgentSpec(BaseModel):
     output_schema: dict[str, Any] | None = Field(
         default=None, description="JSON schema of its answer (default: {answer, sources})."
     )
+    output_columns: tuple[str, ...] | None = Field(
+        default=None,
+        description='Its answer is {"rows": [{column: value, ...}]} with these columns.',
+    )
+
+    @model_validator(mode="after")
+    def _one_answer_form(self) -> AgentSpec:
+        if self.output_schema is not None and self.output_columns is not None:
+            raise ValueError("give output_schema or output_columns, not both")
+        if self.output_columns is not None and not self.output_columns:
+            raise ValueError("output_columns is empty: name the columns of its rows")
+        return self
+
+    @property
+    def answer_schema(self) -> dict[str, Any] | None:
+        """The JSON schema of its answer (None: the default {answer, sources})."""
+        if self.output_columns is not None:
+            return rows_schema(self.output_columns)
+        return self.output_schema
 
     @field_validator("output_schema")
     @classmethod
@@ -55,6 +82,24 @@ class AgentSpec(BaseModel):
         except SchemaError as exc:
             raise ValueError(f"output_schema is not a JSON schema: {exc.message}") from None
         return value
+
+
+def rows_schema(columns: tuple[str, ...] | list[str]) -> dict[str, Any]:
+    """The JSON schema of an answer {"rows": [...]} whose rows have exactly `columns` (each a
+    string, a number or null)."""
+    cell = {"type": ["string", "number", "integer", "null"]}
+    row = {
+        "type": "object",
+        "properties": {c: cell for c in columns},
+        "required": list(columns),
+        "additionalProperties": False,
+    }
+    return {
+        "type": "object",
+        "properties": {"rows": {"type": "array", "items": row}},
+        "required": ["rows"],
+        "additionalProperties": False,
+    }
 
 
 class StructuredAnswer(RootModel[Any]):
@@ -78,15 +123,16 @@ def _schema_check(schema: Mapping[str, Any]) -> Any:
 
 def spec_role(spec: AgentSpec) -> Role:
     """The `Role` of a created sub-agent."""
-    if spec.output_schema is None:
+    schema = spec.answer_schema
+    if schema is None:
         return Role(spec.name, spec.system_prompt, Answer, spec.tools, max_steps=DEFAULT_MAX_STEPS)
-    output = _schema_model(spec.name, spec.output_schema)
+    output = _schema_model(spec.name, schema)
     return Role(
         spec.name,
         spec.system_prompt,
         output,
         spec.tools,
-        check=_schema_check(spec.output_schema),
+        check=_schema_check(schema),
         max_steps=DEFAULT_MAX_STEPS,
     )
 
@@ -123,7 +169,7 @@ def spec_role_factory(
             return None
         if spec.name != st.role or any(t not in tools for t in spec.tools):
             return None
-        key = (spec.name, spec.system_prompt, spec.tools, repr(spec.output_schema))
+        key = (spec.name, spec.system_prompt, spec.tools, repr(spec.answer_schema))
         worker = cache.get(key)
         if worker is None:
             worker = cache[key] = SubAgent(

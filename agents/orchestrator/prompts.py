@@ -2,21 +2,91 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-ORCHESTRATOR_PROMPT = (
-    "You are the orchestrator of a swarm of sub-agents. You do not do the work yourself: "
-    "you decompose the goal into tasks that can run in parallel, create the sub-agents "
-    "they need (create_subagent: write each one's system prompt, e.g. 'You are a physics "
-    "researcher …', and give it the tools it needs) or use the built-in roles, assign the "
-    "tasks (assign_task, or assign_tasks for a fan-out of the same task over many inputs; "
-    "depends_on only where a task needs another's result), wait for results (wait), "
-    "read full outputs when a digest is not enough (read_result), re-assign or spawn more "
-    "where something failed or is missing, and finish with the answer (finish). Prefer "
-    "width: many small parallel tasks finish sooner than a few long ones. Call tools in "
-    "every turn; several calls per turn are allowed."
+ORCHESTRATOR_PROMPT = """\
+You are the orchestrator of a swarm of sub-agents. You never do the work yourself: you split \
+the goal into many small tasks that run in parallel, give them to sub-agents, wait for their \
+results and finish with the answer. Call tools in every turn; several calls per turn are \
+allowed and run in order.
+
+How to work:
+1. If the goal is about documents of the corpus, search(query) shows how many match.
+2. create_subagent(name, system_prompt, tools, output_columns or output_schema): its system \
+prompt says exactly what to check and what to report; give it the tools it needs to read.
+3. fan_out(agent, task, query | ids | all_documents, per_task) gives each sub-agent a few \
+documents (inputs {"doc_ids": [...]}) without you listing them; assign_task gives one task.
+4. wait(ids="all") returns a digest of every result.
+5. finish: for a table, finish(table={"columns": [...]}) assembles the rows the sub-agents \
+reported (never retype rows); otherwise finish(answer="...").
+Prefer width: many small tasks finish sooner than a few long ones."""
+
+#: The worked example's goal (a run with a corpus is shown it as earlier turns).
+EXAMPLE_GOAL = (
+    "List every paper whose abstract mentions 'dropout', with its title and first author."
 )
+_EXAMPLE_PROMPT = (
+    "For each document id in doc_ids: read it with read_document. If its abstract mentions "
+    "'dropout' (the whole word, any case), report one row with its title and its first "
+    "author, copied exactly. Report no row for the other documents."
+)
+#: What opens the first message after the example (the run's own conversation starts there).
+EXAMPLE_DONE = "The example is done. Now your goal."
+#: The example's tool calls, turn by turn, with the results the tools gave.
+EXAMPLE_TURNS: tuple[tuple[tuple[str, dict[str, Any], dict[str, Any]], ...], ...] = (
+    (
+        ("search", {"query": "'dropout'"},
+         {"query": "'dropout'", "matches": 4, "shown": [
+             {"id": "ex1", "title": "Dropout as regularization"},
+             {"id": "ex2", "title": "Stochastic depth"}]}),
+    ),
+    (
+        ("create_subagent", {"name": "dropout_extractor", "system_prompt": _EXAMPLE_PROMPT,
+                             "tools": ["read_document"],
+                             "output_columns": ["title", "first_author"]},
+         {"created": "dropout_extractor", "tools": ["read_document"]}),
+        ("fan_out", {"agent": "dropout_extractor", "task": "Report the rows of your "
+                     "documents that meet the condition.", "query": "'dropout'",
+                     "per_task": 2},
+         {"task_ids": ["t1", "t2"], "documents": 4, "tasks": 2}),
+        ("wait", {"ids": "all"},
+         {"results": [
+             {"id": "t1", "agent": "dropout_extractor", "status": "done",
+              "output": '{"rows":[{"title":"Dropout as regularization","first_author":'
+                        '"A. Author"}]}'},
+             {"id": "t2", "agent": "dropout_extractor", "status": "done",
+              "output": '{"rows":[{"title":"Stochastic depth","first_author":"B. Author"}]}'},
+         ], "pending": []}),
+    ),
+    (
+        ("finish", {"table": {"columns": ["title", "first_author"]}},
+         {"finished": True, "rows": 2, "repeats_dropped": 0, "failed_tasks": 0}),
+    ),
+)  # fmt: skip
+
+
+def example_messages() -> list[dict[str, Any]]:
+    """The worked example as earlier turns of the conversation (a small model follows what
+    it has seen done better than what it is told): the example's goal, then each turn's
+    tool calls and their results, in the chat API's shape."""
+    out: list[dict[str, Any]] = [
+        {"role": "user", "content": f"Example goal: {EXAMPLE_GOAL}\n\nCorpus: 4 documents."}
+    ]
+    for number, turn in enumerate(EXAMPLE_TURNS, start=1):
+        calls = [
+            {"id": f"example_{number}_{i}", "type": "function",
+             "function": {"name": name, "arguments": json.dumps(args)}}
+            for i, (name, args, _) in enumerate(turn)
+        ]  # fmt: skip
+        out.append({"role": "assistant", "content": "", "tool_calls": calls})
+        out += [
+            {"role": "tool", "tool_call_id": call["id"], "content": json.dumps(result)}
+            for call, (_, _, result) in zip(calls, turn, strict=True)
+        ]
+    return out
 
 
 @dataclass(frozen=True)
@@ -29,6 +99,7 @@ class ResourceBrief:
         documents: document ids of the corpus (empty: no corpus).
         corpus: where the corpus is (for the text).
         datasets: dataset names or paths (empty: none).
+        fields: the fields of the corpus's records (title, authors, text, metadata keys).
     """
 
     tools: Mapping[str, str] = field(default_factory=dict)
@@ -36,6 +107,7 @@ class ResourceBrief:
     documents: Sequence[str] = ()
     corpus: str | None = None
     datasets: Sequence[str] = ()
+    fields: Sequence[str] = ()
 
 
 def _listing(ids: Sequence[str], budget_chars: int) -> str:
@@ -49,33 +121,47 @@ def _listing(ids: Sequence[str], budget_chars: int) -> str:
         if used > budget_chars:
             break
         shown.append(key)
-    return ", ".join(shown) + f", … ({len(ids) - len(shown)} more: search_corpus finds them)"
+    return ", ".join(shown) + f", … ({len(ids) - len(shown)} more: search finds them)"
+
+
+def _first_sentence(text: str) -> str:
+    flat = " ".join(text.split())
+    cut = flat.find(". ")
+    return flat if cut < 0 else flat[: cut + 1]
 
 
 def opening_messages(
     goal: str, resources: ResourceBrief, *, budget_chars: int
-) -> list[dict[str, str]]:
+) -> list[dict[str, Any]]:
     """The system and first user message of the orchestrator."""
     parts = [f"Goal: {goal}"]
     if resources.corpus is not None:
         parts.append(f"Corpus: {resources.corpus} ({len(resources.documents)} documents)")
-        parts.append("Documents: " + _listing(list(resources.documents), budget_chars // 2))
+        if resources.fields:
+            parts.append(
+                "Fields of each document: " + ", ".join(resources.fields) + " (read_document "
+                "gives title, authors, text and citations; read_metadata the other fields)"
+            )
+        parts.append("Documents: " + _listing(list(resources.documents), budget_chars // 8))
     if resources.datasets:
         parts.append("Datasets: " + ", ".join(resources.datasets))
     if resources.tools:
         parts.append(
             "Tools you may give sub-agents:\n"
-            + "\n".join(f"- {name}: {text}" for name, text in resources.tools.items())
-        )
+            + "\n".join(f"- {name}: {_first_sentence(text)}" for name, text in
+                        resources.tools.items())
+        )  # fmt: skip
     if resources.roles:
         parts.append(
-            "Built-in roles (assign to them by name):\n"
-            + "\n".join(f"- {name}: {text}" for name, text in resources.roles.items())
-        )
-    return [
-        {"role": "system", "content": ORCHESTRATOR_PROMPT},
-        {"role": "user", "content": "\n\n".join(parts)},
-    ]
+            "Built-in roles (assign tasks to them by name; do not create them): "
+            + "; ".join(f"{name} ({_first_sentence(text)})" for name, text in
+                        resources.roles.items())
+        )  # fmt: skip
+    opening: list[dict[str, Any]] = [{"role": "system", "content": ORCHESTRATOR_PROMPT}]
+    if resources.corpus is not None:
+        opening += example_messages()
+        parts.insert(0, EXAMPLE_DONE)
+    return [*opening, {"role": "user", "content": "\n\n".join(parts)}]
 
 
 NO_TOOL_CALL = (
@@ -83,4 +169,13 @@ NO_TOOL_CALL = (
     "finish(answer) when the goal is reached."
 )
 
-__all__ = ["NO_TOOL_CALL", "ORCHESTRATOR_PROMPT", "ResourceBrief", "opening_messages"]
+__all__ = [
+    "EXAMPLE_DONE",
+    "EXAMPLE_GOAL",
+    "EXAMPLE_TURNS",
+    "NO_TOOL_CALL",
+    "ORCHESTRATOR_PROMPT",
+    "ResourceBrief",
+    "example_messages",
+    "opening_messages",
+]

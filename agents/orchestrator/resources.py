@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from concurrent.futures import Executor
 from pathlib import Path
 
+from kimmy_swarm.agents.orchestrator.corpus_view import CorpusView
 from kimmy_swarm.agents.orchestrator.prompts import ResourceBrief
 from kimmy_swarm.agents.pipeline import RunInputs, RunResources
 
@@ -28,6 +29,25 @@ def load_resources(inputs: RunInputs, executor: Executor) -> RunResources:
     return resources
 
 
+def corpus_view(resources: RunResources) -> CorpusView | None:
+    """The corpus and its index for the orchestrator's `search` and `fan_out` (None: no
+    corpus)."""
+    if resources.corpus is None:
+        return None
+    return CorpusView(resources.corpus, resources.search_index())
+
+
+def corpus_fields(resources: RunResources) -> list[str]:
+    """The fields the corpus's records have: title, authors, text and the metadata keys of
+    its documents (in first-seen order)."""
+    if resources.corpus is None:
+        return []
+    keys: dict[str, None] = {"title": None, "authors": None, "text": None}
+    for doc in resources.corpus.documents[:50]:
+        keys.update(dict.fromkeys(doc.meta))
+    return list(keys)
+
+
 def brief(
     resources: RunResources, roles: Mapping[str, str], corpus_path: Path | None
 ) -> ResourceBrief:
@@ -38,8 +58,9 @@ def brief(
         roles=dict(roles),
         documents=resources.corpus.ids if resources.corpus is not None else (),
         corpus=str(corpus_path) if corpus_path is not None else None,
+        fields=corpus_fields(resources),
         datasets=list(resources.datasets),
     )
 
 
-__all__ = ["brief", "load_resources"]
+__all__ = ["brief", "corpus_fields", "corpus_view", "load_resources"]

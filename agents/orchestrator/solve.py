@@ -28,7 +28,7 @@ from kimmy_swarm.agents.orchestrator.agent import (
 )
 from kimmy_swarm.agents.orchestrator.agent_specs import spec_role_factory
 from kimmy_swarm.agents.orchestrator.offline import OfflinePlanner, offline_rules
-from kimmy_swarm.agents.orchestrator.resources import brief, load_resources
+from kimmy_swarm.agents.orchestrator.resources import brief, corpus_view, load_resources
 from kimmy_swarm.agents.pipeline import (
     Pipeline,
     PipelineFiles,
@@ -269,6 +269,7 @@ class SolvePipeline(Pipeline[SolveConfig, SolveFiles]):
             budget_chars=max(2_000, budget),
             context_tokens=context,
             max_tokens=config.max_tokens,
+            corpus=corpus_view(resources),
         )
         swarm.add_role(ORCHESTRATOR_ROLE, agent, output=OrchestratorOutput)
         return roles

@@ -41,6 +41,8 @@ class OrchestratorState(BaseModel):
     #: yet): a resumed orchestrator carries them out again — each is idempotent (spawns of
     #: the same subtasks add nothing, waits wait).
     open_turn: bool = False
+    #: Turns in a row whose calls all failed (or that called no tool).
+    idle_turns: int = 0
 
     def new_task_id(self, taken: set[str]) -> str:
         """The next free default task id."""

@@ -5,9 +5,14 @@
 - `assign_task(agent, task, inputs?, depends_on?, id?)` → a task id: a subtask in the live
   DAG through the runtime's spawn path (limits, budgets, the store, retries all apply);
   `assign_tasks(agent, task, inputs_list, …)` assigns one task per inputs object at once.
+- `search(query, limit?)` → how many documents of the corpus match (BM25) and the best
+  ones' ids and titles (with a corpus only).
+- `fan_out(agent, task, query | ids | all_documents, per_task | tasks, inputs?)` → task ids:
+  one task per part of the matching documents, without listing them (with a corpus only).
 - `wait(ids | "any" | "all", timeout_s?)` → a token-budgeted digest per finished task.
 - `read_result(id, offset, limit)` → a page of a task's full output.
-- `finish(answer)` → the run's answer.
+- `finish(answer, table?)` → the run's answer; `table` assembles a table from sub-agents'
+  structured outputs by reference (`agents.orchestrator.table`) instead of retyping it.
 
 `orchestrator_tools` makes them a `ToolBox` whose handlers carry them out against the live
 run (`agents.orchestrator.actions.Actions`).
@@ -18,9 +23,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from kimmy_swarm.agents.orchestrator.agent_specs import AgentSpec
+from kimmy_swarm.agents.orchestrator.table import TableSpec
 from kimmy_swarm.agents.toolbox import Tool, ToolArgs, ToolBox
 from kimmy_swarm.swarm.schema import SUBTASK_ID_PATTERN
 
@@ -56,6 +62,45 @@ class AssignTasks(ToolArgs):
     depends_on: list[str] = Field(default_factory=list, description="Task ids they need.")
 
 
+class Search(ToolArgs):
+    """Search the corpus (BM25 over titles and abstracts): how many documents match the query
+    and the best ones' ids and titles. Quoted phrases keep only the documents that hold one of
+    them. Use it to see what a fan-out over a query would cover."""
+
+    query: str = Field(
+        min_length=1,
+        description="""Key words, e.g. dropout, or quoted phrases: "'GAN' or 'GANs'".""",
+    )
+    limit: int = Field(default=10, ge=1, le=100, description="Most documents to show.")
+
+
+class FanOut(ToolArgs):
+    """Assign one task per group of documents without listing them: over every document
+    matching `query`, over the `ids` you give, or over `all_documents`; each task's inputs
+    are {"doc_ids": [its documents]} plus `inputs`. Returns the task ids."""
+
+    agent: str = Field(description="A created sub-agent's name or a built-in role.")
+    task: str = Field(min_length=1, description="What to do with each group of documents.")
+    query: str | None = Field(default=None, description="Fan out over the documents it matches.")
+    ids: list[str] | None = Field(default=None, description="Fan out over these document ids.")
+    all_documents: bool = Field(default=False, description="Fan out over the whole corpus.")
+    per_task: int = Field(default=5, ge=1, le=200, description="Documents per task.")
+    tasks: int | None = Field(
+        default=None, ge=1, le=1_000, description="Split into this many tasks instead."
+    )
+    inputs: dict[str, Any] = Field(default_factory=dict, description="Inputs every task gets.")
+    depends_on: list[str] = Field(default_factory=list, description="Task ids they need.")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> FanOut:
+        given = [self.query is not None, self.ids is not None, self.all_documents]
+        if sum(given) != 1:
+            raise ValueError("give exactly one of query, ids or all_documents=true")
+        if self.ids is not None and not self.ids:
+            raise ValueError("ids is empty: give document ids, a query or all_documents=true")
+        return self
+
+
 class Wait(ToolArgs):
     """Wait for tasks: given ids, "all" (every unfinished task) or "any" (the next to
     finish); returns a short digest of each finished task and the ids still pending."""
@@ -73,29 +118,48 @@ class ReadResult(ToolArgs):
 
 
 class Finish(ToolArgs):
-    """Finish the run with its answer (what the user gets). With synthesize=true the answer
-    is written by a hierarchical synthesis of every finished task's full output (for more
-    or longer outputs than you can read), your answer text guiding it."""
+    """Finish the run with its answer (what the user gets). With `table`, the answer is a
+    Markdown table assembled from the rows in sub-agents' outputs (do not retype them; your
+    answer text, if any, goes above it). With synthesize=true the answer is written by a
+    hierarchical synthesis of every finished task's full output, your answer text guiding it."""
 
-    answer: str = Field(min_length=1)
+    answer: str = Field(default="", description="The answer, or a note above the table.")
+    table: TableSpec | None = Field(
+        default=None, description="Assemble the answer table from the tasks' output rows."
+    )
     synthesize: bool = False
 
+    @model_validator(mode="after")
+    def _something(self) -> Finish:
+        if not self.answer.strip() and self.table is None:
+            raise ValueError("give the answer text, or a table to assemble")
+        if self.table is not None and self.synthesize:
+            raise ValueError("a table is assembled, not synthesized: give one of the two")
+        return self
 
+
+#: The tools that work on the run's corpus (offered only when it has one).
+CORPUS_TOOLS = frozenset({"search", "fan_out"})
 #: The tools by name, with the model of their arguments.
 TOOLS: dict[str, type[BaseModel]] = {
     "create_subagent": CreateSubagent,
     "assign_task": AssignTask,
     "assign_tasks": AssignTasks,
+    "search": Search,
+    "fan_out": FanOut,
     "wait": Wait,
     "read_result": ReadResult,
     "finish": Finish,
 }
 
 
-def orchestrator_tools(handlers: Mapping[str, Callable[..., Awaitable[Any]]]) -> ToolBox:
-    """The orchestrator's tools (`TOOLS`, in that order), each carried out by its handler
-    in `handlers` (called with the validated arguments as keywords). A tool's description
-    is its argument model's docstring.
+def orchestrator_tools(
+    handlers: Mapping[str, Callable[..., Awaitable[Any]]], *, corpus: bool = True
+) -> ToolBox:
+    """The orchestrator's tools (`TOOLS`, in that order; without a `corpus`, not the
+    `CORPUS_TOOLS`), each carried out by its handler in `handlers` (called with the
+    validated arguments as keywords). A tool's description is its argument model's
+    docstring.
 
     Raises:
         KeyError: a tool has no handler.
@@ -103,17 +167,21 @@ def orchestrator_tools(handlers: Mapping[str, Callable[..., Awaitable[Any]]]) ->
     return ToolBox(
         Tool(name, " ".join((model.__doc__ or name).split()), model, handlers[name])
         for name, model in TOOLS.items()
+        if corpus or name not in CORPUS_TOOLS
     )
 
 
 __all__ = [
+    "CORPUS_TOOLS",
     "MAX_PAGE_CHARS",
     "TOOLS",
     "AssignTask",
     "AssignTasks",
     "CreateSubagent",
+    "FanOut",
     "Finish",
     "ReadResult",
+    "Search",
     "Wait",
     "orchestrator_tools",
 ]

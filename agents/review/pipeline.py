@@ -129,7 +129,7 @@ class ReviewPipeline(Pipeline[ReviewConfig, ReviewFiles]):
         if resources.corpus is None:
             resources.corpus = load_review_corpus(inputs.corpus, defaults=inputs.defaults)
         if "search_corpus" not in resources.tools:
-            resources.add_tools(build_toolbox(resources.corpus))
+            resources.add_tools(build_toolbox(resources.corpus, resources.search_index()))
 
     def install(
         self,

@@ -15,6 +15,7 @@ import re
 from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import pairwise
 from typing import Any
 
@@ -22,10 +23,14 @@ from kimmy_swarm.agents.tools.corpus import Document, UnknownDocumentError
 from kimmy_swarm.agents.tools.passages import Passage, sentences
 
 __all__ = [
+    "QUOTED_PHRASE",
     "STOPWORDS",
     "Hit",
     "Relevance",
     "SearchIndex",
+    "mentions_any",
+    "phrase_pattern",
+    "quoted_phrases",
     "search_passages",
     "stem",
     "tokenize_terms",
@@ -70,6 +75,29 @@ def stem(word: str) -> str:
     if word.endswith("e") and len(word) >= 5:
         word = word[:-1]
     return word
+
+
+@lru_cache(maxsize=512)
+def phrase_pattern(phrase: str) -> re.Pattern[str]:
+    """A regex that finds `phrase` as whole words in any case ("agent" does not match
+    "agents"); its words may be split by any whitespace (abstracts have line breaks) or a
+    hyphen."""
+    words = [re.escape(w) for w in phrase.split()]
+    return re.compile(r"(?<!\w)" + r"[\s-]+".join(words) + r"(?!\w)", re.IGNORECASE)
+
+
+def mentions_any(phrases: Sequence[str], texts: Sequence[str]) -> bool:
+    """Whether one of `texts` holds one of `phrases` (see `phrase_pattern`)."""
+    return any(phrase_pattern(p).search(t) for p in phrases for t in texts)
+
+
+#: A quoted phrase in a query.
+QUOTED_PHRASE = re.compile(r"\"([^\"]+)\"|'([^']+)'")
+
+
+def quoted_phrases(query: str) -> list[str]:
+    """The quoted phrases of a query, e.g. `'GAN' or "generative adversarial"`."""
+    return [" ".join((a or b).split()) for a, b in QUOTED_PHRASE.findall(query) if (a or b).strip()]
 
 
 def tokenize_terms(text: str) -> list[str]:

@@ -186,6 +186,26 @@ def parse_answer(text: str) -> list[dict[str, Any]]:
     return rows if rows is not None else _from_markdown(text)
 
 
+def sort_rows(
+    rows: list[dict[str, Any]], column: str, *, descending: bool = False
+) -> list[dict[str, Any]]:
+    """`rows` sorted by `column`, compared as `normalize_cell` reads it (numbers as numbers,
+    text folded); rows without a value come last. Stable: ties keep their order."""
+
+    def key(row: dict[str, Any]) -> tuple[int, Any]:
+        value = normalize_cell(column, row.get(column))
+        if value is None or value == "":
+            return (1, 0)
+        return (0, value)
+
+    present = [r for r in rows if key(r)[0] == 0]
+    missing = [r for r in rows if key(r)[0] == 1]
+    numbers = all(isinstance(key(r)[1], int | float) for r in present)
+    ordered = sorted(present, key=lambda r: key(r)[1] if numbers else str(key(r)[1]),
+                     reverse=descending)  # fmt: skip
+    return ordered + missing
+
+
 def rows_markdown(columns: tuple[str, ...], rows: list[dict[str, Any]]) -> str:
     """Rows as a Markdown table with `columns` as its header (pipes in cells escaped)."""
 
@@ -204,5 +224,6 @@ __all__ = [
     "normalize_row",
     "parse_answer",
     "rows_markdown",
+    "sort_rows",
     "title_key",
 ]

@@ -25,7 +25,6 @@ from kimmy_swarm.agents.review.pipeline import load_review_corpus
 from kimmy_swarm.agents.review.tools import build_toolbox
 from kimmy_swarm.agents.subagent import install
 from kimmy_swarm.agents.toolbox import ToolBox
-from kimmy_swarm.agents.widesearch.answer import rows_markdown
 from kimmy_swarm.agents.widesearch.extract import extractor_role, metadata_tool
 from kimmy_swarm.agents.widesearch.goal_reader import (
     GoalNotUnderstood,
@@ -93,30 +92,38 @@ def plan_wide_goal(goal: str) -> WideTask | None:
         ) from None
 
 
+def search_query(task: WideTask) -> str | None:
+    """The search query whose matches are the papers whose title or abstract holds one of
+    the task's phrases (each quoted: `'GAN' or 'GANs'`), or None when the task has no
+    phrases (then every document is a candidate)."""
+    if not task.phrases:
+        return None
+    return " or ".join(f'"{p}"' if "'" in p else f"'{p}'" for p in task.phrases)
+
+
 @dataclass
 class WideRules:
-    """A wide task: one extractor per slice of the corpus, then the merged table."""
+    """A wide task: one extractor per slice of the candidate papers — those its phrases'
+    words match, found by the orchestrator's `fan_out` over a query without listing them, or
+    the whole corpus — then the table assembled from their rows by `finish`."""
 
     task: WideTask
     documents: Sequence[str]
     slice_size: int = WIDE_SLICE
 
     async def calls(self, ctx: SubtaskContext, progress: Orchestration) -> list[Call]:
-        """Assign the extractors at once and wait; then finish with their rows as one table."""
+        """Fan the extractors out at once and wait; then finish with their rows as one table."""
         if not progress.state.tasks:
-            docs = list(self.documents)
-            slices = [docs[i : i + self.slice_size] for i in range(0, len(docs), self.slice_size)]
-            spec = self.task.model_dump(mode="json")
-            inputs_list = [{"doc_ids": s, "task": spec} for s in slices]
+            query = search_query(self.task)
+            over: dict[str, Any] = {"query": query} if query else {"all_documents": True}
             job = "Report the row of every paper of your documents that meets the task."
-            fan_out = {"agent": "extractor", "task": job, "inputs_list": inputs_list}
-            return [("assign_tasks", fan_out), ("wait", {"ids": "all"})]
-        rows: list[dict[str, Any]] = []
-        for key in progress.state.tasks:
-            result = await progress.result_of(key)
-            if result is not None and isinstance(result.output, dict):
-                rows += [r for r in result.output.get("rows", []) if isinstance(r, dict)]
-        return [("finish", {"answer": rows_markdown(tuple(self.task.columns), rows)})]
+            fan_out = {"agent": "extractor", "task": job, **over, "per_task": self.slice_size,
+                       "inputs": {"task": self.task.model_dump(mode="json")}}  # fmt: skip
+            return [("fan_out", fan_out), ("wait", {"ids": "all"})]
+        table: dict[str, Any] = {"columns": list(self.task.columns)}
+        if self.task.sort_by is not None:
+            table.update(sort_by=self.task.sort_by, descending=self.task.descending)
+        return [("finish", {"table": table})]
 
 
 class WidePipeline(Pipeline[PipelineConfig, PipelineFiles]):
@@ -131,7 +138,7 @@ class WidePipeline(Pipeline[PipelineConfig, PipelineFiles]):
         if resources.corpus is None:
             resources.corpus = load_review_corpus(inputs.corpus, defaults=inputs.defaults)
         if "read_document" not in resources.tools:
-            resources.add_tools(build_toolbox(resources.corpus))
+            resources.add_tools(build_toolbox(resources.corpus, resources.search_index()))
         resources.add_tools(ToolBox([metadata_tool(resources.corpus)]))
 
     def install(
@@ -182,4 +189,12 @@ class WidePipeline(Pipeline[PipelineConfig, PipelineFiles]):
 WIDESEARCH = WidePipeline()
 
 
-__all__ = ["WIDESEARCH", "WIDE_SLICE", "WidePipeline", "WideRules", "wide_task_of"]
+__all__ = [
+    "WIDESEARCH",
+    "WIDE_SLICE",
+    "WidePipeline",
+    "WideRules",
+    "plan_wide_goal",
+    "search_query",
+    "wide_task_of",
+]

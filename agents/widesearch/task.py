@@ -15,10 +15,8 @@ agents read.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
@@ -26,6 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from kimmy_swarm.agents.tools.authors import parse_authors
 from kimmy_swarm.agents.tools.corpus import Document, load_corpus
+from kimmy_swarm.agents.tools.search import mentions_any
+from kimmy_swarm.agents.widesearch.answer import sort_rows
 
 #: A column a wide task may ask for: every field of the records but the abstract and the
 #: per-review lists, plus the first author and the author count.
@@ -164,17 +164,6 @@ def load_papers(path: str | Path) -> list[Paper]:
     return [Paper.from_document(d) for d in corpus]
 
 
-@lru_cache(maxsize=256)
-def _patterns(phrases: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
-    # Whole words only ("agent" does not match "agents"); the words of a phrase may be
-    # split by any whitespace (abstracts have line breaks) or a hyphen.
-    out = []
-    for phrase in phrases:
-        words = [re.escape(w) for w in phrase.split()]
-        out.append(re.compile(r"(?<!\w)" + r"[\s-]+".join(words) + r"(?!\w)", re.IGNORECASE))
-    return tuple(out)
-
-
 def _quoted(items: Iterable[str], joiner: str) -> str:
     parts = [f"'{x}'" for x in items]
     return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + f" {joiner} {parts[-1]}"
@@ -270,7 +259,7 @@ class WideTask(BaseModel):
         if not self.phrases:
             return True
         texts = {"title": (title,), "abstract": (abstract,)}.get(self.where, (title, abstract))
-        return any(p.search(t) for p in _patterns(self.phrases) for t in texts)
+        return mentions_any(self.phrases, texts)
 
     def matches(self, paper: Paper) -> bool:
         """Whether `paper` meets the task's condition."""
@@ -329,19 +318,7 @@ class WideTask(BaseModel):
         """`rows` in the task's order (`sort_by`; rows without a value last), else as given."""
         if self.sort_by is None:
             return list(rows)
-        key = self.sort_by
-
-        def value(row: Row) -> tuple[int, Any]:
-            have = row.get(key)
-            if have in (None, ""):
-                return (1, 0)
-            if isinstance(have, int | float):
-                return (0, -have if self.descending else have)
-            return (0, str(have).casefold())
-
-        if self.descending and not all(isinstance(r.get(key), int | float) for r in rows):
-            return sorted(rows, key=lambda r: str(r.get(key, "")).casefold(), reverse=True)
-        return sorted(rows, key=value)
+        return sort_rows(rows, self.sort_by, descending=self.descending)  # type: ignore[arg-type]
 
 
 #: Named wide tasks (figures are for the 489 usable ICLR 2017 records).

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_GGML_CELLS",
+    "DEFAULT_GGML_CONTEXT",
     "DEFAULT_KV_CACHE_BYTES",
     "DEFAULT_NUM_PAGES",
     "GGML_MAX_RUNNING",
@@ -49,6 +50,8 @@ SMOLLM2_NAME = "smollm2"
 #: KV cells of a llama.cpp-run model unless told otherwise (f16 keys and values: 28 KiB a
 #: token for Qwen2.5-Coder-1.5B, so 229 MiB).
 DEFAULT_GGML_CELLS = 8192
+#: The longest conversation a llama.cpp-run model serves by default (at most its context).
+DEFAULT_GGML_CONTEXT = 8192
 
 #: "auto" runs a GGUF file on llama.cpp's kernels from this size up (smaller: float32).
 GGML_MIN_FILE_BYTES = 256 << 20
@@ -218,7 +221,9 @@ def build_engine(
 ) -> LLMEngine:
     """An `LLMEngine` with structured output (a `GrammarCache` for the tokenizer).
 
-    `max_model_len` defaults to the smaller of the model's context and 4,096 tokens;
+    `max_model_len` defaults to the smaller of the model's context and 4,096 tokens
+    (`DEFAULT_GGML_CONTEXT` for a llama.cpp-run model: its cells are shared by all
+    sequences, so one conversation may hold more of them — an orchestrator's does);
     `num_pages` to `DEFAULT_NUM_PAGES`, fewer when they would pass
     `DEFAULT_KV_CACHE_BYTES` (a llama.cpp-run model: `DEFAULT_GGML_CELLS` tokens, and at
     most `GGML_MAX_RUNNING` sequences); there is a KDA state slot per running sequence plus
@@ -230,10 +235,12 @@ def build_engine(
     from kimmy_swarm.model.serve.structured import GrammarCache
     from kimmy_swarm.model.serve.types import EngineConfig
 
+    default_len = 4096
     if isinstance(model, GGMLModel):  # llama.cpp allocates every cell up front
         context = model.config.context_length
         num_pages = num_pages or max(1, DEFAULT_GGML_CELLS // page_size)
         max_num_seqs = min(max_num_seqs, GGML_MAX_RUNNING)
+        default_len = min(DEFAULT_GGML_CONTEXT, num_pages * page_size)
     else:
         layout = layout_for(model)
         context = layout.context_length
@@ -243,7 +250,7 @@ def build_engine(
             num_pages = max(1, min(DEFAULT_NUM_PAGES, DEFAULT_KV_CACHE_BYTES // page_bytes))
     config = EngineConfig(
         max_num_seqs=max_num_seqs,
-        max_model_len=max_model_len or min(context or 4096, 4096),
+        max_model_len=max_model_len or min(context or default_len, default_len),
         page_size=page_size,
         num_pages=num_pages,
         num_state_slots=options.pop("num_state_slots", max_num_seqs + 64),

@@ -68,7 +68,7 @@ def test_the_loop_over_loopback_http_records_turns_with_logprobs(tmp_path: Path)
 @pytest.fixture(scope="module")
 def tiny_url() -> Iterator[str]:
     """`kimmy serve --tiny` in a subprocess, on a free loopback port."""
-    with tiny_server("--max-model-len", "4096") as url:
+    with tiny_server("--max-model-len", "8192") as url:
         yield url
 
 
@@ -96,7 +96,7 @@ def _check_turns(model: OpenAIChat, tmp_path: Path) -> int:
     max_tokens = 256
     out = run_solve(
         SolveConfig(goal="Say hello", out=tmp_path / "o", model=model, runs_dir=tmp_path / "r",
-                    max_turns=4, max_tokens=max_tokens, context_tokens=4096, max_subagents=4)
+                    max_turns=4, max_tokens=max_tokens, context_tokens=8192, max_subagents=4)
     )  # fmt: skip
     with RunStore(tmp_path / "r", create=False) as store:
         recorded = store.load_run(out.run_id).turns.get(ORCHESTRATOR_ID, [])

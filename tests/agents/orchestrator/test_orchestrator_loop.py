@@ -75,8 +75,10 @@ def test_a_two_stage_dag_through_depends_on(tmp_path: Path) -> None:
             [
                 ("assign_task", {"agent": "researcher", "task": "Find a fact", "inputs": {"n": 1}}),
                 ("assign_task", {"agent": "researcher", "task": "Find a fact", "inputs": {"n": 2}}),
-                ("assign_task", {"agent": "writer", "task": "Combine the facts",
-                                 "depends_on": ["t1", "t2"]}),
+                (
+                    "assign_task",
+                    {"agent": "writer", "task": "Combine the facts", "depends_on": ["t1", "t2"]},
+                ),
                 ("wait", {"ids": ["t3"]}),
             ],
             [("finish", {"answer": "ok"})],

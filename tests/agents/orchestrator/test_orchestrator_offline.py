@@ -32,7 +32,9 @@ def test_a_wide_task_offline_is_graded_by_f1_as_the_result_reward(tmp_path: Path
                     defaults=ICLR_DEFAULTS)
     )  # fmt: skip
     assert out.status == "completed" and out.turns == 2
-    assert out.subagents == -(-489 // 5)  # one extractor per slice of 5 papers
+    # One extractor per 5 of the 35 papers whose text holds the phrase (found by `fan_out`
+    # over the quoted phrase, not by reading all 489).
+    assert out.subagents == 7
     traj = load_trajectory(out.run_id, tmp_path / "r")
     grader = WideGrader(task, load_papers(ICLR))
     assert grader.applies(traj)
@@ -83,7 +85,7 @@ def test_kimmy_swarm_and_show_offline(tmp_path: Path, capsys: pytest.CaptureFixt
     assert main(["show", "latest", "--runs-dir", str(runs)]) == 0
     shown = capsys.readouterr().out
     assert "orchestrator (orchestrator, 3 turns)" in shown
-    assert "assign_task(agent=\"planner\"" in shown and "finish(answer=" in shown
+    assert 'assign_task(agent="planner"' in shown and "finish(answer=" in shown
     assert main(["rewards", "latest", "--runs-dir", str(runs), "--json"]) == 0
     reward = json.loads(capsys.readouterr().out)
     traj = load_trajectory("latest", runs)

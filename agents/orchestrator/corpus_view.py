@@ -1,0 +1,76 @@
+"""What the orchestrator's own corpus tools see: the documents' ids and titles, and BM25
+search over them (the index the sub-agents' `search_corpus` uses).
+
+The orchestrator searches to decide *what* to fan out over, and fans out over a query, a
+list of ids or the whole corpus without decoding the ids itself: the runtime already has
+them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kimmy_swarm.agents.tools.corpus import Corpus
+    from kimmy_swarm.agents.tools.search import SearchIndex
+
+
+@dataclass(frozen=True)
+class CorpusView:
+    """A run's corpus and its search index, as the orchestrator's tools use them."""
+
+    corpus: Corpus
+    index: SearchIndex
+
+    @property
+    def ids(self) -> list[str]:
+        return list(self.corpus.ids)
+
+    def matching(self, query: str) -> list[str]:
+        """Every document whose BM25 score for `query` is above 0, best first; when the
+        query quotes phrases ('GAN' or "generative adversarial"), only the documents whose
+        title or text holds one of them (whole words, any case)."""
+        from kimmy_swarm.agents.tools.search import mentions_any, quoted_phrases
+
+        hits = [h.doc_id for h in self.index.search(query, k=max(1, len(self.corpus)))]
+        phrases = quoted_phrases(query)
+        if not phrases:
+            return hits
+        return [d for d in hits if mentions_any(phrases, (self.corpus.get(d).title,
+                                                          self.corpus.get(d).text))]  # fmt: skip
+
+    def search(self, query: str, limit: int) -> dict[str, Any]:
+        """The `search` tool's answer: how many documents match, and the best `limit` of
+        them with their titles."""
+        found = self.matching(query)
+        shown = [{"id": d, "title": self.corpus.get(d).title} for d in found[:limit]]
+        return {"query": query, "matches": len(found), "shown": shown}
+
+    def unknown(self, ids: Sequence[str]) -> list[str]:
+        """The ids in `ids` that are not documents of the corpus."""
+        known = set(self.corpus.ids)
+        return [d for d in ids if d not in known]
+
+
+def chunks(ids: Sequence[str], *, per_task: int | None, tasks: int | None) -> list[list[str]]:
+    """`ids` cut into consecutive parts: `tasks` parts as even as can be, else parts of
+    `per_task` ids (the last may be shorter)."""
+    items = list(ids)
+    if not items:
+        return []
+    if tasks is not None:
+        n = max(1, min(tasks, len(items)))
+        size, extra = divmod(len(items), n)
+        out, start = [], 0
+        for i in range(n):
+            end = start + size + (i < extra)
+            out.append(items[start:end])
+            start = end
+        return out
+    size = max(1, per_task or 1)
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+__all__ = ["CorpusView", "chunks"]

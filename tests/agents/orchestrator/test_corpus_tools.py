@@ -1,0 +1,168 @@
+"""The orchestrator's tools over the corpus — `search`, `fan_out` over a query, ids or the
+whole corpus — and `finish` with a table assembled from sub-agents' rows by reference."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from kimmy_swarm.agents.orchestrator.actions import Actions
+from kimmy_swarm.agents.orchestrator.corpus_view import CorpusView, chunks
+from kimmy_swarm.agents.orchestrator.state import OrchestratorState
+from kimmy_swarm.agents.orchestrator.table import TableSpec, assemble
+from kimmy_swarm.agents.orchestrator.tools import CORPUS_TOOLS, TOOLS
+from kimmy_swarm.agents.tools.corpus import load_corpus
+from kimmy_swarm.agents.tools.search import SearchIndex
+from kimmy_swarm.swarm.llm.types import FunctionCall, ToolCall
+from kimmy_swarm.swarm.schema import SubtaskResult, SubtaskStatus
+
+RECORDS = [
+    ("a1", "Dropout as regularization", "We study dropout in deep nets."),
+    ("a2", "Attention for translation", "An attention model; no dropout-free baseline."),
+    ("a3", "Memory networks", "Networks with an external memory."),
+    ("a4", "GANs for images", "Generative adversarial networks (GAN) make images."),
+    ("a5", "Dropouts galore", "Plural forms only: dropouts."),
+    ("a6", "Batch normalization", "Normalizing activations speeds up training."),
+]
+
+
+@pytest.fixture
+def view(tmp_path: Path) -> CorpusView:
+    path = tmp_path / "c.jsonl"
+    lines = [json.dumps({"id": i, "title": t, "abstract": a, "authors": ["A B"]})
+             for i, t, a in RECORDS]  # fmt: skip
+    path.write_text("\n".join(lines) + "\n")
+    corpus = load_corpus(path)
+    return CorpusView(corpus, SearchIndex(corpus.documents))
+
+
+class Ctx(SimpleNamespace):
+    """The part of a `SubtaskContext` the tools use: spawn, and finished results."""
+
+    def __init__(self) -> None:
+        super().__init__(inputs={"goal": "g"}, instructions="g", spawned=[], results={})
+
+    def spawn(self, subtasks: list[dict[str, Any]]) -> None:
+        self.spawned += subtasks
+
+    async def wait(self, ids: list[str], **_: Any) -> dict[str, Any]:
+        return {k: self.results[k] for k in ids if k in self.results}
+
+
+def _actions(view: CorpusView | None) -> Actions:
+    ctx: Any = Ctx()
+    return Actions(ctx, OrchestratorState(), roles=("extractor",), tools=("read_document",),
+                   corpus=view)  # fmt: skip
+
+
+def _run(actions: Actions, name: str, arguments: dict[str, Any]) -> Any:
+    call = ToolCall(id="c1", function=FunctionCall(name=name, arguments=json.dumps(arguments)))
+    return asyncio.run(actions.run(call))
+
+
+def test_corpus_tools_are_offered_with_a_corpus_only(view: CorpusView) -> None:
+    assert list(_actions(view).toolbox) == list(TOOLS)
+    assert not CORPUS_TOOLS & set(_actions(None).toolbox)
+    refused = _actions(None)
+    assert _run(refused, "search", {"query": "x"}).text.startswith("error: unknown tool 'search'")
+
+
+def test_search_counts_matches_and_quoted_phrases_keep_only_whole_word_holders(
+    view: CorpusView,
+) -> None:
+    actions = _actions(view)
+    found = json.loads(_run(actions, "search", {"query": "dropout", "limit": 1}).text)
+    assert found["matches"] == 3 and len(found["shown"]) == 1  # BM25 stems: "dropouts" too
+    every = json.loads(_run(actions, "search", {"query": "dropout"}).text)["shown"]
+    assert {"id": "a1", "title": "Dropout as regularization"} in every
+    assert sorted(d["id"] for d in every) == ["a1", "a2", "a5"]
+    quoted = json.loads(_run(actions, "search", {"query": "'dropout'"}).text)
+    # a2 says "dropout-free" (a hyphen ends the word: it holds "dropout"); a5 only "dropouts".
+    assert sorted(d["id"] for d in quoted["shown"]) == ["a1", "a2"]
+    either = json.loads(_run(actions, "search", {"query": "'GAN' or \"memory\""}).text)
+    assert sorted(d["id"] for d in either["shown"]) == ["a3", "a4"]
+
+
+def test_fan_out_over_a_query_ids_or_the_corpus_without_listing_them(view: CorpusView) -> None:
+    actions = _actions(view)
+    out = _run(actions, "fan_out", {"agent": "extractor", "task": "Rows.", "query": "'dropout'",
+                                    "per_task": 1, "inputs": {"k": 1}})  # fmt: skip
+    told = json.loads(out.text)
+    assert told == {"task_ids": ["t1", "t2"], "documents": 2, "tasks": 2}
+    assert [s["inputs"] for s in actions.ctx.spawned] == [
+        {"k": 1, "doc_ids": ["a1"]}, {"k": 1, "doc_ids": ["a2"]}
+    ]  # fmt: skip
+    over_all = {"agent": "extractor", "task": "Rows.", "all_documents": True, "tasks": 4}
+    whole = json.loads(_run(actions, "fan_out", over_all).text)
+    assert whole["documents"] == 6 and whole["tasks"] == 4
+    sizes = [len(s["inputs"]["doc_ids"]) for s in actions.ctx.spawned[2:]]
+    assert sizes == [2, 2, 1, 1]
+    listed = _run(actions, "fan_out", {"agent": "extractor", "task": "R.", "ids": ["a3", "a3"]})
+    assert json.loads(listed.text)["documents"] == 1  # repeats once
+    bad = _run(actions, "fan_out", {"agent": "extractor", "task": "R.", "ids": ["zz"]})
+    assert bad.text == "error: unknown document ids ['zz']: search finds the ids"
+    both = _run(actions, "fan_out", {"agent": "extractor", "task": "R.", "query": "x",
+                                     "all_documents": True})  # fmt: skip
+    assert "exactly one of query, ids or all_documents" in both.text
+    none = _run(actions, "fan_out", {"agent": "extractor", "task": "R.", "query": "'zebra'"})
+    assert none.text.startswith("error: no document matches the query")
+    assert _run(actions, "fan_out", {"agent": "nobody", "task": "R.", "query": "memory"}
+                ).text.startswith("error: unknown agent 'nobody'")  # fmt: skip
+
+
+def test_chunks_split_evenly_or_by_size() -> None:
+    assert chunks(list("abcde"), per_task=2, tasks=None) == [["a", "b"], ["c", "d"], ["e"]]
+    assert chunks(list("abcde"), per_task=2, tasks=2) == [["a", "b", "c"], ["d", "e"]]
+    assert chunks(list("ab"), per_task=None, tasks=9) == [["a"], ["b"]]
+    assert chunks([], per_task=3, tasks=None) == []
+
+
+def _done(key: str, output: Any) -> SubtaskResult:
+    return SubtaskResult(id=key, role="extractor", status=SubtaskStatus.DONE, output=output)
+
+
+def test_finish_assembles_the_table_from_the_rows_by_reference(view: CorpusView) -> None:
+    actions = _actions(view)
+    _run(actions, "fan_out", {"agent": "extractor", "task": "R.", "all_documents": True,
+                              "tasks": 3})  # fmt: skip
+    early = _run(actions, "finish", {"table": {"columns": ["title"]}})
+    assert early.text.startswith("error: tasks ['t1', 't2', 't3'] have not finished")
+    actions.ctx.results.update({
+        "t1": _done("t1", {"rows": [{"Title": "B paper", "citations": 3},
+                                    {"title": "A paper", "citations": "12"}]}),
+        "t2": _done("t2", {"rows": [{"title": "a  PAPER", "citations": 99}]}),  # a repeat
+        "t3": _done("t3", {"rows": []}),
+    })  # fmt: skip
+    out = _run(
+        actions,
+        "finish",
+        {
+            "answer": "Two papers.",
+            "table": {
+                "columns": ["title", "citations"],
+                "sort_by": "citations",
+                "descending": True,
+            },
+        },
+    )
+    assert json.loads(out.text) == {"finished": True, "rows": 2, "repeats_dropped": 1,
+                                    "failed_tasks": 0}  # fmt: skip
+    assert actions.state.answer == (
+        "Two papers.\n\n| title | citations |\n|---|---|\n| A paper | 12 |\n| B paper | 3 |\n"
+    )
+    neither = _run(_actions(view), "finish", {})
+    assert "give the answer text, or a table to assemble" in neither.text
+
+
+def test_a_table_spec_names_its_columns_as_headers_do() -> None:
+    spec = TableSpec(columns=["Title", "First author"], dedup_by="title")
+    assert spec.columns == ["title", "first_author"] and spec.dedup_by == "title"
+    with pytest.raises(ValueError, match="sort_by 'rating' is not one of the columns"):
+        TableSpec(columns=["title"], sort_by="rating")
+    table = assemble(TableSpec(columns=["title"]), [{"rows": [{"title": ""}, {"x": 1}]}, "text"])
+    assert table.rows == [] and table.dropped == 2 and table.outputs == 2
