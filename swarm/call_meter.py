@@ -70,10 +70,19 @@ class CallObserver(Protocol):
 class MeteredModel:
     """A `ChatModel` that reports each call of one subtask to the scheduler."""
 
-    __slots__ = ("_inner", "_observer", "_sent", "_subtask", "name", "usage")
+    __slots__ = ("_inner", "_observer", "_sent", "_subtask", "_temperature", "name", "usage")
 
-    def __init__(self, inner: ChatModel, observer: CallObserver, subtask: Subtask) -> None:
+    def __init__(
+        self,
+        inner: ChatModel,
+        observer: CallObserver,
+        subtask: Subtask,
+        *,
+        temperature: float | None = None,
+    ) -> None:
         self._inner = inner
+        #: The temperature of a call that sets none (None: the server's default).
+        self._temperature = temperature
         self._observer = observer
         self._subtask = subtask
         self.name = inner.name
@@ -83,6 +92,8 @@ class MeteredModel:
         self._sent: list[Any] | None = None
 
     async def chat(self, messages: Sequence[MessageLike], **options: Any) -> ChatResponse:
+        if self._temperature is not None and options.get("temperature") is None:
+            options["temperature"] = self._temperature
         observer = self._observer
         if not observer.admit_now():
             await observer.before_call()
@@ -159,8 +170,6 @@ class MeteredModel:
     def profile(self) -> ServerProfile | None:
         """The inner model's server profile, when it has one (`swarm.llm.server_profile`)."""
         return getattr(self._inner, "profile", None)
-
-
 
 
 def overload_status(error: ModelError) -> bool:

@@ -77,6 +77,8 @@ class RunConfig:
         transcripts: what the store keeps of sub-agents' conversations (messages, answers,
             tool arguments and results, each cut at a stated size; `content=False` keeps
             sizes only). Default: from `KIMMY_TRANSCRIPTS` (`full` or `off`), full.
+        temperature: the sampling temperature of every model call that sets none (0:
+            greedy; None: the server's default, 1.0 for OpenAI-compatible servers).
     """
 
     max_concurrency: int = 64
@@ -96,8 +98,17 @@ class RunConfig:
     ray_address: str | None = None
     ray_hosts: int | None = None
     transcripts: TranscriptCapture = field(default_factory=TranscriptCapture.from_env)
+    temperature: float | None = None
 
     def __post_init__(self) -> None:
+        if self.temperature is not None and (
+            isinstance(self.temperature, bool)
+            or not isinstance(self.temperature, int | float)
+            or not 0 <= self.temperature < math.inf
+        ):
+            raise ConfigError(
+                f"temperature must be a number >= 0 (0: greedy) or None, got {self.temperature!r}"
+            )
         check_executor(self.executor)
         _int_at_least("max_concurrency", self.max_concurrency, 1)
         _int_at_least("max_retries", self.max_retries, 0)

@@ -227,7 +227,11 @@ class SubtaskRunner:
             run_id=self.run_id,
             attempt=attempt,
             upstream_results=upstream,
-            model=MeteredModel(model, self.meter, st) if model is not None else None,
+            model=(
+                MeteredModel(model, self.meter, st, temperature=self.config.temperature)
+                if model is not None
+                else None
+            ),
             spawn=self.spawn,
             emit=journal.emit if journal.listened else None,
             wait=self.wait,

@@ -192,7 +192,7 @@ class Actions:
     async def _fan_out(
         self, agent: str, task: str, query: str | None, ids: list[str] | None,
         all_documents: bool, per_task: int, tasks: int | None, inputs: dict[str, Any],
-        depends_on: list[str],
+        depends_on: list[str], with_documents: bool,
     ) -> Outcome:  # fmt: skip
         view = self._view()
         if query is not None:
@@ -207,11 +207,13 @@ class Actions:
         else:
             docs = view.ids
         parts = chunks(docs, per_task=per_task, tasks=tasks)
-        subtasks = [
-            self._subtask(agent, task, {**inputs, "doc_ids": part}, depends_on,
-                          self.state.new_task_id(set()))
-            for part in parts
-        ]  # fmt: skip
+        subtasks = []
+        for part in parts:
+            given: dict[str, Any] = {**inputs, "doc_ids": part}
+            if with_documents:
+                given["documents"] = view.records(part)
+            key = self.state.new_task_id(set())
+            subtasks.append(self._subtask(agent, task, given, depends_on, key))
         spawned = self._spawn(subtasks)
         text = json.dumps({"task_ids": spawned, "documents": len(docs), "tasks": len(spawned)})
         return Outcome(text, spawned)

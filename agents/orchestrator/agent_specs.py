@@ -121,18 +121,47 @@ def _schema_check(schema: Mapping[str, Any]) -> Any:
     return check
 
 
+def _rows_of_given_documents(schema_check: Any) -> Any:
+    """The check of a rows answer: its schema, then — when the task's inputs hold the
+    documents it was given (`fan_out`) and its rows have a title — that every row names one
+    of those documents (a sub-agent reports what it read, not what it imagines)."""
+    from kimmy_swarm.agents.widesearch.answer import title_key
+
+    def check(answer: Any, run: Attempt) -> None:
+        schema_check(answer, run)
+        data = answer.root if isinstance(answer, StructuredAnswer) else answer
+        documents = run.inputs.get("documents")
+        if not isinstance(documents, list) or not isinstance(data, dict):
+            return
+        titles = {title_key(d.get("title", "")): d.get("title") for d in documents
+                  if isinstance(d, dict)}  # fmt: skip
+        for i, row in enumerate(data.get("rows") or []):
+            if isinstance(row, dict) and "title" in row and title_key(row["title"]) not in titles:
+                given = "; ".join(repr(t) for t in titles.values())
+                raise ValueError(
+                    f"rows/{i}/title: {row['title']!r} is not the title of one of your "
+                    f"documents ({given}); report rows only for your documents, their titles "
+                    "copied exactly"
+                )
+
+    return check
+
+
 def spec_role(spec: AgentSpec) -> Role:
     """The `Role` of a created sub-agent."""
     schema = spec.answer_schema
     if schema is None:
         return Role(spec.name, spec.system_prompt, Answer, spec.tools, max_steps=DEFAULT_MAX_STEPS)
     output = _schema_model(spec.name, schema)
+    check = _schema_check(schema)
+    if spec.output_columns is not None:
+        check = _rows_of_given_documents(check)
     return Role(
         spec.name,
         spec.system_prompt,
         output,
         spec.tools,
-        check=_schema_check(schema),
+        check=check,
         max_steps=DEFAULT_MAX_STEPS,
     )
 

@@ -17,6 +17,16 @@ if TYPE_CHECKING:
     from kimmy_swarm.agents.tools.search import SearchIndex
 
 
+#: The most characters of a document's text a fan-out puts in a task's inputs.
+DOCUMENT_TEXT_CHARS = 2_500
+
+
+def _plain(value: Any) -> bool:
+    if isinstance(value, str | int | float | bool) or value is None:
+        return True
+    return isinstance(value, list) and all(isinstance(x, str | int | float) for x in value)
+
+
 @dataclass(frozen=True)
 class CorpusView:
     """A run's corpus and its search index, as the orchestrator's tools use them."""
@@ -48,6 +58,25 @@ class CorpusView:
         shown = [{"id": d, "title": self.corpus.get(d).title} for d in found[:limit]]
         return {"query": query, "matches": len(found), "shown": shown}
 
+    def records(self, ids: Sequence[str], *, max_text_chars: int = DOCUMENT_TEXT_CHARS
+                ) -> list[dict[str, Any]]:  # fmt: skip
+        """The documents `ids` as a sub-agent's inputs show them: id, title, authors, text
+        (cut at `max_text_chars`, saying so) and their plain metadata fields."""
+        out = []
+        for doc_id in ids:
+            doc = self.corpus.get(doc_id)
+            text = " ".join(doc.text.split())
+            record: dict[str, Any] = {"id": doc.id, "title": doc.title,
+                                      "authors": list(doc.authors)}  # fmt: skip
+            if len(text) > max_text_chars:
+                record["text"] = text[:max_text_chars]
+                record["text_cut"] = f"{len(text) - max_text_chars} more characters: read_document"
+            else:
+                record["text"] = text
+            record.update((k, v) for k, v in doc.meta.items() if _plain(v))
+            out.append(record)
+        return out
+
     def unknown(self, ids: Sequence[str]) -> list[str]:
         """The ids in `ids` that are not documents of the corpus."""
         known = set(self.corpus.ids)
@@ -73,4 +102,4 @@ def chunks(ids: Sequence[str], *, per_task: int | None, tasks: int | None) -> li
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-__all__ = ["CorpusView", "chunks"]
+__all__ = ["DOCUMENT_TEXT_CHARS", "CorpusView", "chunks"]

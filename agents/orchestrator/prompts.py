@@ -151,7 +151,9 @@ def opening_messages(
             + "\n".join(f"- {name}: {_first_sentence(text)}" for name, text in
                         resources.tools.items())
         )  # fmt: skip
-    if resources.roles:
+    if resources.roles and resources.corpus is None:
+        # With a corpus the example shows sub-agents made for the goal; a list of generic
+        # roles beside it only draws a small model away from that.
         parts.append(
             "Built-in roles (assign tasks to them by name; do not create them): "
             + "; ".join(f"{name} ({_first_sentence(text)})" for name, text in

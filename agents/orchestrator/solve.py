@@ -74,6 +74,7 @@ class SolveSettings(PipelineSettings):
     defaults: dict[str, Any] | None = None
     logprobs: bool = False
     threads: int = 8
+    temperature: float | None = 0.0
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,10 @@ class SolveConfig:
         timeout_s: the orchestrator's time limit (its sub-agents have the usual one).
         defaults: metadata for corpus records that lack it, e.g. {"year": 2017}.
         logprobs: ask the server for the orchestrator's token logprobs (for RL).
+        threads: worker threads for tools.
+        temperature: the sampling temperature of the orchestrator's and its sub-agents'
+            calls (0, the default: greedy, the most reliable plans and extractions; None:
+            the server's default; above 0 for varied rollouts, e.g. for RL).
     """
 
     goal: str
@@ -114,6 +119,7 @@ class SolveConfig:
     defaults: Mapping[str, Any] | None = None
     logprobs: bool = False
     threads: int = 8
+    temperature: float | None = 0.0
 
     def __post_init__(self) -> None:
         if not self.goal.strip():
@@ -139,7 +145,7 @@ class SolveConfig:
             context_tokens=self.context_tokens, max_tokens=self.max_tokens,
             timeout_s=self.timeout_s,
             defaults=dict(self.defaults) if self.defaults is not None else None,
-            logprobs=self.logprobs, threads=self.threads,
+            logprobs=self.logprobs, threads=self.threads, temperature=self.temperature,
         )  # fmt: skip
 
     @classmethod
@@ -236,6 +242,7 @@ class SolvePipeline(Pipeline[SolveConfig, SolveFiles]):
             max_subagents=config.max_subagents,
             max_depth=config.max_depth,
             failure_policy="continue",
+            temperature=config.temperature,
         )
 
     def install(

@@ -77,7 +77,8 @@ class Search(ToolArgs):
 class FanOut(ToolArgs):
     """Assign one task per group of documents without listing them: over every document
     matching `query`, over the `ids` you give, or over `all_documents`; each task's inputs
-    are {"doc_ids": [its documents]} plus `inputs`. Returns the task ids."""
+    are {"doc_ids": [its documents], "documents": [their title, authors, text and
+    metadata]} plus `inputs`. Returns the task ids."""
 
     agent: str = Field(description="A created sub-agent's name or a built-in role.")
     task: str = Field(min_length=1, description="What to do with each group of documents.")
@@ -90,6 +91,9 @@ class FanOut(ToolArgs):
     )
     inputs: dict[str, Any] = Field(default_factory=dict, description="Inputs every task gets.")
     depends_on: list[str] = Field(default_factory=list, description="Task ids they need.")
+    with_documents: bool = Field(
+        default=True, description="Put the documents themselves in the inputs too."
+    )
 
     @model_validator(mode="after")
     def _one_source(self) -> FanOut:

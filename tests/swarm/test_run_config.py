@@ -33,6 +33,7 @@ NON_DEFAULT = {
     "ray_address": "auto",
     "ray_hosts": 3,
     "transcripts": TranscriptCapture(content=False, max_chars=500),
+    "temperature": 0.7,
 }
 
 
@@ -53,7 +54,9 @@ def test_the_table_covers_every_field() -> None:
      ({"deadline_s": -1.0}, "deadline_s"), ({"max_subtasks": 0}, "max_subtasks"),
      ({"ray_hosts": 0}, "ray_hosts"), ({"seed": "x"}, "seed"), ({"executor": "k8s"}, "k8s"),
      ({"adaptive": "yes"}, "adaptive"), ({"transcripts": "some"}, "'some'.*full or off"),
-     ({"transcripts": 3}, "transcripts must be")],
+     ({"transcripts": 3}, "transcripts must be"),
+     ({"temperature": -0.1}, r"temperature must be a number >= 0 .* got -0.1"),
+     ({"temperature": math.inf}, "temperature"), ({"temperature": "hot"}, "temperature")],
 )  # fmt: skip
 def test_bad_values_are_named(kw: dict[str, object], match: str) -> None:
     with pytest.raises(ConfigError, match=match):

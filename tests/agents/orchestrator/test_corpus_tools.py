@@ -91,12 +91,20 @@ def test_search_counts_matches_and_quoted_phrases_keep_only_whole_word_holders(
 def test_fan_out_over_a_query_ids_or_the_corpus_without_listing_them(view: CorpusView) -> None:
     actions = _actions(view)
     out = _run(actions, "fan_out", {"agent": "extractor", "task": "Rows.", "query": "'dropout'",
-                                    "per_task": 1, "inputs": {"k": 1}})  # fmt: skip
+                                    "per_task": 1, "inputs": {"k": 1},
+                                    "with_documents": False})  # fmt: skip
     told = json.loads(out.text)
     assert told == {"task_ids": ["t1", "t2"], "documents": 2, "tasks": 2}
     assert [s["inputs"] for s in actions.ctx.spawned] == [
         {"k": 1, "doc_ids": ["a1"]}, {"k": 1, "doc_ids": ["a2"]}
     ]  # fmt: skip
+    with_docs = _actions(view)  # by default each task gets its documents themselves too
+    _run(with_docs, "fan_out", {"agent": "extractor", "task": "R.", "ids": ["a1", "a3"]})
+    (given,) = [s["inputs"] for s in with_docs.ctx.spawned]
+    assert given["doc_ids"] == ["a1", "a3"]
+    assert given["documents"][1] == {"id": "a3", "title": "Memory networks",
+                                     "authors": ["A B"],
+                                     "text": "Networks with an external memory."}  # fmt: skip
     over_all = {"agent": "extractor", "task": "Rows.", "all_documents": True, "tasks": 4}
     whole = json.loads(_run(actions, "fan_out", over_all).text)
     assert whole["documents"] == 6 and whole["tasks"] == 4
@@ -166,3 +174,37 @@ def test_a_table_spec_names_its_columns_as_headers_do() -> None:
         TableSpec(columns=["title"], sort_by="rating")
     table = assemble(TableSpec(columns=["title"]), [{"rows": [{"title": ""}, {"x": 1}]}, "text"])
     assert table.rows == [] and table.dropped == 2 and table.outputs == 2
+
+
+def test_a_created_extractor_may_report_only_rows_of_its_documents(tmp_path: Path) -> None:
+    """A row naming a paper the sub-agent was not given is invalid: the repair turn shows
+    it its documents' titles; a second invented row fails the task."""
+    from kimmy_swarm.agents.orchestrator import SolveConfig, run_solve
+    from tests.support.orchestration import orchestration
+
+    path = tmp_path / "c.jsonl"
+    path.write_text("\n".join(json.dumps({"id": i, "title": t, "abstract": a})
+                              for i, t, a in RECORDS) + "\n")  # fmt: skip
+    created = {"name": "finder", "system_prompt": "Report the rows of papers on dropout.",
+               "output_columns": ["title"]}  # fmt: skip
+    fan = {"agent": "finder", "task": "Rows.", "ids": ["a1", "a3"], "per_task": 1}
+    seen: list[str] = []
+
+    def finder(task: str, inputs: dict[str, Any], messages: list[dict[str, Any]]) -> Any:
+        seen.append(messages[-1]["content"])
+        if inputs["doc_ids"] == ["a1"] and len(messages) > 2:  # the repair turn
+            return {"rows": [{"title": "Dropout as regularization"}]}
+        return {"rows": [{"title": "Imagined paper"}]}
+
+    model = orchestration(
+        [[("create_subagent", created), ("fan_out", fan), ("wait", {"ids": "all"})],
+         [("finish", {"table": {"columns": ["title"]}})]],
+        subagent=finder,
+    )  # fmt: skip
+    out = run_solve(SolveConfig(goal="Find dropout papers", out=tmp_path / "o", corpus=path,
+                                model=model))  # fmt: skip
+    assert out.answer == "| title |\n|---|\n| Dropout as regularization |\n"
+    repair = next(text for text in seen if text.startswith("Your answer is invalid"))
+    assert "'Imagined paper' is not the title of one of your documents" in repair
+    assert "'Dropout as regularization'" in repair
+    assert any("finder" in p and "still invalid" in p for p in out.problems)

@@ -50,6 +50,8 @@ def test_a_server_without_tool_calls_gets_them_in_text(tmp_path: Path) -> None:
         out = run_solve(SolveConfig(goal="Answer two questions", out=tmp_path / "o", model=model,
                                     runs_dir=tmp_path / "r"))  # fmt: skip
         first = next(r for r in srv.chat_requests if _is_orchestrator(r.body))
+        temperatures = {r.body.get("temperature") for r in srv.chat_requests}
+    assert temperatures == {0.0}  # greedy by default, the orchestrator and its sub-agents
     assert out.status == "completed" and out.subagents == 2 and out.answer == "two answers: 42"
     system = first.body["messages"][0]["content"]
     assert "# Tools" in system and "one such object per line" in system
@@ -94,8 +96,10 @@ def test_a_model_whose_calls_all_fail_is_stopped(tmp_path: Path) -> None:
     with OpenAIServer(default=_failing) as srv:
         model = OpenAIChat(srv.base_url, "m")
         out = run_solve(SolveConfig(goal="Do it", out=tmp_path / "o", model=model,
-                                    runs_dir=tmp_path / "r", max_turns=50))  # fmt: skip
+                                    runs_dir=tmp_path / "r", max_turns=50,
+                                    temperature=None))  # fmt: skip
         asked = len(srv.chat_requests)
+        assert all("temperature" not in r.body for r in srv.chat_requests)  # the server's
     assert out.status != "completed"
     assert f"{MAX_IDLE_TURNS} turns in a row without one successful tool call" in out.answer
     assert "no task has been assigned yet" in out.answer
