@@ -30,6 +30,13 @@ if TYPE_CHECKING:
     from kimmy_swarm.swarm.schema import SubtaskResult
 
 
+#: What a task of a fan-out with its documents is told about them.
+DOCUMENTS_GIVEN = (
+    "Your documents are in the inputs (`documents`: id, title, authors, text and metadata): "
+    "read them there; call read_document only for a text that was cut."
+)
+
+
 @dataclass
 class Outcome:
     """What one tool call did."""
@@ -208,12 +215,13 @@ class Actions:
             docs = view.ids
         parts = chunks(docs, per_task=per_task, tasks=tasks)
         subtasks = []
+        job = f"{task}\n\n{DOCUMENTS_GIVEN}" if with_documents else task
         for part in parts:
             given: dict[str, Any] = {**inputs, "doc_ids": part}
             if with_documents:
                 given["documents"] = view.records(part)
             key = self.state.new_task_id(set())
-            subtasks.append(self._subtask(agent, task, given, depends_on, key))
+            subtasks.append(self._subtask(agent, job, given, depends_on, key))
         spawned = self._spawn(subtasks)
         text = json.dumps({"task_ids": spawned, "documents": len(docs), "tasks": len(spawned)})
         return Outcome(text, spawned)

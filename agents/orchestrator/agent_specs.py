@@ -84,6 +84,15 @@ class AgentSpec(BaseModel):
         return value
 
 
+def rows_format(columns: tuple[str, ...] | list[str]) -> str:
+    """How a rows answer looks, as a small model reads it best: an example object."""
+    row = ", ".join(f'"{c}": …' for c in columns)
+    return (
+        f'Your answer is {{"rows": [{{{row}}}, …]}}: one row per document that meets the '
+        'condition, values copied from the document; {"rows": []} when none does.'
+    )
+
+
 def rows_schema(columns: tuple[str, ...] | list[str]) -> dict[str, Any]:
     """The JSON schema of an answer {"rows": [...]} whose rows have exactly `columns` (each a
     string, a number or null)."""
@@ -154,11 +163,13 @@ def spec_role(spec: AgentSpec) -> Role:
         return Role(spec.name, spec.system_prompt, Answer, spec.tools, max_steps=DEFAULT_MAX_STEPS)
     output = _schema_model(spec.name, schema)
     check = _schema_check(schema)
+    prompt = spec.system_prompt
     if spec.output_columns is not None:
         check = _rows_of_given_documents(check)
+        prompt += "\n\n" + rows_format(spec.output_columns)
     return Role(
         spec.name,
-        spec.system_prompt,
+        prompt,
         output,
         spec.tools,
         check=check,

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from kimmy_swarm.agents.toolbox import Tool
     from kimmy_swarm.agents.tools.corpus import Corpus
     from kimmy_swarm.agents.tools.search import SearchIndex
 
@@ -83,6 +84,20 @@ class CorpusView:
         return [d for d in ids if d not in known]
 
 
+def search_tool(view: CorpusView) -> Tool:
+    """`search(query, limit)` over `view` as a tool an agent may be given (the orchestrator's
+    `search`, for an agent that searches and reads by itself)."""
+    from kimmy_swarm.agents.toolbox import make_tool
+
+    def search(query: str, limit: int = 10) -> dict[str, Any]:
+        """Search the corpus (BM25 over titles and abstracts): how many documents match and
+        the best ones' ids and titles. Quoted phrases keep only the documents that hold one
+        of them ('GAN' or 'GANs')."""
+        return view.search(query, max(1, min(int(limit), 100)))
+
+    return make_tool(search)
+
+
 def chunks(ids: Sequence[str], *, per_task: int | None, tasks: int | None) -> list[list[str]]:
     """`ids` cut into consecutive parts: `tasks` parts as even as can be, else parts of
     `per_task` ids (the last may be shorter)."""
@@ -102,4 +117,4 @@ def chunks(ids: Sequence[str], *, per_task: int | None, tasks: int | None) -> li
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-__all__ = ["DOCUMENT_TEXT_CHARS", "CorpusView", "chunks"]
+__all__ = ["DOCUMENT_TEXT_CHARS", "CorpusView", "chunks", "search_tool"]

@@ -75,6 +75,7 @@ class SolveSettings(PipelineSettings):
     logprobs: bool = False
     threads: int = 8
     temperature: float | None = 0.0
+    max_total_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,8 @@ class SolveConfig:
         temperature: the sampling temperature of the orchestrator's and its sub-agents'
             calls (0, the default: greedy, the most reliable plans and extractions; None:
             the server's default; above 0 for varied rollouts, e.g. for RL).
+        max_total_tokens: the most tokens (prompt and completion) the whole run may spend
+            (None: no cap).
     """
 
     goal: str
@@ -120,6 +123,7 @@ class SolveConfig:
     logprobs: bool = False
     threads: int = 8
     temperature: float | None = 0.0
+    max_total_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if not self.goal.strip():
@@ -146,6 +150,7 @@ class SolveConfig:
             timeout_s=self.timeout_s,
             defaults=dict(self.defaults) if self.defaults is not None else None,
             logprobs=self.logprobs, threads=self.threads, temperature=self.temperature,
+            max_total_tokens=self.max_total_tokens,
         )  # fmt: skip
 
     @classmethod
@@ -243,6 +248,7 @@ class SolvePipeline(Pipeline[SolveConfig, SolveFiles]):
             max_depth=config.max_depth,
             failure_policy="continue",
             temperature=config.temperature,
+            max_total_tokens=config.max_total_tokens,
         )
 
     def install(
