@@ -96,17 +96,20 @@ class WideGrader:
     Args:
         task: the wide task the run was given (its `goal()` tells its runs from others).
         papers: the corpus's papers, from which the ground truth is computed.
+        goal: the goal in words the run was given, when not `task.goal()` (a suite goal,
+            or one read by `read_wide_goal`).
     """
 
-    def __init__(self, task: WideTask, papers: Iterable[Paper]) -> None:
+    def __init__(self, task: WideTask, papers: Iterable[Paper], *, goal: str | None = None) -> None:
         self.task = task
         self.truth: list[Row] = task.ground_truth(papers)
         self.name = f"widesearch:{task.name}"
-        self._goal = _ws(task.goal())
+        self._goals = {_ws(task.goal())} | ({_ws(goal)} if goal else set())
 
     def applies(self, traj: Trajectory) -> bool:
-        """A run whose goal is this task's goal (whitespace aside)."""
-        return isinstance(traj.goal, str) and _ws(traj.goal) == self._goal
+        """A run whose goal is this task's goal or the words it was read from (whitespace
+        aside)."""
+        return isinstance(traj.goal, str) and _ws(traj.goal) in self._goals
 
     def score(self, traj: Trajectory) -> WideScore:
         """All the figures; a run without a final answer is scored as an empty answer."""

@@ -176,13 +176,14 @@ class WidePipeline(Pipeline[PipelineConfig, PipelineFiles]):
         return WideRules(task, resources.corpus.ids) if task is not None else None
 
     def grader(self, traj: Trajectory) -> PipelineGrader | None:
-        """`WideGrader` of a run whose goal is a wide task's, its truth computed from the
-        corpus the run read (None when that corpus is not there any more)."""
+        """`WideGrader` of a run whose goal is a wide task's (a preset's, a suite goal's, or
+        a table goal read whole), its truth computed from the corpus the run read (None
+        when that corpus is not there any more)."""
         task = wide_task_of(traj.goal) if isinstance(traj.goal, str) else None
         corpus = stored_settings(traj.settings).get("corpus")
         if task is None or not isinstance(corpus, str) or not Path(corpus).exists():
             return None
-        return WideGrader(task, load_papers(corpus))
+        return WideGrader(task, load_papers(corpus), goal=traj.goal)
 
 
 #: The wide search (registered in `agents.pipelines`).

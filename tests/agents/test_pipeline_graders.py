@@ -65,3 +65,19 @@ def test_a_stored_run_is_scored_by_its_pipelines_grader(tmp_path: Path) -> None:
     assert b.grader == "analysis" and b.lambda1 == 1.0  # constant: no annealing
     assert set(scored.parts) == {"verified", "answered", "numbers", "verified_numbers"}
     assert b.r_result == grader_for(scored.trajectory)(scored.trajectory)
+
+
+@needs_papers
+def test_a_suite_goal_in_words_is_graded_by_its_task(tmp_path: Path) -> None:
+    """A run given a suite goal's words (not `task.goal()`) got the completion grader."""
+    from kimmy_swarm.agents.widesearch import WIDE_SUITE
+
+    goal = WIDE_SUITE["dropout_citations"]
+    out = run_solve(
+        SolveConfig(goal=goal.words, out=tmp_path / "o", corpus=ICLR, runs_dir=tmp_path / "r",
+                    defaults=ICLR_DEFAULTS)
+    )  # fmt: skip
+    traj = load_trajectory(out.run_id, tmp_path / "r")
+    grader = grader_for(traj)
+    assert isinstance(grader, WideGrader) and grader.name == "widesearch:dropout_citations"
+    assert grader(traj) == 1.0 and grader.parts(traj)["truth_rows"] == 13

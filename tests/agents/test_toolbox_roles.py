@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from pydantic import BaseModel, Field
 
@@ -49,6 +51,7 @@ def test_a_tool_spec_says_its_description_once() -> None:
     spec = tool.spec()
     parameters = Move.model_json_schema()
     del parameters["title"], parameters["description"]
+    del parameters["properties"]["to"]["title"]  # pydantic's "To": only longer to read
     assert spec == function_tool("move", "Move a piece.", parameters)
     assert spec["function"]["parameters"]["additionalProperties"] is False  # ToolArgs
     assert tool(to="e4") == "e4"
@@ -133,3 +136,26 @@ def test_registry_register_decorator_and_errors() -> None:
         Role("ok", "x", output=dict)  # type: ignore[arg-type]
     derived = roles.get_role("counter").derive(name="tally", max_steps=2)
     assert (derived.name, derived.max_steps, derived.system_prompt) == ("tally", 2, "again")
+
+
+def test_a_tool_spec_is_self_contained_and_compact() -> None:
+    """A nested argument model gave `$ref`s to `#/$defs`, which servers that compile a
+    tool's parameters into a larger grammar cannot resolve (HTTP 400 from xgrammar)."""
+    class Inner(BaseModel):
+        title: str = Field(description="A property named title stays.")
+        n: int | None = None
+
+    class Outer(ToolArgs):
+        """Outer."""
+
+        inner: Inner
+        maybe: Inner | None = None
+
+    params = Tool("outer", "Outer.", Outer, lambda **k: k).spec()["function"]["parameters"]
+    assert "$defs" not in json.dumps(params) and "$ref" not in json.dumps(params)
+    inner = params["properties"]["inner"]
+    assert inner["properties"]["title"] == {"description": "A property named title stays.",
+                                            "type": "string"}  # fmt: skip
+    assert inner["properties"]["n"] == {"type": "integer"}  # the null branch and default go
+    assert params["properties"]["maybe"]["properties"] == inner["properties"]
+    assert "title" not in inner and "title" not in params["properties"]["maybe"]

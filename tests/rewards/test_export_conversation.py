@@ -159,14 +159,14 @@ def test_token_ids_from_kimmy_serve_decode_to_the_turns_text(tmp_path: Path) -> 
     from kimmy_swarm.swarm.llm import OpenAIChat
 
     tok = tiny_tokenizer(vocab_size=384, num_docs=40)
-    engine = build_engine(tiny_model(tok, seed=1), tok, max_num_seqs=4, max_model_len=4096,
-                          page_size=4, num_pages=2048)  # fmt: skip
+    engine = build_engine(tiny_model(tok, seed=1), tok, max_num_seqs=4, max_model_len=8192,
+                          page_size=4, num_pages=4096)  # fmt: skip
     with ServerThread(create_app(AsyncEngine(engine), model_name="tiny")) as server:
         model = OpenAIChat(server.base_url, "tiny", timeout_s=120)
         out = run_solve(
             SolveConfig(goal="Say hello", out=tmp_path / "o", model=model,
                         runs_dir=tmp_path / "r", max_turns=1, max_tokens=64, logprobs=True,
-                        context_tokens=4096, max_subagents=2)
+                        context_tokens=8192, max_subagents=2)
         )  # fmt: skip
     traj = load_trajectory(out.run_id, tmp_path / "r")
     rec = rollout_record(traj, score(traj), task={}, group="g", index=0, advantage=0.0)
