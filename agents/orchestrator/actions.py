@@ -32,8 +32,8 @@ if TYPE_CHECKING:
 
 #: What a task of a fan-out with its documents is told about them.
 DOCUMENTS_GIVEN = (
-    "Your documents are in the inputs (`documents`: id, title, authors, text and metadata): "
-    "read them there; call read_document only for a text that was cut."
+    "Your documents are below: read them here (call read_document only for a text that was "
+    "cut). Decide for each one in turn."
 )
 
 
@@ -215,11 +215,13 @@ class Actions:
             docs = view.ids
         parts = chunks(docs, per_task=per_task, tasks=tasks)
         subtasks = []
-        job = f"{task}\n\n{DOCUMENTS_GIVEN}" if with_documents else task
         for part in parts:
             given: dict[str, Any] = {**inputs, "doc_ids": part}
-            if with_documents:
-                given["documents"] = view.records(part)
+            job = task
+            if with_documents:  # the documents in the task's text; their titles in inputs
+                job = f"{task}\n\n{DOCUMENTS_GIVEN}\n\n{view.as_text(part)}"
+                given["documents"] = [{"id": r["id"], "title": r["title"]}
+                                      for r in view.records(part, max_text_chars=0)]  # fmt: skip
             key = self.state.new_task_id(set())
             subtasks.append(self._subtask(agent, job, given, depends_on, key))
         spawned = self._spawn(subtasks)

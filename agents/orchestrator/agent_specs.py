@@ -51,7 +51,8 @@ class AgentSpec(BaseModel):
     )
     output_columns: tuple[str, ...] | None = Field(
         default=None,
-        description='Its answer is {"rows": [{column: value, ...}]} with these columns.',
+        description='Its answer is {"rows": [{"meets": bool, column: value, ...}]}: a row per '
+        "document, these columns.",
     )
 
     @model_validator(mode="after")
@@ -84,23 +85,29 @@ class AgentSpec(BaseModel):
         return value
 
 
+#: The field of a row that says whether its document meets the task's condition (a row per
+#: document, each judged, reads more reliably from a small model than a filtered list).
+MEETS = "meets"
+
+
 def rows_format(columns: tuple[str, ...] | list[str]) -> str:
     """How a rows answer looks, as a small model reads it best: an example object."""
     row = ", ".join(f'"{c}": …' for c in columns)
     return (
-        f'Your answer is {{"rows": [{{{row}}}, …]}}: one row per document that meets the '
-        'condition, values copied from the document; {"rows": []} when none does.'
+        f'Your answer is {{"rows": [{{"{MEETS}": true or false, {row}}}, …]}}: one row for '
+        f'each document you are given, in order; "{MEETS}" says whether that document meets '
+        "the condition; the other values are copied from the document."
     )
 
 
 def rows_schema(columns: tuple[str, ...] | list[str]) -> dict[str, Any]:
-    """The JSON schema of an answer {"rows": [...]} whose rows have exactly `columns` (each a
-    string, a number or null)."""
+    """The JSON schema of an answer {"rows": [...]} whose rows have `meets` (a boolean) and
+    exactly `columns` (each a string, a number or null)."""
     cell = {"type": ["string", "number", "integer", "null"]}
     row = {
         "type": "object",
-        "properties": {c: cell for c in columns},
-        "required": list(columns),
+        "properties": {MEETS: {"type": "boolean"}, **{c: cell for c in columns}},
+        "required": [MEETS, *columns],
         "additionalProperties": False,
     }
     return {
@@ -132,8 +139,8 @@ def _schema_check(schema: Mapping[str, Any]) -> Any:
 
 def _rows_of_given_documents(schema_check: Any) -> Any:
     """The check of a rows answer: its schema, then — when the task's inputs hold the
-    documents it was given (`fan_out`) and its rows have a title — that every row names one
-    of those documents (a sub-agent reports what it read, not what it imagines)."""
+    documents it was given (`fan_out`) — one row per document, each naming one of them by
+    title (a sub-agent reports what it read, not what it imagines)."""
     from kimmy_swarm.agents.widesearch.answer import title_key
 
     def check(answer: Any, run: Attempt) -> None:
@@ -144,7 +151,13 @@ def _rows_of_given_documents(schema_check: Any) -> Any:
             return
         titles = {title_key(d.get("title", "")): d.get("title") for d in documents
                   if isinstance(d, dict)}  # fmt: skip
-        for i, row in enumerate(data.get("rows") or []):
+        rows = data.get("rows") or []
+        if len(rows) != len(documents):
+            raise ValueError(
+                f"rows: {len(rows)} rows for {len(documents)} documents; give one row for "
+                f'each document, in order, with "{MEETS}" true or false'
+            )
+        for i, row in enumerate(rows):
             if isinstance(row, dict) and "title" in row and title_key(row["title"]) not in titles:
                 given = "; ".join(repr(t) for t in titles.values())
                 raise ValueError(

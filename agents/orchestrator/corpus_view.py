@@ -28,6 +28,12 @@ def _plain(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(x, str | int | float) for x in value)
 
 
+def _field_text(value: Any) -> str:
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    return str(value)
+
+
 @dataclass(frozen=True)
 class CorpusView:
     """A run's corpus and its search index, as the orchestrator's tools use them."""
@@ -77,6 +83,26 @@ class CorpusView:
             record.update((k, v) for k, v in doc.meta.items() if _plain(v))
             out.append(record)
         return out
+
+    def as_text(self, ids: Sequence[str], *, max_text_chars: int = DOCUMENT_TEXT_CHARS) -> str:
+        """The documents `ids` as a task shows them to a sub-agent: one block each, its
+        fields one a line (a small model reads these better than a JSON blob)."""
+        blocks = []
+        records = self.records(ids, max_text_chars=max_text_chars)
+        for number, record in enumerate(records, start=1):
+            lines = [f"Document {number} of {len(records)} (id {record['id']})",
+                     f"title: {record['title']}"]  # fmt: skip
+            if record.get("authors"):
+                lines.append("authors: " + ", ".join(record["authors"]))
+            shown = {"id", "title", "authors", "text", "text_cut"}
+            fields = [f"{k}: {_field_text(v)}" for k, v in record.items() if k not in shown]
+            if fields:
+                lines.append("; ".join(fields))
+            lines.append(f"text: {record['text']}")
+            if "text_cut" in record:
+                lines.append(f"(text cut: {record['text_cut']})")
+            blocks.append("\n".join(lines))
+        return "\n\n".join(blocks)
 
     def unknown(self, ids: Sequence[str]) -> list[str]:
         """The ids in `ids` that are not documents of the corpus."""

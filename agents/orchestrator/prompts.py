@@ -13,16 +13,17 @@ the goal into many small tasks that run in parallel, give them to sub-agents, wa
 results and finish with the answer. Call tools in every turn; several calls per turn are \
 allowed and run in order.
 
-How to work:
-1. If the goal is about documents of the corpus, search(query) shows how many match.
-2. create_subagent(name, system_prompt, tools, output_columns or output_schema): its system \
-prompt says exactly what to check and what to report; give it the tools it needs to read.
-3. fan_out(agent, task, query | ids | all_documents, per_task) gives each sub-agent a few \
-documents (inputs {"doc_ids": [...]}) without you listing them; assign_task gives one task.
-4. wait(ids="all") returns a digest of every result.
-5. finish: for a table, finish(table={"columns": [...]}) assembles the rows the sub-agents \
-reported (never retype rows); otherwise finish(answer="...").
-Prefer width: many small tasks finish sooner than a few long ones."""
+In your first turn:
+1. create_subagent(name, system_prompt, tools, output_columns): the sub-agent that does one \
+small piece of the work; its system prompt says exactly what to check and what to report.
+2. fan_out(agent, task, query | ids | all_documents, per_task) with that agent's name: each \
+task gets a few documents, without you listing them (assign_task gives one task).
+3. wait(ids="all"): a digest of every result.
+In your next turn:
+4. finish(table={"columns": [the columns the goal asks for]}) assembles the rows the \
+sub-agents reported (never retype rows); for an answer in words, finish(answer="...").
+search(query) tells how many documents match a query, when you need to know. Prefer width: \
+many small tasks finish sooner than a few long ones."""
 
 #: The worked example's goal (a run with a corpus is shown it as earlier turns).
 EXAMPLE_GOAL = (
@@ -34,15 +35,12 @@ _EXAMPLE_PROMPT = (
     "author, copied exactly. Report no row for the other documents."
 )
 #: What opens the first message after the example (the run's own conversation starts there).
-EXAMPLE_DONE = "The example is done. Now your goal."
+EXAMPLE_DONE = (
+    "The example is done, and its sub-agents are gone: create your own sub-agent first. "
+    "Now your goal."
+)
 #: The example's tool calls, turn by turn, with the results the tools gave.
 EXAMPLE_TURNS: tuple[tuple[tuple[str, dict[str, Any], dict[str, Any]], ...], ...] = (
-    (
-        ("search", {"query": "'dropout'"},
-         {"query": "'dropout'", "matches": 4, "shown": [
-             {"id": "ex1", "title": "Dropout as regularization"},
-             {"id": "ex2", "title": "Stochastic depth"}]}),
-    ),
     (
         ("create_subagent", {"name": "dropout_extractor", "system_prompt": _EXAMPLE_PROMPT,
                              "tools": ["read_document"],
@@ -55,15 +53,16 @@ EXAMPLE_TURNS: tuple[tuple[tuple[str, dict[str, Any], dict[str, Any]], ...], ...
         ("wait", {"ids": "all"},
          {"results": [
              {"id": "t1", "agent": "dropout_extractor", "status": "done",
-              "output": '{"rows":[{"title":"Dropout as regularization","first_author":'
-                        '"A. Author"}]}'},
+              "output": '{"rows":[{"meets":true,"title":"Dropout as regularization",'
+                        '"first_author":"A. Author"}]}'},
              {"id": "t2", "agent": "dropout_extractor", "status": "done",
-              "output": '{"rows":[{"title":"Stochastic depth","first_author":"B. Author"}]}'},
+              "output": '{"rows":[{"meets":false,"title":"Stochastic depth",'
+                        '"first_author":"B. Author"}]}'},
          ], "pending": []}),
     ),
     (
         ("finish", {"table": {"columns": ["title", "first_author"]}},
-         {"finished": True, "rows": 2, "repeats_dropped": 0, "failed_tasks": 0}),
+         {"finished": True, "rows": 1, "repeats_dropped": 0, "failed_tasks": 0}),
     ),
 )  # fmt: skip
 

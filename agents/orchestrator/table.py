@@ -6,7 +6,9 @@ not retyped by the orchestrator.
     table.markdown, table.rows, table.dropped
 
 Each output's `field` (default `rows`) is a list of row objects; rows are kept in task order,
-projected onto `columns` (keys matched as headers are: "First author" is `first_author`),
+rows whose `meets` is false (a document judged not to meet the condition) are left out,
+the others projected onto `columns` (keys matched as headers are: "First author" is
+`first_author`),
 deduplicated by `dedup_by` (default: the first column; the first row of a key wins; titles
 compare by letters and digits only) and sorted by `sort_by` when given.
 """
@@ -19,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from kimmy_swarm.agents.orchestrator.agent_specs import MEETS
 from kimmy_swarm.agents.widesearch.answer import (
     column_id,
     normalize_cell,
@@ -82,6 +85,8 @@ def assemble(spec: TableSpec, outputs: Sequence[Any]) -> Table:
     dropped = 0
     for output in outputs:
         for raw in _rows_of(output, spec.field):
+            if raw.get(MEETS) is False:  # a document judged not to meet the condition
+                continue
             key = normalize_cell(key_column, raw.get(key_column))
             if key in (None, "") or key in seen:
                 dropped += 1

@@ -76,9 +76,9 @@ class Search(ToolArgs):
 
 class FanOut(ToolArgs):
     """Assign one task per group of documents without listing them: over every document
-    matching `query`, over the `ids` you give, or over `all_documents`; each task's inputs
-    are {"doc_ids": [its documents], "documents": [their title, authors, text and
-    metadata]} plus `inputs`. Returns the task ids."""
+    matching `query`, over the `ids` you give, or over `all_documents`; each task gets its
+    documents (title, authors, text and metadata) in its text and {"doc_ids": [...]} plus
+    `inputs` as its inputs. Returns the task ids."""
 
     agent: str = Field(description="A created sub-agent's name or a built-in role.")
     task: str = Field(min_length=1, description="What to do with each group of documents.")

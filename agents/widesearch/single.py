@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kimmy_swarm.agents.orchestrator.agent_specs import AgentSpec, spec_role
+from kimmy_swarm.agents.orchestrator.agent_specs import MEETS, AgentSpec, spec_role
 from kimmy_swarm.agents.orchestrator.corpus_view import CorpusView, search_tool
 from kimmy_swarm.agents.roles import Role
 from kimmy_swarm.agents.toolbox import ToolBox
@@ -95,7 +95,8 @@ def run_single(
     res = result.results.get(SINGLE_AGENT)
     output: Any = result.outputs.get(SINGLE_AGENT)
     rows = output.get("rows", []) if isinstance(output, dict) else []
-    answer = rows_markdown(tuple(task.columns), [r for r in rows if isinstance(r, dict)])
+    kept = [r for r in rows if isinstance(r, dict) and r.get(MEETS) is not False]
+    answer = rows_markdown(tuple(task.columns), kept)
     error = f"{res.error.type}: {res.error.message}" if res is not None and res.error else None
     steps = res.usage.model_calls if res is not None else 0
     return SingleOutcome(answer, result.status.value, wall, result.usage.total_tokens, steps,

@@ -100,11 +100,15 @@ def test_fan_out_over_a_query_ids_or_the_corpus_without_listing_them(view: Corpu
     ]  # fmt: skip
     with_docs = _actions(view)  # by default each task gets its documents themselves too
     _run(with_docs, "fan_out", {"agent": "extractor", "task": "R.", "ids": ["a1", "a3"]})
-    (given,) = [s["inputs"] for s in with_docs.ctx.spawned]
-    assert given["doc_ids"] == ["a1", "a3"]
-    assert given["documents"][1] == {"id": "a3", "title": "Memory networks",
-                                     "authors": ["A B"],
-                                     "text": "Networks with an external memory."}  # fmt: skip
+    (spawned,) = with_docs.ctx.spawned
+    assert spawned["inputs"] == {"doc_ids": ["a1", "a3"], "documents": [
+        {"id": "a1", "title": "Dropout as regularization"},
+        {"id": "a3", "title": "Memory networks"}]}  # fmt: skip
+    assert spawned["instructions"].startswith("R.\n\nYour documents are below")
+    assert spawned["instructions"].endswith(
+        "Document 2 of 2 (id a3)\ntitle: Memory networks\nauthors: A B\n"
+        "text: Networks with an external memory."
+    )
     over_all = {"agent": "extractor", "task": "Rows.", "all_documents": True, "tasks": 4}
     whole = json.loads(_run(actions, "fan_out", over_all).text)
     assert whole["documents"] == 6 and whole["tasks"] == 4
@@ -174,11 +178,13 @@ def test_a_table_spec_names_its_columns_as_headers_do() -> None:
         TableSpec(columns=["title"], sort_by="rating")
     table = assemble(TableSpec(columns=["title"]), [{"rows": [{"title": ""}, {"x": 1}]}, "text"])
     assert table.rows == [] and table.dropped == 2 and table.outputs == 2
+    judged = [{"rows": [{"meets": False, "title": "x"}, {"meets": True, "title": "y"}]}]
+    assert assemble(TableSpec(columns=["title"]), judged).rows == [{"title": "y"}]
 
 
 def test_a_created_extractor_may_report_only_rows_of_its_documents(tmp_path: Path) -> None:
     """A row naming a paper the sub-agent was not given is invalid: the repair turn shows
-    it its documents' titles; a second invented row fails the task."""
+    it its documents' titles; rows not one per document fail the task."""
     from kimmy_swarm.agents.orchestrator import SolveConfig, run_solve
     from tests.support.orchestration import orchestration
 
@@ -193,8 +199,10 @@ def test_a_created_extractor_may_report_only_rows_of_its_documents(tmp_path: Pat
     def finder(task: str, inputs: dict[str, Any], messages: list[dict[str, Any]]) -> Any:
         seen.append(messages[-1]["content"])
         if inputs["doc_ids"] == ["a1"] and len(messages) > 2:  # the repair turn
-            return {"rows": [{"title": "Dropout as regularization"}]}
-        return {"rows": [{"title": "Imagined paper"}]}
+            return {"rows": [{"meets": True, "title": "Dropout as regularization"}]}
+        if inputs["doc_ids"] == ["a3"] and len(messages) > 2:  # a row too many
+            return {"rows": [{"meets": False, "title": "Memory networks"}] * 2}
+        return {"rows": [{"meets": True, "title": "Imagined paper"}]}
 
     model = orchestration(
         [[("create_subagent", created), ("fan_out", fan), ("wait", {"ids": "all"})],
@@ -207,4 +215,5 @@ def test_a_created_extractor_may_report_only_rows_of_its_documents(tmp_path: Pat
     repair = next(text for text in seen if text.startswith("Your answer is invalid"))
     assert "'Imagined paper' is not the title of one of your documents" in repair
     assert "'Dropout as regularization'" in repair
-    assert any("finder" in p and "still invalid" in p for p in out.problems)
+    assert any("finder" in p and "still invalid" in p and "2 rows for 1 documents" in p
+               for p in out.problems)  # fmt: skip

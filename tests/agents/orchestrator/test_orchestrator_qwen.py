@@ -111,7 +111,7 @@ def test_a_wide_goal_end_to_end_with_a_kill_and_a_resume(tmp_path: Path) -> None
     answer = (out / "answer.md").read_text()
     titles = {title_key(p.title) for p in load_papers(corpus)}
     rows: list[dict[str, Any]] = parse_answer(answer)
-    assert all(title_key(r.get("title", "")) in titles for r in rows), answer
+    assert rows and all(title_key(r.get("title", "")) in titles for r in rows), answer
 
     shown = subprocess.run(_kimmy("show", "latest", "--runs-dir", str(runs)), cwd=ROOT,
                            capture_output=True, text=True, timeout=120)  # fmt: skip
