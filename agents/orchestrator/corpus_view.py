@@ -95,9 +95,9 @@ class CorpusView:
             if record.get("authors"):
                 lines.append("authors: " + ", ".join(record["authors"]))
             shown = {"id", "title", "authors", "text", "text_cut"}
-            fields = [f"{k}: {_field_text(v)}" for k, v in record.items() if k not in shown]
-            if fields:
-                lines.append("; ".join(fields))
+            # One field a line: a value is then the rest of its line, which a small model
+            # copies without the neighbours' values.
+            lines += [f"{k}: {_field_text(v)}" for k, v in record.items() if k not in shown]
             lines.append(f"text: {record['text']}")
             if "text_cut" in record:
                 lines.append(f"(text cut: {record['text_cut']})")
