@@ -217,3 +217,14 @@ def test_a_created_extractor_may_report_only_rows_of_its_documents(tmp_path: Pat
     assert "'Dropout as regularization'" in repair
     assert any("finder" in p and "still invalid" in p and "2 rows for 1 documents" in p
                for p in out.problems)  # fmt: skip
+
+
+def test_a_task_shows_each_field_of_its_documents_on_a_line(tmp_path: Path) -> None:
+    """Fields joined on one line were copied whole as one value by a small model."""
+    path = tmp_path / "m.jsonl"
+    path.write_text(json.dumps({"id": "p", "title": "T", "abstract": "A.", "authors": ["X Y"],
+                                "decision": "Accept (Poster)", "citations": 7}) + "\n")  # fmt: skip
+    corpus = load_corpus(path)
+    text = CorpusView(corpus, SearchIndex(corpus.documents)).as_text(["p"])
+    assert text == ("Document 1 of 1 (id p)\ntitle: T\nauthors: X Y\ndecision: Accept (Poster)\n"
+                    "citations: 7\ntext: A.")  # fmt: skip
