@@ -9,7 +9,7 @@ For each goal of `agents.widesearch.WIDE_SUITE` (its words, as a person would ty
 - swarm: `run_solve` (`kimmy swarm GOAL --local MODEL`): the orchestrator model plans,
   creates sub-agents and fans them out; its answer is graded against the ground truth;
 - single: one agent with the same model, the same tools (`search`, `read_document`,
-  `read_metadata`) and the same token cap (`agents.widesearch.single`).
+  `read_metadata`) and the same token cap (`agents.orchestrator.single_agent`).
 
 Reported per goal and as means: item-F1, precision, recall, cell accuracy, wall-clock,
 tokens, critical steps (PARL's, from the swarm's trajectory; the single agent's model
@@ -39,13 +39,13 @@ if str(ROOT) not in sys.path:
 
 from benchmarks._results import add_out_option, publish  # noqa: E402
 from kimmy_swarm.agents.orchestrator import SolveConfig, run_solve  # noqa: E402
+from kimmy_swarm.agents.orchestrator.single_agent import run_single  # noqa: E402
 from kimmy_swarm.agents.widesearch import (  # noqa: E402
     ICLR_DEFAULTS,
     WIDE_SUITE,
     grade_answer,
     load_papers,
 )
-from kimmy_swarm.agents.widesearch.single import run_single  # noqa: E402
 from kimmy_swarm.rewards import critical_steps, load_trajectory  # noqa: E402
 from kimmy_swarm.swarm.llm import OpenAIChat  # noqa: E402
 
