@@ -368,9 +368,11 @@ def _columns(reading: _Reading) -> tuple[str, ...]:
 
 def asks_for_table(goal: str) -> bool:
     """Whether the goal asks for a list or table of papers (then it is read as a wide goal)."""
-    text = _normalize(goal)
+    text = re.sub(_QUOTED, " ", _normalize(goal))  # quoted phrases are conditions
     if re.match(r"^\s*(?:please\s+)?(?:review|survey|summari[sz]e|overview)\b", text, re.I):
         return False
+    if re.search(r"\b(?:overview|survey|literature|summari[sz]e|summary)\b", text, re.I):
+        return False  # a review, whatever its verb ("give an overview of …")
     return bool(_TABLE_WORDS.search(text))
 
 

@@ -202,9 +202,11 @@ def test_the_reader_refuses_what_it_does_not_understand_and_names_it(
 
 
 def test_goals_that_ask_for_no_table_are_not_wide_goals() -> None:
-    for words in ("Review linear attention", "Write a poem", "Summarize the papers on GANs"):
+    for words in ("Review linear attention", "Write a poem", "Summarize the papers on GANs",
+                  "Give an overview of the literature on dropout"):  # fmt: skip
         assert not asks_for_table(words)
         assert plan_wide_goal(words) is None
+    assert asks_for_table("List every paper whose title mentions 'survey', with its title")
 
 
 def test_new_columns_compare_as_their_kind() -> None:
