@@ -54,6 +54,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Self
 
+from kimmy_swarm.agents.orchestrator.corpus_view import chunks
 from kimmy_swarm.agents.orchestrator.prompts import EXAMPLE_DONE
 from kimmy_swarm.agents.widesearch import ExtractedRows, Paper, Row, WideTask, title_key
 from kimmy_swarm.agents.widesearch.extract import EXTRACTOR_PROMPT
@@ -105,17 +106,6 @@ def markdown_table(columns: Sequence[str], rows: Sequence[Row]) -> str:
         cells = [str(r.get(c, "")).replace("|", "\\|").replace("\n", " ") for c in columns]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
-
-
-def _slices(ids: list[str], n: int) -> list[list[str]]:
-    n = max(1, min(n, len(ids)))
-    size, extra = divmod(len(ids), n)
-    out, start = [], 0
-    for i in range(n):
-        end = start + size + (i < extra)
-        out.append(ids[start:end])
-        start = end
-    return out
 
 
 def _parse(text: Any) -> Any:
@@ -237,7 +227,7 @@ def _first_turn(
         "output_schema": ExtractedRows.model_json_schema(),
     }
     calls: list[tuple[str, dict[str, Any]]] = [("create_subagent", created)]
-    parts = _slices(ids, subagents)
+    parts = chunks(ids, per_task=None, tasks=subagents)
     if by_reference:  # the runtime has the ids: none is decoded
         fan = {"agent": "extractor", "task": _ASSIGNMENT, "all_documents": True}
         calls.append(("fan_out", {**fan, "tasks": len(parts)}))

@@ -46,6 +46,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks._latency_model import MODEL_ID, Latency, LatencyModelServer  # noqa: E402
+from benchmarks._papers import PAPERS, papers_file  # noqa: E402
 from benchmarks._results import add_out_option, publish  # noqa: E402
 from kimmy_swarm.agents.orchestrator import ORCHESTRATOR_ID, SolveConfig, run_solve  # noqa: E402
 from kimmy_swarm.agents.widesearch import (  # noqa: E402
@@ -57,8 +58,6 @@ from kimmy_swarm.agents.widesearch import (  # noqa: E402
 )
 from kimmy_swarm.rewards import critical_steps, load_trajectory  # noqa: E402
 from kimmy_swarm.swarm.llm import OpenAIChat  # noqa: E402
-
-PAPERS = ROOT.parent / "shared" / "data" / "papers" / "iclr2017_citations_in_2018.json"
 
 
 async def serial(srv: LatencyModelServer, task: Any, ids: list[str]) -> dict[str, Any]:
@@ -180,18 +179,6 @@ def _table(args: argparse.Namespace, task: Any, s: dict[str, Any], listing: dict
     )
 
 
-def _corpus_file(tmp: Path, ids: list[str]) -> Path:
-    """The corpus file the swarms read: the shared file, or its first records (`--documents`)
-    copied to `tmp` (so the swarm's corpus is the model's)."""
-    records = json.loads(PAPERS.read_text(encoding="utf-8"))
-    usable = [r for r in records if r.get("title") != "No Title"]
-    if len(ids) >= len(usable):
-        return PAPERS
-    path = tmp / "papers.json"
-    path.write_text(json.dumps(usable[: len(ids)]), encoding="utf-8")
-    return path
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--task", default="rl_papers", choices=sorted(WIDE_TASKS))
@@ -217,7 +204,7 @@ def main() -> None:
         LatencyModelServer(papers, task, latency=latency, subagents=args.subagents) as srv,
         tempfile.TemporaryDirectory(prefix="kimmy-bench-orch-") as tmp,
     ):
-        corpus = _corpus_file(Path(tmp), ids)
+        corpus = papers_file(Path(tmp), len(ids))
         s = asyncio.run(serial(srv, task, ids))
         srv.by_reference = False
         listing = swarm(srv, task, args.subagents, Path(tmp) / "listing", corpus)

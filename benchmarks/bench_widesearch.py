@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
-import json
 import platform
 import statistics
 import sys
@@ -37,6 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks._papers import papers_file  # noqa: E402
 from benchmarks._results import add_out_option, publish  # noqa: E402
 from kimmy_swarm.agents.orchestrator import SolveConfig, run_solve  # noqa: E402
 from kimmy_swarm.agents.orchestrator.single_agent import run_single  # noqa: E402
@@ -48,19 +48,6 @@ from kimmy_swarm.agents.widesearch import (  # noqa: E402
 )
 from kimmy_swarm.rewards import critical_steps, load_trajectory  # noqa: E402
 from kimmy_swarm.swarm.llm import OpenAIChat  # noqa: E402
-
-PAPERS = ROOT.parent / "shared" / "data" / "papers" / "iclr2017_citations_in_2018.json"
-
-
-def corpus_file(tmp: Path, documents: int) -> Path:
-    """The corpus the goals run over: the shared file, or its first `documents` records."""
-    if not documents:
-        return PAPERS
-    records = [r for r in json.loads(PAPERS.read_text(encoding="utf-8"))
-               if r.get("title") != "No Title"]  # fmt: skip
-    path = tmp / f"papers_{documents}.json"
-    path.write_text(json.dumps(records[:documents]), encoding="utf-8")
-    return path
 
 
 def swarm_run(goal: Any, corpus: Path, model: Any, tmp: Path, cap: int | None) -> dict[str, Any]:
@@ -125,7 +112,7 @@ def page(args: argparse.Namespace, rows: list[tuple[str, dict[str, Any], dict[st
         "| cells single | wall swarm (s) | wall single (s) | tokens swarm | tokens single "
         "| steps swarm | steps single | created / sub-agents |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-        *(_row(name, s, w) for name, w, s in ((n, w, s) for n, w, s in rows)),
+        *(_row(name, s, w) for name, w, s in rows),
         "",
         f"Means: item-F1 swarm {mean('f1', 1):.3f}, single {mean('f1', 2):.3f} "
         f"(difference {mean('f1', 1) - mean('f1', 2):+.3f}); wall-clock swarm "
@@ -161,7 +148,7 @@ def main() -> None:
     rows: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
     with tempfile.TemporaryDirectory(prefix="kimmy-bench-wide-") as tmp_name:
         tmp = Path(tmp_name)
-        corpus = corpus_file(tmp, args.documents)
+        corpus = papers_file(tmp, args.documents)
         papers = load_papers(corpus)
         local = LocalModel.load(args.model, max_connections=128)
         asyncio.run(local.start())

@@ -220,8 +220,7 @@ class Actions:
             job = task
             if with_documents:  # the documents in the task's text; their titles in inputs
                 job = f"{task}\n\n{DOCUMENTS_GIVEN}\n\n{view.as_text(part)}"
-                given["documents"] = [{"id": r["id"], "title": r["title"]}
-                                      for r in view.records(part, max_text_chars=0)]  # fmt: skip
+                given["documents"] = view.titles(part)
             key = self.state.new_task_id(set())
             subtasks.append(self._subtask(agent, job, given, depends_on, key))
         spawned = self._spawn(subtasks)

@@ -22,12 +22,6 @@ if TYPE_CHECKING:
 DOCUMENT_TEXT_CHARS = 2_500
 
 
-def _plain(value: Any) -> bool:
-    if isinstance(value, str | int | float | bool) or value is None:
-        return True
-    return isinstance(value, list) and all(isinstance(x, str | int | float) for x in value)
-
-
 def _field_text(value: Any) -> str:
     if isinstance(value, list):
         return ", ".join(str(v) for v in value)
@@ -80,7 +74,7 @@ class CorpusView:
                 record["text_cut"] = f"{len(text) - max_text_chars} more characters: read_document"
             else:
                 record["text"] = text
-            record.update((k, v) for k, v in doc.meta.items() if _plain(v))
+            record.update(doc.plain_meta())
             out.append(record)
         return out
 
@@ -103,6 +97,10 @@ class CorpusView:
                 lines.append(f"(text cut: {record['text_cut']})")
             blocks.append("\n".join(lines))
         return "\n\n".join(blocks)
+
+    def titles(self, ids: Sequence[str]) -> list[dict[str, str]]:
+        """The documents `ids` as {"id", "title"} (what a task's inputs name them by)."""
+        return [{"id": d, "title": self.corpus.get(d).title} for d in ids]
 
     def unknown(self, ids: Sequence[str]) -> list[str]:
         """The ids in `ids` that are not documents of the corpus."""

@@ -120,6 +120,17 @@ class Document:
     source: str = ""  # relative path, or "file.jsonl#12" / "refs.bib#key"
     meta: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
+    def plain_meta(self) -> dict[str, Any]:
+        """The metadata fields that are plain values (text, numbers, booleans, null, lists
+        of text or numbers): what a tool or a prompt shows of them."""
+        return {k: v for k, v in self.meta.items() if _plain(v)}
+
+
+def _plain(value: Any) -> bool:
+    if isinstance(value, str | int | float | bool) or value is None:
+        return True
+    return isinstance(value, list) and all(isinstance(x, str | int | float) for x in value)
+
 
 @dataclass(frozen=True, slots=True)
 class Skipped:

@@ -53,18 +53,12 @@ def metadata_tool(corpus: Corpus) -> Tool:
         """The metadata of one document: decision, citations, rating, rank, e-mail domains,
         URL and the other record fields."""
         doc = corpus.get(doc_id)
-        fields = {k: v for k, v in doc.meta.items() if _plain(v)}
+        fields = doc.plain_meta()
         if doc.url:
             fields["url"] = doc.url
         return {"doc_id": doc.id, **fields}
 
     return make_tool(read_metadata)
-
-
-def _plain(value: Any) -> bool:
-    if isinstance(value, str | int | float | bool) or value is None:
-        return True
-    return isinstance(value, list) and all(isinstance(x, str | int | float) for x in value)
 
 
 def wide_toolbox(corpus: Corpus, index: SearchIndex | None = None) -> ToolBox:
