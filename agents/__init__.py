@@ -1,10 +1,12 @@
-"""Kimmy Swarm agents: roles, sub-agents (model policy or offline procedure), tools, and
-the pipelines behind one protocol (`Pipeline`; `agents.review`: literature review;
+"""Kimmy Swarm agents: roles (with their briefs for small models), sub-agents (model policy
+or offline procedure), tools, and the pipelines behind one protocol (`Pipeline`;
+`agents.review`: literature review;
 `agents.analysis`: batch data analysis; `agents.widesearch`: wide search), run by
 `run_pipeline` and registered with `register_pipeline`. Importing this package is light;
 the pipelines import their libraries on use.
 """
 
+from kimmy_swarm.agents.brief import SubtaskBrief
 from kimmy_swarm.agents.fallback import MadeBy, Provenance, fallbacks, falls_back
 from kimmy_swarm.agents.loop import AgentStepLimitError, Attempt
 from kimmy_swarm.agents.pipeline import (
@@ -19,7 +21,14 @@ from kimmy_swarm.agents.pipeline import (
 )
 from kimmy_swarm.agents.pipeline_record import PipelineSettings
 from kimmy_swarm.agents.pipelines import pipelines, register_pipeline
-from kimmy_swarm.agents.roles import BUILTIN_ROLE_NAMES, Answer, Role, RoleRegistry, builtin_roles
+from kimmy_swarm.agents.roles import (
+    BUILTIN_ROLE_NAMES,
+    Answer,
+    Brief,
+    Role,
+    RoleRegistry,
+    builtin_roles,
+)
 from kimmy_swarm.agents.subagent import SubAgent, install
 from kimmy_swarm.agents.toolbox import Tool, ToolBox, ToolError, make_tool
 
@@ -28,6 +37,7 @@ __all__ = [
     "AgentStepLimitError",
     "Answer",
     "Attempt",
+    "Brief",
     "MadeBy",
     "Pipeline",
     "PipelineFiles",
@@ -40,6 +50,7 @@ __all__ = [
     "RunInputs",
     "RunResources",
     "SubAgent",
+    "SubtaskBrief",
     "Tool",
     "ToolBox",
     "ToolError",

@@ -21,6 +21,7 @@ from kimmy_swarm.swarm.errors import ConfigError
 from kimmy_swarm.swarm.schema import ROLE_PATTERN
 
 if TYPE_CHECKING:
+    from kimmy_swarm.agents.brief import SubtaskBrief
     from kimmy_swarm.agents.toolbox import ToolBox
     from kimmy_swarm.swarm.context import SubtaskContext
 
@@ -52,6 +53,9 @@ class AttemptView(Protocol):
 Procedure = Callable[[AttemptView], "BaseModel | Mapping[str, Any]"]
 #: A check of an answer's meaning; raises `ValueError` saying what is wrong.
 Check = Callable[[Any, AttemptView], None]
+#: A role's brief (`agents.brief`): what its model is given for one subtask; called once per
+#: model attempt, in a worker thread (its tool calls are the sub-agent's steps).
+Brief = Callable[[AttemptView], "SubtaskBrief"]
 
 
 class Answer(BaseModel):
@@ -75,6 +79,9 @@ class Role:
         check: an extra check of the answer's meaning (both policies).
         max_steps: the most model turns of the model policy.
         max_tokens: `max_tokens` of each of its model calls (the answer's longest length).
+        brief: what its model is given for one subtask, to answer from in its first turn
+            under a schema made for that subtask (`agents.brief`; None: the model calls the
+            tools itself). A role with a brief offers its model no tools.
     """
 
     name: str
@@ -85,6 +92,7 @@ class Role:
     check: Check | None = None
     max_steps: int = 8
     max_tokens: int = 1_024
+    brief: Brief | None = None
 
     def __post_init__(self) -> None:
         if not re.fullmatch(ROLE_PATTERN, self.name):
@@ -222,6 +230,7 @@ __all__ = [
     "BUILTIN_ROLE_NAMES",
     "Answer",
     "AttemptView",
+    "Brief",
     "Check",
     "Procedure",
     "Role",

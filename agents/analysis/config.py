@@ -25,6 +25,7 @@ class AnalysisSettings(PipelineSettings):
     root: Path
     threads: int = 16
     fallback: bool = True
+    briefs: bool = True
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,9 @@ class AnalysisConfig:
         fallback: with a model, a sub-agent (the planner too) whose model fails its
             subtask by its answers gets it done by its role's offline procedure, marked as
             such; False: that sub-agent fails (strict model mode).
+        briefs: with a model, each sub-agent is given what its subtask needs (gathered with
+            its role's tools) and answers under a JSON schema made for that subtask
+            (`agents.brief`), as a small model needs; False: the model calls the tools itself.
 
     Raises:
         ConfigError: no dataset, or a count below 1.
@@ -57,6 +61,7 @@ class AnalysisConfig:
     root: Path | None = None
     threads: int = 16
     fallback: bool = True
+    briefs: bool = True
 
     def __post_init__(self) -> None:
         for name in ("datasets", "questions"):
@@ -88,6 +93,7 @@ class AnalysisConfig:
             root=(self.root or Path.cwd()).expanduser().resolve(),
             threads=self.threads,
             fallback=self.fallback,
+            briefs=self.briefs,
         )
 
     @classmethod

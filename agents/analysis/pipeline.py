@@ -158,11 +158,12 @@ def install_analysis_roles(
     planner: str = PLANNER,
     spawn: bool = True,
     fallback: bool = False,
+    briefs: bool = True,
 ) -> None:
     """Register the five analysis roles on `swarm`, each behind its board worker; the
     planner under the name `planner`, spawning the DAG itself unless `spawn` is False (an
-    orchestrator above it assigns the tasks). `fallback`: see `AnalysisConfig`."""
-    roles = analysis_roles(python="run_python" in tools)
+    orchestrator above it assigns the tasks). `fallback`, `briefs`: see `AnalysisConfig`."""
+    roles = analysis_roles(python="run_python" in tools, briefs=briefs)
     wrappers = {
         PLANNER: PlanWorker if spawn else PlanOnlyWorker,
         "data_analyst": AnalystWorker,
@@ -281,6 +282,7 @@ class AnalysisPipeline(Pipeline[AnalysisConfig, PipelineFiles]):
         install_analysis_roles(
             swarm, board, resources.tools, executor,
             planner=planner, spawn=config is not None, fallback=fallback,
+            briefs=config.briefs if config is not None else True,
         )  # fmt: skip
         return {}
 

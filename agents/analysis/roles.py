@@ -11,6 +11,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kimmy_swarm.agents.analysis import briefs as role_briefs
 from kimmy_swarm.agents.analysis.digest import AnalysisDigest
 from kimmy_swarm.agents.analysis.procedures import analyze_dataset, check_findings, plan_analyses
 from kimmy_swarm.agents.analysis.report_roles import build_report_page, write_summary
@@ -179,8 +180,10 @@ def check_text(answer: ReportText, run: Attempt) -> None:
                 )
 
 
-def analysis_roles(*, python: bool = False) -> RoleRegistry:
-    """The five roles of the batch analysis (`python`: analysts may call `run_python`).
+def analysis_roles(*, python: bool = False, briefs: bool = True) -> RoleRegistry:
+    """The five roles of the batch analysis (`python`: analysts may call `run_python`;
+    `briefs`: each role with its brief, `agents.analysis.briefs`; False: their models call
+    the tools themselves).
 
     planner (AnalysisPlan), data_analyst (DatasetAnalysis), fact_checker
     (FindingChecks), frontend_engineer (ReportPage) and synthesizer (ReportText).
@@ -197,7 +200,7 @@ def analysis_roles(*, python: bool = False) -> RoleRegistry:
             + " Call list_datasets; plan one task per (loaded dataset, question), numbered "
             "from 1; list datasets that did not load under problems.",
             output=AnalysisPlan, tools=("list_datasets",), procedure=plan_analyses,
-            check=check_plan,
+            check=check_plan, brief=role_briefs.plan_brief,
         ),
         base.get_role("data_analyst").derive(
             system_prompt=base.get_role("data_analyst").system_prompt + code_help
@@ -207,20 +210,20 @@ def analysis_roles(*, python: bool = False) -> RoleRegistry:
             "of other datasets of the run (question_columns' applies_to), also set applicable "
             "to false.",
             output=DatasetAnalysis, tools=analyst_tools, procedure=analyze_dataset,
-            check=check_analysis, max_steps=12,
+            check=check_analysis, max_steps=12, brief=role_briefs.analyze_brief,
         ),
         base.get_role("fact_checker").derive(
             system_prompt=base.get_role("fact_checker").system_prompt
             + " Call verify_analysis (or verify_finding per number) and report every verdict.",
             output=FindingChecks, tools=("analysis_findings", "verify_finding", "verify_analysis"),
-            procedure=check_findings, check=check_verdicts,
+            procedure=check_findings, check=check_verdicts, brief=role_briefs.check_brief,
         ),
         base.get_role("frontend_engineer").derive(
             system_prompt=base.get_role("frontend_engineer").system_prompt
             + " Call collect_results, choose a title, an intro and the order of the analyses, "
             "then call render_report and answer with the path it returns.",
             output=ReportPage, tools=("collect_results", "render_report"),
-            procedure=build_report_page, check=check_page,
+            procedure=build_report_page, check=check_page, brief=role_briefs.page_brief,
         ),
         base.get_role("writer").derive(
             name="synthesizer",
@@ -229,9 +232,11 @@ def analysis_roles(*, python: bool = False) -> RoleRegistry:
             "datasets, the verified numbers per analysis, every mismatch flagged on a line "
             "that says MISMATCH, unanswered questions and problems.",
             output=ReportText, tools=("collect_results",), procedure=write_summary,
-            check=check_text,
+            check=check_text, brief=role_briefs.summary_brief,
         ),
     ]  # fmt: skip
+    if not briefs:  # their models call the tools themselves
+        roles = [r.derive(brief=None) for r in roles]
     return RoleRegistry({r.name: r for r in roles})
 
 

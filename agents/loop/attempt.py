@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from kimmy_swarm.agents.loop.errors import error_text
 
 if TYPE_CHECKING:
+    from kimmy_swarm.agents.brief import SubtaskBrief
     from kimmy_swarm.agents.roles import Role
     from kimmy_swarm.agents.toolbox import ToolBox
     from kimmy_swarm.swarm.context import SubtaskContext
@@ -36,6 +37,8 @@ class Attempt:
         steps: steps taken so far.
         loop: the event loop that records its events; set while its procedure runs in a
             worker thread, whose calls hand their events to it (None: record in place).
+        brief: the role's brief for this subtask, once the model policy has made it
+            (`agents.brief`; None: the role has none, or the policy is offline).
     """
 
     def __init__(self, ctx: SubtaskContext, role: Role, tools: ToolBox, policy: str) -> None:
@@ -45,6 +48,7 @@ class Attempt:
         self.policy = policy
         self.steps = 0
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.brief: SubtaskBrief | None = None
 
     @property
     def inputs(self) -> dict[str, Any]:

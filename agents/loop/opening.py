@@ -49,7 +49,8 @@ def task_messages(
 ) -> list[dict[str, Any]]:
     """The opening conversation: the role's system prompt, then the task.
 
-    With `digest`, the user message carries it in place of the upstream results;
+    With `digest`, the user message carries it in place of the upstream results (and the
+    role's brief, where it has one, in place of both: `agents.brief`);
     `tool_text` (the text tool protocol's, `TextTools.instructions`) ends the system message.
     """
     ctx = run.ctx
@@ -64,7 +65,10 @@ def task_messages(
     ]
     if ctx.inputs:
         parts.append("Inputs:\n" + _shown(ctx.inputs))
-    if digest is not None:
+    if run.brief is not None:  # the role's own reading of what the subtask needs
+        if run.brief.text:
+            parts.append(run.brief.text)
+    elif digest is not None:
         parts.append(_digest_text(digest))
     else:
         for dep, res in ctx.upstream_results.items():
@@ -108,7 +112,7 @@ async def subtask_opening(
     messages = task_messages(run, tool_text=tool_text)
     upstream = run.ctx.upstream_results
     max_tokens = run.role.max_tokens
-    if not upstream:
+    if not upstream or run.brief is not None:
         return messages
     judged = budget.context_known and not budget.fits(messages, max_tokens, tools)
     if not (force_digest or judged):

@@ -12,6 +12,9 @@ sent, and the answer is the first JSON object of the reply (`parse_answer`); whe
 are not supported they are described in the system prompt and called in text
 (`agents.loop.text_tools`), their results sent back as plain user messages.
 
+A role with a brief (`agents.brief`) is given what its subtask needs in its task message
+and answers in its first turn, under the schema made for that subtask; it is offered no tools.
+
 Every call sets the role's `max_tokens` and goes through `chat_within_budget`. The opening
 conversation must fit the model's context (`agents.loop.opening`): a first call the server
 rejects as too long is sent once more with the upstream results reduced to a digest; a
@@ -20,6 +23,7 @@ rejection with nothing left to reduce is a `ContextOverflowError`.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any
@@ -38,6 +42,7 @@ from kimmy_swarm.swarm.llm.server_profile import shared_budget
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from kimmy_swarm.agents.brief import SubtaskBrief
     from kimmy_swarm.agents.loop.attempt import Attempt
     from kimmy_swarm.swarm.llm.budget import TokenBudget
     from kimmy_swarm.swarm.llm.types import ChatResponse
@@ -93,15 +98,21 @@ class _Turns:
 
     @classmethod
     def of(cls, run: Attempt) -> _Turns:
+        """A role with a brief offers no tools: its model answers from the brief, under the
+        brief's schema where it has one (`agents.brief`)."""
         honoured = capabilities_of(run.ctx.model)
-        specs = run.tools.specs() or None
+        brief = run.brief
+        specs = (run.tools.specs() or None) if brief is None else None
         text = TextTools(specs) if specs is not None and not honoured.tools else None
         output = run.role.output
+        schema = brief.schema if brief is not None and brief.schema is not None else None
         return cls(
             specs=specs,
             text=text,
             tool_text=text.instructions() if text is not None else "",
-            response_format=honoured.response_format(output.__name__, output.model_json_schema()),
+            response_format=honoured.response_format(
+                output.__name__, schema if schema is not None else output.model_json_schema()
+            ),
         )
 
     @property
@@ -135,7 +146,9 @@ def _read_reply(run: Attempt, content: str | None, tools: TextTools | None) -> A
     """
     value = parse_answer(content)
     call = tools.parse_call(value) if tools is not None else None
-    return call if call is not None else run.validate(value)
+    if call is not None:
+        return call
+    return run.validate(run.brief.complete(value) if run.brief is not None else value)
 
 
 async def _native_calls(
@@ -190,9 +203,24 @@ def _invalid(
     )
 
 
+async def _brief(run: Attempt, executor: Executor | None) -> SubtaskBrief:
+    """The role's brief for this subtask, made in a worker thread (its tool calls are the
+    sub-agent's steps, recorded from there like a procedure's)."""
+    assert run.role.brief is not None
+    brief_of = run.role.brief
+    loop = asyncio.get_running_loop()
+    run.loop = loop
+    try:
+        return await loop.run_in_executor(executor, brief_of, run)
+    finally:
+        run.loop = None
+
+
 async def run_model_policy(run: Attempt, executor: Executor | None) -> BaseModel:
     """Run the agent loop to a valid answer (see the module docstring for the errors)."""
     role, ctx = run.role, run.ctx
+    if role.brief is not None:
+        run.brief = await _brief(run, executor)
     turns = _Turns.of(run)
     budget = shared_budget(ctx.model)
     messages = await subtask_opening(run, budget, turns.native_tools, tool_text=turns.tool_text)

@@ -32,6 +32,7 @@ class ReviewSettings(PipelineSettings):
     researcher: str = "researcher"
     relevance: Relevance = Relevance()
     fallback: bool = True
+    briefs: bool = True
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,9 @@ class ReviewConfig:
         fallback: with a model, a sub-agent (the planner too) whose model fails its
             subtask by its answers gets it done by its role's offline procedure, marked as
             such (`agents.fallback`); False: that sub-agent fails (strict model mode).
+        briefs: with a model, each sub-agent is given what its subtask needs (gathered with
+            its role's tools) and answers under a JSON schema made for that subtask
+            (`agents.brief`), as a small model needs; False: the model calls the tools itself.
 
     Raises:
         ConfigError: a count below 1 or an unknown researcher role.
@@ -74,6 +78,7 @@ class ReviewConfig:
     researcher: str = "researcher"
     relevance: Relevance = field(default_factory=Relevance)
     fallback: bool = True
+    briefs: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "corpus", Path(self.corpus))
@@ -113,6 +118,7 @@ class ReviewConfig:
             researcher=self.researcher,
             relevance=self.relevance,
             fallback=self.fallback,
+            briefs=self.briefs,
         )
 
     @classmethod

@@ -140,7 +140,7 @@ class ReviewPipeline(Pipeline[ReviewConfig, ReviewFiles]):
         planner: str = PLANNER,
         config: ReviewConfig | None = None,
     ) -> dict[str, str]:
-        roles = review_roles()
+        roles = review_roles(briefs=config.briefs if config is not None else True)
         others = [r for n, r in roles.items() if n != PLANNER]
         planning = roles.get_role(PLANNER).derive(name=planner)
         if config is None:  # the orchestrator assigns the plan's subtasks

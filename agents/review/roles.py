@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kimmy_swarm.agents.review import briefs as role_briefs
 from kimmy_swarm.agents.review import procedures as proc
 from kimmy_swarm.agents.review._claimable import is_prose
 from kimmy_swarm.agents.review.physics import research_physics
@@ -41,7 +42,15 @@ def _tool(run: Attempt, name: str, **kwargs: Any) -> Any:
 
 def _check_plan(plan: ReviewPlan, run: Attempt) -> None:
     relevant = set(plan.relevant)
+    twice = sorted(d for d in relevant if plan.relevant.count(d) > 1)
+    if twice:  # each relevant document is read by one researcher
+        raise ValueError(f"`relevant` lists documents more than once: {twice}")
+    limit = run.inputs.get("max_papers")
+    if isinstance(limit, int) and len(relevant) > limit:
+        raise ValueError(f"the plan reviews {len(relevant)} documents; at most {limit} may be")
     for theme in plan.themes:
+        if len(set(theme.doc_ids)) < len(theme.doc_ids):
+            raise ValueError(f"theme {theme.id!r} lists a document more than once")
         outside = [d for d in theme.doc_ids if d not in relevant]
         if outside:
             raise ValueError(f"theme {theme.id!r} lists documents not in `relevant`: {outside}")
@@ -101,15 +110,19 @@ def _check_section(section: Section, run: Attempt) -> None:
 
 def _check_checks(result: SectionCheck, run: Attempt) -> None:
     wanted = {
-        c["id"]
+        c["id"]: c
         for k, o in run.upstream.items()
         if k.startswith(WRITE_PREFIX) and o
         for c in o.get("claims", [])
     }
-    missing = wanted - {c.claim_id for c in result.checks}
+    missing = set(wanted) - {c.claim_id for c in result.checks}
     if missing:
         raise ValueError(f"no verdict for claims {sorted(missing)}")
     for check in result.checks:
+        claim = wanted.get(check.claim_id)
+        if claim is not None:  # a verdict names its claim by id; the text is the section's
+            check.claim = check.claim or str(claim.get("text") or "")
+            check.cited = check.cited or list(claim.get("cited") or [])
         if check.verdict != "supported" or not check.doc_id:
             continue
         found = _tool(run, "quote", doc_id=check.doc_id, text=check.passage)
@@ -123,17 +136,21 @@ def _check_checks(result: SectionCheck, run: Attempt) -> None:
 
 #: Tools of each review role (looked up in `agents.review.tools.build_toolbox`).
 _READING = ("read_document", "document_sentences", "find_passages", "quote")
-_SPECS: tuple[tuple[str, str, type, tuple[str, ...], Any, Any], ...] = (
-    # (role, built-in it derives from, output, tools, procedure, check)
+_SPECS: tuple[tuple[str, str, type, tuple[str, ...], Any, Any, Any], ...] = (
+    # (role, built-in it derives from, output, tools, procedure, check, brief)
     ("planner", "planner", ReviewPlan, ("search_corpus", "find_themes", "read_document"),
-     proc.plan_review, _check_plan),
-    ("researcher", "researcher", PaperNotes, _READING, proc.research_paper, _check_notes),
+     proc.plan_review, _check_plan, role_briefs.plan_brief),
+    ("researcher", "researcher", PaperNotes, _READING, proc.research_paper, _check_notes,
+     role_briefs.research_brief),
     ("physics_researcher", "physics_researcher", PaperNotes, _READING, research_physics,
-     _check_notes),
-    ("writer", "writer", Section, (), proc.write_section, _check_section),
-    ("fact_checker", "fact_checker", SectionCheck, ("read_document", "check_claim", "quote"),
-     proc.check_section, _check_checks),
-    ("synthesizer", "writer", ReviewProse, (), proc.synthesize, None),
+     _check_notes, role_briefs.research_brief),
+    ("writer", "writer", Section, (), proc.write_section, _check_section,
+     role_briefs.write_brief),
+    ("fact_checker", "fact_checker", SectionCheck,
+     ("read_document", "check_claim", "quote", "find_passages"), proc.check_section,
+     _check_checks, role_briefs.check_brief),
+    ("synthesizer", "writer", ReviewProse, (), proc.synthesize, None,
+     role_briefs.synthesis_brief),
 )  # fmt: skip
 
 
@@ -169,13 +186,15 @@ SYNTHESIZER_PROMPT = (
 )
 
 
-def review_roles() -> RoleRegistry:
-    """planner, researcher, physics_researcher, writer, fact_checker, synthesizer."""
+def review_roles(*, briefs: bool = True) -> RoleRegistry:
+    """planner, researcher, physics_researcher, writer, fact_checker, synthesizer (`briefs`:
+    each with its brief, `agents.review.briefs`; False: their models call the tools)."""
     base = builtin_roles()
     roles = RoleRegistry()
-    for name, parent, output, tools, procedure, check in _SPECS:
+    for name, parent, output, tools, procedure, check, brief in _SPECS:
+        brief = brief if briefs else None
         role = base.get_role(parent).derive(
-            name=name, output=output, tools=tools, procedure=procedure, check=check
+            name=name, output=output, tools=tools, procedure=procedure, check=check, brief=brief
         )
         if name == "writer":
             role = role.derive(

@@ -132,8 +132,10 @@ class ClaimCheck(_Out):
     """A fact-checker's verdict on one claim, with the supporting passage quoted exactly."""
 
     claim_id: str
-    claim: str
-    cited: list[str]
+    #: The claim's text and citations, as the section has them (set from the section when
+    #: a verdict leaves them out: `agents.review.roles`).
+    claim: str = ""
+    cited: list[str] = Field(default_factory=list)
     verdict: Literal["supported", "unsupported"]
     doc_id: str | None = None
     passage: str = ""

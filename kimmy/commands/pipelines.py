@@ -55,6 +55,15 @@ Fallback = Annotated[
     ),
 ]
 
+Briefs = Annotated[
+    bool,
+    typer.Option(
+        help="With a model: each sub-agent is given what its task needs, gathered with its "
+        "role's tools, and answers under a JSON schema made for that task (what a small "
+        "local model needs to pass the checks). --no-briefs: the model calls the tools itself."
+    ),
+]
+
 
 class PipelineOutcome(Protocol):
     """What `_run_pipeline` reads of a pipeline's outcome."""
@@ -181,6 +190,7 @@ def review(
     runs_dir: RunsDir = DEFAULT_RUNS_DIR,
     store: Store = True,
     fallback: Fallback = True,
+    briefs: Briefs = True,
     json_lines: Json = False,
 ) -> None:
     """Literature review of a corpus: review.md, references.bib, report.html, claims.jsonl."""
@@ -198,6 +208,7 @@ def review(
         "researcher": researcher,
         "defaults": {"year": year} if year is not None else None,
         "fallback": fallback,
+        "briefs": briefs,
     }
     ReviewConfig(**options)  # a bad option fails before a model server is asked
     honours = {"structured_output": structured_output, "tools": tools}
@@ -233,6 +244,7 @@ def analyze(
     runs_dir: RunsDir = DEFAULT_RUNS_DIR,
     store: Store = True,
     fallback: Fallback = True,
+    briefs: Briefs = True,
     json_lines: Json = False,
 ) -> None:
     """Batch data analysis: one analyst per (dataset, question), all in parallel."""
@@ -245,6 +257,7 @@ def analyze(
         "questions": list(question or []),
         "runs_dir": runs_dir if store else None,
         "fallback": fallback,
+        "briefs": briefs,
     }
     AnalysisConfig(**options)  # a bad option fails before a model server is asked
     honours = {"structured_output": structured_output, "tools": tools}

@@ -41,8 +41,9 @@ PIPELINES = {
         ["review", str(ICLR_JSON), "--topic", "attention", "--max-papers", "6", "--year", "2017"],
         "check:theme-1",
     ),
-    # in model mode each analyst runs pandas in the sandbox: one dataset is enough there
-    "analysis-model": (["analyze", "statsmodels:longley"], "check:1"),
+    # in model mode each analyst runs pandas in the sandbox (no briefs: the model calls the
+    # tools itself): one dataset is enough there
+    "analysis-model": (["analyze", "statsmodels:longley", "--no-briefs"], "check:1"),
 }
 
 

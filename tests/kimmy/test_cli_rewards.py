@@ -115,14 +115,14 @@ class VaryingReviewModel(ReviewModel):
         body["choices"][0]["logprobs"] = {"content": tokens}
         return Reply(status=reply.status, body=json.dumps(body).encode())
 
-    def _planner(self, subtask, inputs, upstream, messages):  # type: ignore[no-untyped-def]
-        if not any(m["role"] == "tool" for m in messages):  # a rollout's first call
+    def _planner(self, subtask, inputs, brief, repairing):  # type: ignore[no-untyped-def]
+        if not repairing:  # a rollout's first call
             with self._count:
                 self.rollouts += 1
-        return super()._planner(subtask, inputs, upstream, messages)
+        return super()._planner(subtask, inputs, brief, repairing)
 
-    def _writer(self, subtask, inputs, upstream, messages):  # type: ignore[no-untyped-def]
-        content, calls = super()._writer(subtask, inputs, upstream, messages)
+    def _writer(self, subtask, inputs, brief, repairing):  # type: ignore[no-untyped-def]
+        content = super()._writer(subtask, inputs, brief, repairing)
         if self.rollouts % 2 == 0:
             section = json.loads(content)
             doc = section["claims"][0]["cited"]
@@ -132,7 +132,7 @@ class VaryingReviewModel(ReviewModel):
                     {"id": f"{inputs['theme_id']}.bogus{n}", "text": text, "cited": doc}
                 )
             content = json.dumps(section)
-        return content, calls
+        return content
 
 
 @needs_iclr

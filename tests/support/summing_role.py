@@ -76,12 +76,15 @@ def sum_procedure(run: Attempt) -> Total:
 SUMMER = Role("summer", "You add numbers.", Total, ("lookup", "add"), sum_procedure, check_total, 5)
 
 
-def run_summer(model: Any, key: str = "primes", **swarm_kw: Any) -> tuple[Any, Sink]:
-    """One `summer` subtask `s1` over `key`, run with `model` (None: offline)."""
+def run_summer(
+    model: Any, key: str = "primes", *, role: Role = SUMMER, **swarm_kw: Any
+) -> tuple[Any, Sink]:
+    """One subtask `s1` of `role` (default `summer`) over `key`, run with `model` (None:
+    offline)."""
     sink = Sink()
     swarm = Swarm(model=model, sinks=[sink], max_retries=0, **swarm_kw)
-    install(swarm, [SUMMER], summing_tools())
-    plan = {"subtasks": [{"id": "s1", "role": "summer", "inputs": {"key": key}}]}
+    install(swarm, [role], summing_tools())
+    plan = {"subtasks": [{"id": "s1", "role": role.name, "inputs": {"key": key}}]}
     return swarm.run_sync(plan), sink
 
 

@@ -35,7 +35,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[AnalysisO
     out = tmp_path_factory.mktemp("model")
     with OpenAIServer(default=AnalysisModel(bad_json=BAD_JSON, wrong_mean=WRONG_MEAN)) as srv:
         model = OpenAIChat(srv.base_url, "test-model")
-        outcome = run_analysis(AnalysisConfig(DATASETS, out=out, model=model))
+        # the model calls the tools itself (its code runs in the sandbox): no briefs
+        outcome = run_analysis(AnalysisConfig(DATASETS, out=out, model=model, briefs=False))
         yield outcome, srv
 
 
@@ -150,8 +151,9 @@ def _weak_run(out: Any, *, fallback: bool) -> tuple[AnalysisOutcome, list[Event]
     events: list[Event] = []
     with OpenAIServer(default=WeakAnalysisModel(prose_dataset=WEAK[1])) as srv:
         config = AnalysisConfig(
-            WEAK, out=out, model=OpenAIChat(srv.base_url, "test-model"), fallback=fallback
-        )
+            WEAK, out=out, model=OpenAIChat(srv.base_url, "test-model"), fallback=fallback,
+            briefs=False,
+        )  # fmt: skip
         return run_analysis(config, sinks=[_Sink(events)]), events
 
 

@@ -55,10 +55,11 @@ def test_review_in_model_mode_over_http(tmp_path: Path, iclr: Corpus, bad_doc: s
         requests = srv.chat_requests
     assert outcome.status == "completed", outcome.problems
     assert outcome.relevant == 12 and outcome.themes == 2
-    # every sub-agent used the model; tools were offered and called over HTTP
+    # every sub-agent used the model, answering from its brief (the briefs' tool calls are
+    # the sub-agents' steps)
     assert all(r.body["model"] == "test-model" for r in requests)
     called = {e.tool for e in sink.events if isinstance(e, ToolCalled)}
-    assert {"search_corpus", "find_themes", "document_sentences", "check_claim"} <= called
+    assert {"search_corpus", "find_themes", "document_sentences", "find_passages"} <= called
     steps = [e for e in sink.events if isinstance(e, AgentStep)]
     assert {e.policy for e in steps} == {"model"}
     # the misquoted passage was caught by the researcher's check and repaired once
@@ -110,13 +111,13 @@ class WeakReviewModel(ReviewModel):
         super().__init__()
         self.prose_docs = prose_docs
 
-    def _planner(self, subtask, inputs, upstream, messages):  # type: ignore[no-untyped-def]
-        return "I would group these papers by method, then by dataset.", None
+    def _planner(self, subtask, inputs, brief, repairing):  # type: ignore[no-untyped-def]
+        return "I would group these papers by method, then by dataset."
 
-    def _researcher(self, subtask, inputs, upstream, messages):  # type: ignore[no-untyped-def]
+    def _researcher(self, subtask, inputs, brief, repairing):  # type: ignore[no-untyped-def]
         if inputs["doc_id"] in self.prose_docs:
-            return "This paper is about question answering, and it is very good.", None
-        return super()._researcher(subtask, inputs, upstream, messages)
+            return "This paper is about question answering, and it is very good."
+        return super()._researcher(subtask, inputs, brief, repairing)
 
 
 def _weak_review(tmp_path: Path, prose_docs: set[str], *, fallback: bool) -> tuple[Any, Events]:
@@ -197,8 +198,8 @@ def test_cli_no_fallback_is_strict_model_mode_and_is_stored_for_resume(
 class EmptyPlanModel(ReviewModel):
     """A planner that answers a well-formed plan listing no document (SmolLM2 did)."""
 
-    def _planner(self, subtask, inputs, upstream, messages):  # type: ignore[no-untyped-def]
-        return json.dumps({"topic": inputs["topic"], "relevant": [], "themes": []}), None
+    def _planner(self, subtask, inputs, brief, repairing):  # type: ignore[no-untyped-def]
+        return json.dumps({"topic": inputs["topic"], "relevant": [], "themes": []})
 
 
 def test_an_empty_plan_for_a_topic_the_corpus_covers_is_invalid(tmp_path: Path) -> None:
@@ -221,15 +222,15 @@ class EmptyAnswersModel(ReviewModel):
     """Researchers that note no finding and writers that make no claim, in well-formed
     answers (SmolLM2 gave both: the review ended with 0 claims, and no fallback)."""
 
-    def _researcher(self, subtask, inputs, upstream, messages):  # type: ignore[no-untyped-def]
+    def _researcher(self, subtask, inputs, brief, repairing):  # type: ignore[no-untyped-def]
         notes = {"doc_id": inputs["doc_id"], "title": inputs["doc_id"], "contribution": "",
                  "findings": []}  # fmt: skip
-        return json.dumps(notes), None
+        return json.dumps(notes)
 
-    def _writer(self, subtask, inputs, upstream, messages):  # type: ignore[no-untyped-def]
+    def _writer(self, subtask, inputs, brief, repairing):  # type: ignore[no-untyped-def]
         section = {"theme_id": inputs["theme_id"], "title": inputs["label"],
                    "summary": "Nothing to say.", "claims": [], "rows": []}  # fmt: skip
-        return json.dumps(section), None
+        return json.dumps(section)
 
 
 def test_empty_notes_and_sections_where_the_papers_say_something_are_invalid(
@@ -257,10 +258,10 @@ def test_empty_notes_and_sections_where_the_papers_say_something_are_invalid(
 class UnknownIdPlanModel(ReviewModel):
     """A planner that lists a theme's name as a document id (SmolLM2 listed 'themes')."""
 
-    def _planner(self, subtask, inputs, upstream, messages):  # type: ignore[no-untyped-def]
+    def _planner(self, subtask, inputs, brief, repairing):  # type: ignore[no-untyped-def]
         plan = {"topic": inputs["topic"], "relevant": ["themes"],
                 "themes": [{"id": "t1", "label": "themes", "doc_ids": ["themes"]}]}  # fmt: skip
-        return json.dumps(plan), None
+        return json.dumps(plan)
 
 
 def test_a_plan_naming_an_unknown_document_is_an_invalid_answer(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from kimmy_swarm.agents.tools.corpus import Corpus
 from kimmy_swarm.agents.tools.search import SearchIndex
 from kimmy_swarm.swarm import Swarm
 from kimmy_swarm.swarm.schema import SubtaskStatus
+from tests.support.openai_behaviours import Reply, ServerRequest
 from tests.support.review_model import ReviewModel
 
 
@@ -272,12 +273,16 @@ class _NamingModel(ReviewModel):
         super().__init__()
         self.writer_prompts: list[str] = []
 
-    def _writer(self, subtask, inputs, upstream, messages):  # type: ignore[no-untyped-def]
-        self.writer_prompts.append(messages[0]["content"])
-        content, calls = super()._writer(subtask, inputs, upstream, messages)
-        section = json.loads(content)
-        section["title"] = f"Work around {next(iter(upstream.values()))['title']}"
-        return json.dumps(section), calls
+    def __call__(self, request: ServerRequest) -> Reply:
+        if "(role writer)" in request.body["messages"][0]["content"]:
+            self.writer_prompts.append(request.body["messages"][0]["content"])
+        return super().__call__(request)
+
+    def _writer(self, subtask, inputs, brief, repairing):  # type: ignore[no-untyped-def]
+        section = json.loads(super()._writer(subtask, inputs, brief, repairing))
+        first = next(line for line in brief if line.startswith("["))
+        section["title"] = f"Work around {first.split(': ', 1)[1].strip(chr(39))}"
+        return json.dumps(section)
 
 
 def test_in_model_mode_the_writer_names_the_theme(tmp_path: Path, iclr: Corpus) -> None:
