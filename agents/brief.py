@@ -3,7 +3,8 @@
 A small model (Qwen2.5-Coder-1.5B on a laptop CPU) rarely calls the right tool with the right
 arguments, and rarely copies an id or a sentence exactly; its answers then fail the role's
 checks and fall back to the offline procedure. A role with a `brief` (`Role.brief`) does not
-ask it to: the brief gathers what the subtask needs with the role's own tools (recorded as the
+ask it to (for the subtasks its brief covers; one that returns None leaves the model to
+call the tools): the brief gathers what the subtask needs with the role's own tools (recorded as the
 sub-agent's tool steps), and the model answers from that in its first turn, under a JSON
 schema made for this one subtask:
 

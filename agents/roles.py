@@ -53,9 +53,10 @@ class AttemptView(Protocol):
 Procedure = Callable[[AttemptView], "BaseModel | Mapping[str, Any]"]
 #: A check of an answer's meaning; raises `ValueError` saying what is wrong.
 Check = Callable[[Any, AttemptView], None]
-#: A role's brief (`agents.brief`): what its model is given for one subtask; called once per
-#: model attempt, in a worker thread (its tool calls are the sub-agent's steps).
-Brief = Callable[[AttemptView], "SubtaskBrief"]
+#: A role's brief (`agents.brief`): what its model is given for one subtask (None: nothing
+#: for this one, its model calls the tools); called once per model attempt, in a worker
+#: thread (its tool calls are the sub-agent's steps).
+Brief = Callable[[AttemptView], "SubtaskBrief | None"]
 
 
 class Answer(BaseModel):

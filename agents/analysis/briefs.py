@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from kimmy_swarm.agents.roles import AttemptView
 
 #: The longest strings the model may write (characters): a bound on a small model's rambling.
-SHORT_TEXT = 400
+SHORT_TEXT = 600
 REPORT_TEXT = 4_000
 #: Per-column statistics shown on one line each.
 _COLUMN_STATS = ("mean", "median", "std", "min", "max", "skew", "missing", "outliers")

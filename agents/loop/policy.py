@@ -203,7 +203,7 @@ def _invalid(
     )
 
 
-async def _brief(run: Attempt, executor: Executor | None) -> SubtaskBrief:
+async def _brief(run: Attempt, executor: Executor | None) -> SubtaskBrief | None:
     """The role's brief for this subtask, made in a worker thread (its tool calls are the
     sub-agent's steps, recorded from there like a procedure's)."""
     assert run.role.brief is not None

@@ -202,6 +202,8 @@ class Actions:
         depends_on: list[str], with_documents: bool,
     ) -> Outcome:  # fmt: skip
         view = self._view()
+        spec = self.state.agents.get(agent)
+        columns = spec.output_columns if spec is not None else None
         if query is not None:
             docs = view.matching(query)
             if not docs:
@@ -218,9 +220,12 @@ class Actions:
         for part in parts:
             given: dict[str, Any] = {**inputs, "doc_ids": part}
             job = task
-            if with_documents:  # the documents in the task's text; their titles in inputs
+            if with_documents:  # the documents in the task's text; in inputs, their titles
+                # and the cells of the agent's columns the records hold (its rows pin them)
                 job = f"{task}\n\n{DOCUMENTS_GIVEN}\n\n{view.as_text(part)}"
-                given["documents"] = view.titles(part)
+                given["documents"] = (
+                    view.cells(part, columns) if columns is not None else view.titles(part)
+                )
             key = self.state.new_task_id(set())
             subtasks.append(self._subtask(agent, job, given, depends_on, key))
         spawned = self._spawn(subtasks)

@@ -118,6 +118,37 @@ def rows_schema(columns: tuple[str, ...] | list[str]) -> dict[str, Any]:
     }
 
 
+def rows_brief(columns: tuple[str, ...] | list[str]) -> Any:
+    """The brief of a rows answer (`agents.brief`): for a task given its documents
+    (`fan_out`), a row per document, in order, the cells its inputs carry (the records'
+    fields: title, citations …) pinned with `const`, so the model decides what the runtime
+    cannot read off a record — whether the document meets the condition, and the columns
+    that are not record fields. A task without its documents gets no brief (None)."""
+    from kimmy_swarm.agents.brief import SubtaskBrief
+
+    cell = {"type": ["string", "number", "integer", "null"]}
+
+    def brief(run: Attempt) -> SubtaskBrief | None:
+        documents = run.inputs.get("documents")
+        if not (isinstance(documents, list) and documents):
+            return None
+        if not all(isinstance(d, dict) for d in documents):
+            return None
+        rows = []
+        for d in documents:
+            props: dict[str, Any] = {c: {"const": d[c]} if c in d else cell for c in columns}
+            props[MEETS] = {"type": "boolean"}  # last: judged with the row's cells in view
+            rows.append({"type": "object", "properties": props,
+                         "required": [*columns, MEETS], "additionalProperties": False})  # fmt: skip
+        rows_array = {"type": "array", "prefixItems": rows, "items": False,
+                      "minItems": len(rows), "maxItems": len(rows)}  # fmt: skip
+        schema = {"type": "object", "properties": {"rows": rows_array}, "required": ["rows"],
+                  "additionalProperties": False}  # fmt: skip
+        return SubtaskBrief(schema=schema)
+
+    return brief
+
+
 class StructuredAnswer(RootModel[Any]):
     """The answer of a created sub-agent with its own JSON schema (checked by the role)."""
 
@@ -177,9 +208,11 @@ def spec_role(spec: AgentSpec) -> Role:
     output = _schema_model(spec.name, schema)
     check = _schema_check(schema)
     prompt = spec.system_prompt
+    brief = None
     if spec.output_columns is not None:
         check = _rows_of_given_documents(check)
         prompt += "\n\n" + rows_format(spec.output_columns)
+        brief = rows_brief(spec.output_columns)
     return Role(
         spec.name,
         prompt,
@@ -187,6 +220,7 @@ def spec_role(spec: AgentSpec) -> Role:
         spec.tools,
         check=check,
         max_steps=DEFAULT_MAX_STEPS,
+        brief=brief,
     )
 
 

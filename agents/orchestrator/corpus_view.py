@@ -102,6 +102,21 @@ class CorpusView:
         """The documents `ids` as {"id", "title"} (what a task's inputs name them by)."""
         return [{"id": d, "title": self.corpus.get(d).title} for d in ids]
 
+    def cells(self, ids: Sequence[str], columns: Sequence[str]) -> list[dict[str, Any]]:
+        """The documents `ids` as {"id", "title", column: value …}: the values of the
+        `columns` that are fields of the records (`agents.widesearch.COLUMN_MEANINGS`; the
+        others are left to the sub-agent), as the answer table shows them."""
+        from kimmy_swarm.agents.widesearch.task import COLUMN_MEANINGS, Paper, column_value
+
+        known = [c for c in columns if c in COLUMN_MEANINGS]
+        out = []
+        for doc_id in ids:
+            doc = self.corpus.get(doc_id)
+            paper = Paper.from_document(doc)
+            out.append({"id": doc.id, "title": doc.title,
+                        **{c: column_value(paper, c) for c in known}})  # fmt: skip
+        return out
+
     def unknown(self, ids: Sequence[str]) -> list[str]:
         """The ids in `ids` that are not documents of the corpus."""
         known = set(self.corpus.ids)

@@ -198,7 +198,9 @@ def write_brief(run: AttemptView) -> SubtaskBrief:
     _text(schema, "claims.*.group", 60, least=0)
     choose(schema, "claims.*.cited.*", allowed)
     bound(schema, "claims.*.cited", least=1, most=2)
-    bound(schema, "claims", least=1 if findings else 0, most=max(findings, 1) + 2)
+    # a claim per paper with findings at least (each paper's work is in the section)
+    with_findings = sum(1 for n in notes if n.findings)
+    bound(schema, "claims", least=with_findings, most=max(findings, 1) + 2)
     return SubtaskBrief(text="\n".join(lines), schema=schema)
 
 

@@ -228,3 +228,40 @@ def test_a_task_shows_each_field_of_its_documents_on_a_line(tmp_path: Path) -> N
     text = CorpusView(corpus, SearchIndex(corpus.documents)).as_text(["p"])
     assert text == ("Document 1 of 1 (id p)\ntitle: T\nauthors: X Y\ndecision: Accept (Poster)\n"
                     "citations: 7\ntext: A.")  # fmt: skip
+
+
+def test_a_fan_out_tasks_rows_pin_the_cells_the_records_hold(tmp_path: Path) -> None:
+    """The rows brief: a task given its documents answers one row per document, in order,
+    under a schema whose record cells (title, citations) are `const` — the model decides
+    `meets` and the columns no record holds — and is offered no tools."""
+    from kimmy_swarm.agents.orchestrator import SolveConfig, run_solve
+    from tests.support.orchestration import is_orchestrator, orchestration
+
+    path = tmp_path / "c.jsonl"
+    path.write_text("\n".join(json.dumps({"id": i, "title": t, "abstract": a, "citations": n})
+                              for n, (i, t, a) in enumerate(RECORDS)) + "\n")  # fmt: skip
+    created = {"name": "finder", "system_prompt": "Report the rows of papers on dropout.",
+               "output_columns": ["title", "citations", "why"]}  # fmt: skip
+    fan = {"agent": "finder", "task": "Rows.", "ids": ["a1", "a3"], "per_task": 2}
+
+    def finder(task: str, inputs: dict[str, Any], messages: list[dict[str, Any]]) -> Any:
+        return {"rows": [{"title": d["title"], "citations": d["citations"], "why": "dropout",
+                          "meets": d["id"] == "a1"} for d in inputs["documents"]]}  # fmt: skip
+
+    model = orchestration(
+        [[("create_subagent", created), ("fan_out", fan), ("wait", {"ids": "all"})],
+         [("finish", {"table": {"columns": ["title", "citations"]}})]],
+        subagent=finder,
+    )  # fmt: skip
+    out = run_solve(SolveConfig(goal="Find dropout papers", out=tmp_path / "o", corpus=path,
+                                model=model))  # fmt: skip
+    assert out.answer == "| title | citations |\n|---|---|\n| Dropout as regularization | 0 |\n"
+    [(_, options)] = [c for c in model.calls if not is_orchestrator(c[1])]
+    assert not options.get("tools")
+    rows = options["response_format"]["json_schema"]["schema"]["properties"]["rows"]
+    assert rows["minItems"] == rows["maxItems"] == 2 and rows["items"] is False
+    first, second = (r["properties"] for r in rows["prefixItems"])
+    assert first["title"] == {"const": "Dropout as regularization"}
+    assert first["citations"] == {"const": 0} and second["citations"] == {"const": 2}
+    assert first["meets"] == {"type": "boolean"} and list(first)[-1] == "meets"
+    assert "const" not in first["why"]  # no record holds it: the model writes it
