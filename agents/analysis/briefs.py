@@ -9,7 +9,7 @@ answer schema made for that subtask (`agents.brief`).
   model writes the summary that answers the question and the reading of each part. Its
   `dataset` and `question` are pinned; the numbers, figures and fit are the tools' (filled).
 - fact-checker: each finding with what `verify_analysis` recomputed from the raw data; one
-  verdict per finding, in order, and the counts.
+  verdict per finding, in order (the counts are their tally).
 - frontend engineer: the analyses; the model writes the page's title, intro and order, and
   the page is rendered from them (`render_report`).
 - synthesizer: each analysis's answer, verified numbers and flagged findings; the model
@@ -171,24 +171,23 @@ def check_brief(run: AttemptView) -> SubtaskBrief:
         f = NumericFinding.model_validate(v["finding"])
         again = fmt(v["recomputed"]) if v["recomputed"] is not None else "not recomputed"
         lines.append(f"{i}. {_finding_text(f)}; recomputed {again}: {v['verdict']}")
-    lines.append("Report each verdict, in order, and count them.")
-    schema = answer_schema(
-        FindingChecks, keep=("analysis", "verdicts", "verified", "mismatched", "unverifiable")
-    )
+    lines.append("Report each verdict, in order.")
+    schema = answer_schema(FindingChecks, keep=("analysis", "verdicts"))
     pin(schema, "analysis", analysis_id)
-    verdict = {"type": "string", "enum": ["verified", "mismatch", "unverifiable"]}
-    item = {
-        "type": "object",
-        "properties": {"verdict": verdict},
-        "required": ["verdict"],
-        "additionalProperties": False,
-    }
-    one_each(schema, "verdicts", [item] * len(redone))
+    # a verdict is its label alone (each finding is the one in the brief's line)
+    label = {"type": "string", "enum": ["verified", "mismatch", "unverifiable"]}
+    one_each(schema, "verdicts", [label] * len(redone))
 
     def verdicts(answer: dict[str, Any]) -> dict[str, Any]:
-        said = [v["verdict"] for v in answer["verdicts"]]
-        full = [{**r, "verdict": label} for r, label in zip(redone, said, strict=True)]
-        return {"verdicts": full}
+        """Each label with its finding and recomputation; the counts are the labels' tally."""
+        said = [str(v) for v in answer["verdicts"]]
+        full = [{**r, "verdict": v} for r, v in zip(redone, said, strict=True)]
+        return {
+            "verdicts": full,
+            "verified": said.count("verified"),
+            "mismatched": said.count("mismatch"),
+            "unverifiable": said.count("unverifiable"),
+        }
 
     return SubtaskBrief(
         text="\n".join(lines), schema=schema, filled={"dataset": found["dataset"]}, derived=verdicts

@@ -59,10 +59,7 @@ class BriefedAnalysisModel:
         said = [m.group(1) for line in brief if (m := _VERDICT.match(line))]
         return {
             "analysis": schema["properties"]["analysis"]["const"],
-            "verdicts": [{"verdict": v} for v in said],
-            "verified": said.count("verified"),
-            "mismatched": said.count("mismatch"),
-            "unverifiable": said.count("unverifiable"),
+            "verdicts": said,
         }
 
     def _frontend_engineer(self, brief: list[str], schema: dict[str, Any]) -> dict[str, Any]:
