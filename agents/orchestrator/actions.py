@@ -35,6 +35,13 @@ DOCUMENTS_GIVEN = (
     "Your documents are below: read them here (call read_document only for a text that was "
     "cut). Decide for each one in turn."
 )
+#: What a task of a fan-out with its documents is told of the swarm's goal: a small
+#: orchestrator model drops parts of a condition ("oral", "at google.com") from the task it
+#: writes, and the sub-agent then judges against less than the user asked.
+GOAL_GIVEN = (
+    "The swarm's goal, in the user's words (a document meets the condition when it meets "
+    "every part of it that the document shows): {goal}"
+)
 
 
 @dataclass
@@ -188,6 +195,10 @@ class Actions:
         ids = self._spawn(subtasks)
         return Outcome(json.dumps({"task_ids": ids}), ids)
 
+    def _goal(self) -> str:
+        """The swarm's goal, as the user gave it."""
+        return str(self.ctx.inputs.get("goal") or self.ctx.instructions or "")
+
     def _view(self) -> CorpusView:
         if self.corpus is None:
             raise ToolError("this run has no corpus: give one (--corpus) to search it")
@@ -222,7 +233,8 @@ class Actions:
             job = task
             if with_documents:  # the documents in the task's text; in inputs, their titles
                 # and the cells of the agent's columns the records hold (its rows pin them)
-                job = f"{task}\n\n{DOCUMENTS_GIVEN}\n\n{view.as_text(part)}"
+                goal = GOAL_GIVEN.format(goal=self._goal())
+                job = f"{task}\n\n{goal}\n\n{DOCUMENTS_GIVEN}\n\n{view.as_text(part)}"
                 given["documents"] = (
                     view.cells(part, columns) if columns is not None else view.titles(part)
                 )
@@ -297,7 +309,7 @@ class Actions:
         ]
         if not done:
             raise ToolError("no task has finished with an output: nothing to synthesize")
-        goal = self.ctx.inputs.get("goal") or self.ctx.instructions
+        goal = self._goal()
         reduced = await reduce_outputs(
             self.ctx.model,
             instructions=f"{goal}\n\nThe orchestrator's notes for the answer: {answer}",

@@ -23,9 +23,11 @@ def _no_env_server(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _analyze(tmp_path: Path, srv: OpenAIServer, *flags: str) -> int:
+    """`kimmy analyze` against `srv`, without briefs: the roles' tools go to the model, in
+    whichever form the server honours (what these tests are about)."""
     return main(["analyze", "statsmodels:longley", "--out", str(tmp_path / "out"),
                  "--base-url", srv.base_url, "--model", "test-model",
-                 "--runs-dir", str(tmp_path / "runs"), *flags])  # fmt: skip
+                 "--runs-dir", str(tmp_path / "runs"), "--no-briefs", *flags])  # fmt: skip
 
 
 def _is_probe(request: ServerRequest) -> bool:

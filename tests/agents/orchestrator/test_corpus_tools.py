@@ -104,7 +104,9 @@ def test_fan_out_over_a_query_ids_or_the_corpus_without_listing_them(view: Corpu
     assert spawned["inputs"] == {"doc_ids": ["a1", "a3"], "documents": [
         {"id": "a1", "title": "Dropout as regularization"},
         {"id": "a3", "title": "Memory networks"}]}  # fmt: skip
-    assert spawned["instructions"].startswith("R.\n\nYour documents are below")
+    # the task, the swarm's goal in the user's words, then the documents
+    assert spawned["instructions"].startswith("R.\n\nThe swarm's goal, in the user's words")
+    assert "the document shows): g\n\nYour documents are below" in spawned["instructions"]
     assert spawned["instructions"].endswith(
         "Document 2 of 2 (id a3)\ntitle: Memory networks\nauthors: A B\n"
         "text: Networks with an external memory."
