@@ -143,12 +143,43 @@ def one_each(schema: dict[str, Any], path: str, items: list[dict[str, Any]]) -> 
     return schema
 
 
+#: The longest `maxLength` worth setting: llama.cpp's server compiles `{0,N}` into N nested
+#: grammar rules, and a schema with a 4,000-character bound crashed it; longer texts are
+#: bounded by the role's `max_tokens` only.
+MAX_TEXT_BOUND = 300
+
+
+def string_schema(most: int | None = None, *, least: int = 1) -> dict[str, Any]:
+    """A string of at least `least` characters and at most `most` (None: unbounded).
+
+    Raises:
+        ValueError: `most` above `MAX_TEXT_BOUND`.
+    """
+    out: dict[str, Any] = {"type": "string", "minLength": least}
+    if most is not None:
+        if most > MAX_TEXT_BOUND:
+            raise ValueError(f"maxLength {most} is above {MAX_TEXT_BOUND}: leave it unbounded")
+        out["maxLength"] = most
+    return out
+
+
+def text(
+    schema: dict[str, Any], path: str, most: int | None = None, *, least: int = 1
+) -> dict[str, Any]:
+    """Make the property at `path` a string (`string_schema`); returns `schema`."""
+    target = node(schema, path)
+    target.clear()
+    target.update(string_schema(most, least=least))
+    return schema
+
+
 def item_schema(schema: dict[str, Any], path: str) -> dict[str, Any]:
     """A copy of the item schema of the array at `path` (to pin per item for `one_each`)."""
     return copy.deepcopy(node(schema, path)["items"])
 
 
 __all__ = [
+    "MAX_TEXT_BOUND",
     "SubtaskBrief",
     "answer_schema",
     "bound",
@@ -157,4 +188,6 @@ __all__ = [
     "node",
     "one_each",
     "pin",
+    "string_schema",
+    "text",
 ]

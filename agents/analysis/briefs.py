@@ -32,22 +32,22 @@ from kimmy_swarm.agents.analysis.schemas import (
     ReportPage,
     ReportText,
 )
-from kimmy_swarm.agents.brief import SubtaskBrief, answer_schema, node, one_each, pin
+from kimmy_swarm.agents.brief import (
+    SubtaskBrief,
+    answer_schema,
+    node,
+    one_each,
+    pin,
+    string_schema,
+)
 from kimmy_swarm.agents.tools.finding import NumericFinding
 from kimmy_swarm.swarm.errors import UserError
 
 if TYPE_CHECKING:
     from kimmy_swarm.agents.roles import AttemptView
 
-#: The longest strings the model may write (characters): a bound on a small model's rambling.
-SHORT_TEXT = 600
-REPORT_TEXT = 4_000
 #: Per-column statistics shown on one line each.
 _COLUMN_STATS = ("mean", "median", "std", "min", "max", "skew", "missing", "outliers")
-
-
-def _string(most: int, least: int = 1) -> dict[str, Any]:
-    return {"type": "string", "minLength": least, "maxLength": most}
 
 
 def plan_brief(run: AttemptView) -> SubtaskBrief:
@@ -60,7 +60,7 @@ def plan_brief(run: AttemptView) -> SubtaskBrief:
     lines += [f"Not loaded: {p}" for p in fixed.problems]
     lines.append("The tasks, one per (dataset, question), are fixed; state the plan's goal.")
     schema = answer_schema(AnalysisPlan, keep=("goal", "tasks"))
-    node(schema, "goal").update(_string(SHORT_TEXT))
+    node(schema, "goal").update(string_schema())
     one_each(
         schema,
         "tasks",
@@ -144,12 +144,12 @@ def analyze_brief(run: AttemptView) -> SubtaskBrief:
     )
     pin(schema, "dataset", dataset)
     pin(schema, "question", question)
-    node(schema, "summary").update(_string(SHORT_TEXT))
+    node(schema, "summary").update(string_schema())
     reading = node(schema, "interpretation")
     reading.clear()
     reading.update(
         type="object",
-        properties={p: _string(SHORT_TEXT) for p in parts},
+        properties={p: string_schema() for p in parts},
         required=parts,
         additionalProperties=False,
     )
@@ -229,8 +229,8 @@ def page_brief(run: AttemptView) -> SubtaskBrief:
         "should meet them.",
     ]
     schema = answer_schema(ReportPage, keep=("title", "intro", "order"))
-    node(schema, "title").update(_string(120))
-    node(schema, "intro").update(_string(SHORT_TEXT * 2))
+    node(schema, "title").update(string_schema(120))
+    node(schema, "intro").update(string_schema())
     one_each(schema, "order", [{"type": "string", "enum": ids}] * len(ids))
 
     def rendered(answer: dict[str, Any]) -> dict[str, Any]:
@@ -257,7 +257,7 @@ def summary_brief(run: AttemptView) -> SubtaskBrief:
         "mismatched number on a line that says MISMATCH with its column.",
     ]
     schema = answer_schema(ReportText, keep=("markdown",))
-    node(schema, "markdown").update(_string(REPORT_TEXT))
+    node(schema, "markdown").update(string_schema())
     return SubtaskBrief(text="\n".join(lines), schema=schema)
 
 

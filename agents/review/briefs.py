@@ -29,6 +29,8 @@ from kimmy_swarm.agents.brief import (
     node,
     one_each,
     pin,
+    string_schema,
+    text,
 )
 from kimmy_swarm.agents.review._claimable import is_prose
 from kimmy_swarm.agents.review._prose import attribution
@@ -55,15 +57,9 @@ MAX_FINDINGS = 3
 PASSAGES_PER_CLAIM = 3
 #: Candidates a planner is shown, as a multiple of the papers it may pick.
 CANDIDATES_PER_PAPER = 2
-#: The longest strings the model may write (characters): a bound on a small model's rambling.
+#: The longest short string the model may write (characters): a bound on a small model's
+#: rambling; longer texts (summaries, the introduction) are bounded by max_tokens only.
 SHORT_TEXT = 300
-LONG_TEXT = 900
-
-
-def _text(schema: dict[str, Any], path: str, most: int, *, least: int = 1) -> None:
-    target = node(schema, path)
-    target.clear()
-    target.update(type="string", minLength=least, maxLength=most)
 
 
 def plan_brief(run: AttemptView) -> SubtaskBrief:
@@ -96,9 +92,14 @@ def plan_brief(run: AttemptView) -> SubtaskBrief:
         if topic
         else "The documents to review (id: title):",
         *(f"- {d}: {title}" for d, title in candidates),
-        f"Group the {min(limit, len(ids))} most relevant into themes (at most {limit} "
-        "documents in all), each with a label a person would give it. find_themes "
-        f"suggests, for the best {len(best)}:",
+        (
+            f"Group the {min(limit, len(ids))} most relevant into themes (at most {limit} "
+            "documents in all)"
+            if topic
+            else f"Group all {len(ids)} into themes"
+        )
+        + f", each with a label a person would give it. find_themes suggests, for the "
+        f"best {len(best)}:",
         *(f"- {t['id']} ({', '.join(t['terms'][:4])}): {', '.join(t['doc_ids'])}" for t in themes),
     ]
     schema = answer_schema(ReviewPlan, keep=("topic", "themes"))
@@ -107,7 +108,7 @@ def plan_brief(run: AttemptView) -> SubtaskBrief:
     theme["properties"] = {k: theme["properties"][k] for k in ("id", "label", "doc_ids")}
     theme["required"] = ["id", "label", "doc_ids"]
     theme["additionalProperties"] = False
-    _text(schema, "themes.*.label", 80)
+    text(schema, "themes.*.label", 80)
     choose(schema, "themes.*.doc_ids.*", ids)
     bound(schema, "themes.*.doc_ids", least=1)
     bound(schema, "themes", least=1, most=max(1, len(themes)))
@@ -142,13 +143,13 @@ def research_brief(run: AttemptView) -> SubtaskBrief:
     ]
     schema = answer_schema(PaperNotes, keep=("doc_id", "contribution", "findings"))
     pin(schema, "doc_id", doc_id)
-    _text(schema, "contribution", SHORT_TEXT, least=0)
+    text(schema, "contribution", SHORT_TEXT, least=0)
     finding = node(schema, "findings.*")
     finding["properties"] = {k: finding["properties"][k] for k in ("kind", "passage", "text")}
     finding["required"] = ["kind", "passage", "text"]
     finding["additionalProperties"] = False
     choose(schema, "findings.*.kind", ("contribution", "result", "open_question"))
-    _text(schema, "findings.*.text", SHORT_TEXT)
+    text(schema, "findings.*.text", SHORT_TEXT)
     if stated:
         choose(schema, "findings.*.passage", stated)
     bound(schema, "findings", least=1 if stated else 0, most=MAX_FINDINGS if stated else 0)
@@ -187,15 +188,15 @@ def write_brief(run: AttemptView) -> SubtaskBrief:
     lines.append("Each claim cites the id in brackets of the paper it comes from.")
     schema = answer_schema(Section, keep=("theme_id", "title", "summary", "claims"))
     pin(schema, "theme_id", theme_id)
-    _text(schema, "title", 80)
-    _text(schema, "summary", LONG_TEXT)
+    text(schema, "title", 80)
+    text(schema, "summary")
     claim = node(schema, "claims.*")
     claim["properties"] = {k: claim["properties"][k] for k in ("id", "text", "cited", "group")}
     claim["required"] = ["id", "text", "cited", "group"]
     claim["additionalProperties"] = False
-    _text(schema, "claims.*.id", 24)
-    _text(schema, "claims.*.text", SHORT_TEXT)
-    _text(schema, "claims.*.group", 60, least=0)
+    text(schema, "claims.*.id", 24)
+    text(schema, "claims.*.text", SHORT_TEXT)
+    text(schema, "claims.*.group", 60, least=0)
     choose(schema, "claims.*.cited.*", allowed)
     bound(schema, "claims.*.cited", least=1, most=2)
     # a claim per paper with findings at least (each paper's work is in the section)
@@ -240,7 +241,7 @@ def _verdict_item(claim: dict[str, Any], passages: list[str]) -> dict[str, Any]:
         "properties": {
             "claim_id": {"const": claim["id"]},
             "verdict": {"const": "unsupported"},
-            "reason": {"type": "string", "minLength": 1, "maxLength": SHORT_TEXT},
+            "reason": string_schema(SHORT_TEXT),
         },
         "required": ["claim_id", "verdict", "reason"],
         "additionalProperties": False,
@@ -284,16 +285,14 @@ def synthesis_brief(run: AttemptView) -> SubtaskBrief:
     if not theme_ids:
         theme_ids = [str(t["id"]) for t in plan.get("themes", [])]
     schema = answer_schema(ReviewProse)
-    _text(schema, "title", 120)
-    _text(schema, "introduction", LONG_TEXT)
-    _text(schema, "conclusion", LONG_TEXT)
+    text(schema, "title", 120)
+    text(schema, "introduction")
+    text(schema, "conclusion")
     summaries = node(schema, "section_summaries")
     summaries.clear()
     summaries.update(
         type="object",
-        properties={
-            t: {"type": "string", "minLength": 1, "maxLength": LONG_TEXT} for t in theme_ids
-        },
+        properties={t: string_schema() for t in theme_ids},
         required=theme_ids,
         additionalProperties=False,
     )

@@ -48,6 +48,10 @@ def _check_plan(plan: ReviewPlan, run: Attempt) -> None:
     limit = run.inputs.get("max_papers")
     if isinstance(limit, int) and len(relevant) > limit:
         raise ValueError(f"the plan reviews {len(relevant)} documents; at most {limit} may be")
+    given = [str(d) for d in run.inputs.get("doc_ids") or []]
+    left_out = [d for d in given if d not in relevant]
+    if left_out and not str(run.inputs.get("topic") or "").strip():  # review these, all
+        raise ValueError(f"the plan leaves out documents it was given to review: {left_out}")
     for theme in plan.themes:
         if len(set(theme.doc_ids)) < len(theme.doc_ids):
             raise ValueError(f"theme {theme.id!r} lists a document more than once")

@@ -21,6 +21,7 @@ from kimmy_swarm.agents.brief import (
     node,
     one_each,
     pin,
+    string_schema,
 )
 from kimmy_swarm.swarm.llm import ScriptedChat
 from tests.support.summing_role import SUMMER, Total, run_summer
@@ -115,3 +116,12 @@ def test_a_role_without_a_brief_is_unchanged() -> None:
     assert result.results["s1"].output["total"] == 17
     ((_, options),) = model.calls
     assert [t["function"]["name"] for t in options["tools"]] == ["lookup", "add"]
+
+
+def test_a_text_bound_stays_short_enough_for_llama_cpp() -> None:
+    """llama.cpp's server compiles maxLength N into N grammar rules: a 4,000-character bound
+    (report.md) crashed it mid-run, so long texts are left unbounded."""
+    assert string_schema(120) == {"type": "string", "minLength": 1, "maxLength": 120}
+    assert string_schema() == {"type": "string", "minLength": 1}
+    with pytest.raises(ValueError, match="maxLength 4000 is above 300"):
+        string_schema(4000)

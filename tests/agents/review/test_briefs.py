@@ -193,3 +193,22 @@ def test_a_writer_cites_its_themes_papers_and_a_checker_gives_a_verdict_per_clai
     assert [c.claim for c in result.checks] == [c["text"] for c in section["claims"]]
     with pytest.raises(jsonschema.ValidationError):  # one verdict per claim, in order
         jsonschema.validate({**answer, "checks": answer["checks"][::-1]}, check.schema)
+
+
+def test_without_a_topic_the_plan_reviews_every_document_it_was_given(
+    iclr: Corpus, box: ToolBox
+) -> None:
+    """SmolLM2 grouped 2 of the 3 documents it was given: a review of fewer papers than asked,
+    accepted as valid until this check."""
+    given = iclr.ids[:3]
+    run = View(box, {"topic": "", "max_papers": 3, "themes": None, "corpus_size": 489,
+                     "doc_ids": given})  # fmt: skip
+    brief = plan_brief(run)
+    assert "Group all 3 into themes" in brief.text
+    role = review_roles()["planner"]
+    assert role.check is not None
+    two = brief.complete({"topic": "", "themes": [{"id": "t", "label": "A", "doc_ids": given[:2]}]})
+    with pytest.raises(ValueError, match="leaves out documents it was given to review"):
+        role.check(role.output.model_validate(two), run)
+    three = brief.complete({"topic": "", "themes": [{"id": "t", "label": "A", "doc_ids": given}]})
+    role.check(role.output.model_validate(three), run)
