@@ -21,7 +21,6 @@ schema) and then the fallback.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -173,9 +172,18 @@ def text(
     return schema
 
 
-def item_schema(schema: dict[str, Any], path: str) -> dict[str, Any]:
-    """A copy of the item schema of the array at `path` (to pin per item for `one_each`)."""
-    return copy.deepcopy(node(schema, path)["items"])
+def named_texts(schema: dict[str, Any], path: str, names: list[str]) -> dict[str, Any]:
+    """Make the property at `path` an object of one string per name in `names`, each
+    required (a summary per theme id, a reading per part); returns `schema`."""
+    target = node(schema, path)
+    target.clear()
+    target.update(
+        type="object",
+        properties={n: string_schema() for n in names},
+        required=list(names),
+        additionalProperties=False,
+    )
+    return schema
 
 
 __all__ = [
@@ -184,7 +192,7 @@ __all__ = [
     "answer_schema",
     "bound",
     "choose",
-    "item_schema",
+    "named_texts",
     "node",
     "one_each",
     "pin",

@@ -41,11 +41,14 @@ from kimmy_swarm.swarm.llm import OpenAIChat  # noqa: E402
 ICLR = ROOT.parent / "shared" / "data" / "papers" / "iclr2017_citations_in_2018.json"
 
 
-def _share(made_by: dict[str, int], subagents: int) -> tuple[int, int, float]:
-    """(made by the model, fell back, the model's share of all the run's sub-agents: one
+def _row(pipeline: str, briefs: bool, out: Any, wall_s: float, checked: str) -> dict[str, Any]:
+    """One pipeline run's row; the share is the model's of all the run's sub-agents (one
     that failed outright counts against it too)."""
-    model, fell = made_by.get("model", 0), made_by.get("offline_fallback", 0)
-    return model, fell, model / subagents if subagents else 0.0
+    made, fell = out.made_by.get("model", 0), out.made_by.get("offline_fallback", 0)
+    return {"pipeline": pipeline, "briefs": briefs, "subagents": out.subagents, "model": made,
+            "fallback": fell, "share": made / out.subagents if out.subagents else 0.0,
+            "wall_s": wall_s, "checked": checked, "status": out.status,
+            "fell": sorted(out.fallbacks), "problems": out.problems}  # fmt: skip
 
 
 def review(args: argparse.Namespace, model: Any, tmp: Path, briefs: bool) -> dict[str, Any]:
@@ -55,12 +58,8 @@ def review(args: argparse.Namespace, model: Any, tmp: Path, briefs: bool) -> dic
     )  # fmt: skip
     t0 = time.perf_counter()
     out = run_review(config)
-    made, fell, share = _share(out.made_by, out.subagents)
     checked = f"{out.files.supported}/{out.files.claims} claims supported"
-    return {"pipeline": "review", "briefs": briefs, "subagents": out.subagents, "model": made,
-            "fallback": fell, "share": share, "wall_s": time.perf_counter() - t0,
-            "checked": checked, "status": out.status, "fell": sorted(out.fallbacks),
-            "problems": out.problems}  # fmt: skip
+    return _row("review", briefs, out, time.perf_counter() - t0, checked)
 
 
 def analysis(args: argparse.Namespace, model: Any, tmp: Path, briefs: bool) -> dict[str, Any]:
@@ -69,12 +68,8 @@ def analysis(args: argparse.Namespace, model: Any, tmp: Path, briefs: bool) -> d
     )
     t0 = time.perf_counter()
     out = run_analysis(config)
-    made, fell, share = _share(out.made_by, out.subagents)
     checked = f"{out.verified}/{out.findings} numbers verified"
-    return {"pipeline": "analyze", "briefs": briefs, "subagents": out.subagents, "model": made,
-            "fallback": fell, "share": share, "wall_s": time.perf_counter() - t0,
-            "checked": checked, "status": out.status, "fell": sorted(out.fallbacks),
-            "problems": out.problems}  # fmt: skip
+    return _row("analyze", briefs, out, time.perf_counter() - t0, checked)
 
 
 def page(args: argparse.Namespace, rows: list[dict[str, Any]]) -> str:

@@ -35,6 +35,7 @@ from kimmy_swarm.agents.analysis.schemas import (
 from kimmy_swarm.agents.brief import (
     SubtaskBrief,
     answer_schema,
+    named_texts,
     node,
     one_each,
     pin,
@@ -145,14 +146,7 @@ def analyze_brief(run: AttemptView) -> SubtaskBrief:
     pin(schema, "dataset", dataset)
     pin(schema, "question", question)
     node(schema, "summary").update(string_schema())
-    reading = node(schema, "interpretation")
-    reading.clear()
-    reading.update(
-        type="object",
-        properties={p: string_schema() for p in parts},
-        required=parts,
-        additionalProperties=False,
-    )
+    named_texts(schema, "interpretation", parts)
     written = {"dataset", "question", "summary", "interpretation", "made_by", "fallback_error"}
     filled = {k: v for k, v in done.model_dump(mode="json").items() if k not in written}
     return SubtaskBrief(text="\n".join(lines), schema=schema, filled=filled)

@@ -26,6 +26,7 @@ from kimmy_swarm.agents.brief import (
     answer_schema,
     bound,
     choose,
+    named_texts,
     node,
     one_each,
     pin,
@@ -288,14 +289,7 @@ def synthesis_brief(run: AttemptView) -> SubtaskBrief:
     text(schema, "title", 120)
     text(schema, "introduction")
     text(schema, "conclusion")
-    summaries = node(schema, "section_summaries")
-    summaries.clear()
-    summaries.update(
-        type="object",
-        properties={t: string_schema() for t in theme_ids},
-        required=theme_ids,
-        additionalProperties=False,
-    )
+    named_texts(schema, "section_summaries", theme_ids)
     return SubtaskBrief(text="\n".join(lines), schema=schema)
 
 
