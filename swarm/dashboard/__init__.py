@@ -7,6 +7,7 @@ SVG where it is told (`static/`). `import kimmy_swarm.swarm` never imports this 
 """
 
 from kimmy_swarm.swarm.dashboard.app import create_app
+from kimmy_swarm.swarm.dashboard.hosts import HostGuard, allowed_hosts
 from kimmy_swarm.swarm.dashboard.layout import MAX_NODES, layout_run
 from kimmy_swarm.swarm.dashboard.live import LiveRuns
 from kimmy_swarm.swarm.dashboard.server import BackgroundServer, bind, serve
@@ -15,8 +16,10 @@ from kimmy_swarm.swarm.dashboard.state import RunView
 __all__ = [
     "MAX_NODES",
     "BackgroundServer",
+    "HostGuard",
     "LiveRuns",
     "RunView",
+    "allowed_hosts",
     "bind",
     "create_app",
     "layout_run",

@@ -11,8 +11,9 @@ Routes:
     GET /api/runs/{run}/agents/{subtask}    a node's state and its sub-agent's transcript
     GET /api/runs/{run}/rewards             the rewards of a finished run (when scored)
 
-Run and subtask ids from the URL are only ever looked up in the store (an unknown one is a
-404 naming it), never used as paths. Static files come from a fixed list read from the
+Only requests to a loopback host or an allowed one are answered (`hosts.HostGuard`: DNS
+rebinding). Run and subtask ids from the URL are only ever looked up in the store (an unknown
+one is a 404 naming it), never used as paths. Static files come from a fixed list read from the
 package folder at start.
 """
 
@@ -21,13 +22,14 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import FastAPI, HTTPException, Query, Request
 from fastapi.responses import FileResponse, StreamingResponse
 
+from kimmy_swarm.swarm.dashboard.hosts import HostGuard
 from kimmy_swarm.swarm.dashboard.live import LiveRuns
 from kimmy_swarm.swarm.errors import RunNotFoundError, UserError
 from kimmy_swarm.swarm.schema import SubtaskStatus
@@ -101,6 +103,7 @@ def create_app(
     rewards: RewardsFn | None = None,
     max_nodes: int | None = None,
     poll_s: float = POLL_S,
+    allowed_hosts: Iterable[str] = (),
 ) -> FastAPI:
     """The dashboard of the runs stored in `runs_dir`.
 
@@ -109,6 +112,7 @@ def create_app(
         rewards: scores a finished run (the CLI passes the PARL scorer); None: no rewards.
         max_nodes: graphs above this many nodes are drawn by (stage, role) group.
         poll_s: seconds between two polls of the store by a live stream.
+        allowed_hosts: hosts answered beside the loopback ones (`hosts.allowed_hosts`).
 
     Raises:
         ConfigError: `runs_dir` holds no run store.
@@ -118,6 +122,7 @@ def create_app(
     scores = _Rewards(rewards)
     app = FastAPI(title="Kimmy Swarm dashboard", docs_url=None, redoc_url=None)
     app.state.live = live
+    app.add_middleware(HostGuard, allowed=tuple(allowed_hosts))
     _page_routes(app)
 
     def run_id_of(run: str) -> str:

@@ -24,6 +24,13 @@ from kimmy_swarm.swarm.dashboard.state import RunView
 from kimmy_swarm.swarm.llm.scripted import ScriptedChat
 
 RUN = "20250101-000000-dash01"
+
+
+def local(app: Any) -> TestClient:
+    """A client that names the loopback host, as a browser on this machine does."""
+    return TestClient(app, base_url="http://127.0.0.1:8765")
+
+
 WORKERS = ["w0", "w1", "w2"]
 
 
@@ -66,7 +73,7 @@ def finished_run(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def client(finished_run: Path) -> Iterator[TestClient]:
-    with TestClient(create_app(finished_run)) as c:
+    with local(create_app(finished_run)) as c:
         yield c
 
 
@@ -147,13 +154,13 @@ def test_the_page_and_its_assets_are_served(client: TestClient) -> None:
 
 
 def test_rewards_show_for_a_finished_run_and_a_scoring_error_is_text(finished_run: Path) -> None:
-    scored = TestClient(create_app(finished_run, rewards=lambda run_id: {"total": 0.5}))
+    scored = local(create_app(finished_run, rewards=lambda run_id: {"total": 0.5}))
     assert scored.get(f"/api/runs/{RUN}/rewards").json()["rewards"] == {"total": 0.5}
 
     def broken(run_id: str) -> dict[str, Any]:
         raise ValueError(f"no grader for {run_id}")
 
-    resp = TestClient(create_app(finished_run, rewards=broken)).get(f"/api/runs/{RUN}/rewards")
+    resp = local(create_app(finished_run, rewards=broken)).get(f"/api/runs/{RUN}/rewards")
     assert resp.status_code == 200
     assert resp.json()["error"] == f"ValueError: no grader for {RUN}"
 
@@ -177,7 +184,7 @@ def test_a_big_graph_is_drawn_by_stage_and_role_with_counts_that_add_up(tmp_path
     Swarm(runs_dir=tmp_path, max_concurrency=512, roles=roles).run_sync(
         Plan(goal="big", subtasks=subtasks), run_id=RUN
     )
-    g = TestClient(create_app(tmp_path)).get(f"/api/runs/{RUN}/graph").json()
+    g = local(create_app(tmp_path)).get(f"/api/runs/{RUN}/graph").json()
     assert g["mode"] == "groups" and g["node_count"] == 10_000
     groups = {n["id"]: n for n in g["nodes"]}
     assert set(groups) == {"s0:plan", "s1:work", "s1:check", "s2:write"}
@@ -200,7 +207,7 @@ def test_find_sub_agents_by_id_status_and_group(tmp_path: Path) -> None:
     Swarm(runs_dir=tmp_path, roles={"work": one_step}, max_retries=0).run_sync(
         Plan(goal="find", subtasks=subtasks), run_id=RUN
     )
-    c = TestClient(create_app(tmp_path))
+    c = local(create_app(tmp_path))
     found = c.get(f"/api/runs/{RUN}/agents", params={"q": "W1", "limit": 5}).json()
     assert found["total"] == 111  # w1, w10..w19, w100..w199
     assert [a["id"] for a in found["agents"]] == ["w17", "w1", "w10", "w100", "w101"]
@@ -307,3 +314,58 @@ def test_a_resumed_run_shows_what_was_running_as_pending_again() -> None:
     c = view.counters(now=5.0)
     assert (c["in_flight"], c["pending"], c["limit"]) == (0, 1, 4)
     assert view.changed_since(1)[0].status == "pending"
+
+
+@pytest.mark.parametrize(
+    "host", ["127.0.0.1:8765", "localhost:8765", "LOCALHOST", "[::1]:8765", "127.0.0.2"]
+)
+def test_loopback_hosts_are_answered(finished_run: Path, host: str) -> None:
+    c = local(create_app(finished_run))
+    assert c.get("/api/runs", headers={"host": host}).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "host", ["attacker.example:8765", "attacker.example", "127.0.0.1.attacker.example", "",
+             "192.168.1.5:8765", "localhost.attacker.example"],
+)  # fmt: skip
+def test_any_other_host_is_refused_naming_it_dns_rebinding(finished_run: Path, host: str) -> None:
+    resp = local(create_app(finished_run)).get("/api/runs", headers={"host": host})
+    assert resp.status_code == 400
+    assert resp.json()["detail"] == (
+        f"host {host!r} is not served: the dashboard answers loopback hosts and those given "
+        "with --allowed-host"
+    )
+    assert RUN not in resp.text
+
+
+def test_allowed_hosts_are_the_given_names_and_a_specific_bound_address(
+    finished_run: Path,
+) -> None:
+    from kimmy_swarm.swarm.dashboard import allowed_hosts
+
+    assert allowed_hosts("0.0.0.0", ["Dash.Lab:80"]) == {"dash.lab"}
+    assert allowed_hosts("192.168.1.5") == {"192.168.1.5"}
+    assert allowed_hosts("::") == frozenset() and allowed_hosts("[fe80::1]") == {"fe80::1"}
+    c = local(create_app(finished_run, allowed_hosts=allowed_hosts("0.0.0.0", ["dash.lab"])))
+    assert c.get("/api/runs", headers={"host": "dash.lab:8765"}).status_code == 200
+    assert c.get("/api/runs", headers={"host": "other.lab"}).status_code == 400
+
+
+def test_a_state_change_from_another_origin_is_refused() -> None:
+    from kimmy_swarm.swarm.dashboard import HostGuard
+
+    seen: list[str] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        seen.append(scope["method"])
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    c = TestClient(HostGuard(app), base_url="http://localhost:8765")
+    evil = {"origin": "http://attacker.example"}
+    assert c.post("/x", headers=evil).status_code == 403
+    assert c.post("/x", headers={"origin": "null"}).status_code == 403
+    assert c.get("/x", headers=evil).status_code == 204  # reading is the Host check's job
+    assert c.post("/x", headers={"origin": "http://localhost:8765"}).status_code == 204
+    assert c.post("/x").status_code == 204  # no Origin: not a browser's cross-site request
+    assert seen == ["GET", "POST", "POST"]
