@@ -28,6 +28,11 @@ if TYPE_CHECKING:  # networkx is imported when a graph is asked for: it is slow 
 DEFAULT_MAX_SUBTASKS = 100_000
 #: The most dependencies one subtask may list.
 DEFAULT_MAX_DEPENDENCIES = 10_000
+#: The most characters of a plan's goal and of one subtask's instructions (far more than any
+#: model's context holds: a longer text is a mistake, not a task).
+MAX_TEXT_CHARS = 200_000
+#: The most bytes of one subtask's inputs, as JSON.
+MAX_INPUTS_BYTES = 8 * 1024 * 1024
 
 
 def _ids_text(ids: Iterable[str], limit: int = 8) -> str:
@@ -60,6 +65,30 @@ def _check_size(plan: Plan, max_subtasks: int, max_dependencies: int) -> None:
             f"subtasks {_ids_text(wide)} list more than {max_dependencies} dependencies",
             ids=wide,
         )
+    if len(plan.goal) > MAX_TEXT_CHARS:
+        raise PlanLimitError(
+            f"the goal has {len(plan.goal):,} characters; at most {MAX_TEXT_CHARS:,} are allowed"
+        )
+    long = [s.id for s in plan.subtasks if len(s.instructions) > MAX_TEXT_CHARS]
+    if long:
+        raise PlanLimitError(
+            f"subtasks {_ids_text(long)} have instructions over {MAX_TEXT_CHARS:,} characters; "
+            "put large data in a file the sub-agent reads",
+            ids=long,
+        )
+    heavy = [s.id for s in plan.subtasks if s.inputs and _json_bytes(s.inputs) > MAX_INPUTS_BYTES]
+    if heavy:
+        raise PlanLimitError(
+            f"subtasks {_ids_text(heavy)} have inputs over {MAX_INPUTS_BYTES // 2**20} MiB as "
+            "JSON; put large data in a file the sub-agent reads",
+            ids=heavy,
+        )
+
+
+def _json_bytes(value: object) -> int:
+    import json
+
+    return len(json.dumps(value, ensure_ascii=False).encode())
 
 
 def _check_ids(plan: Plan) -> dict[str, int]:
@@ -70,6 +99,22 @@ def _check_ids(plan: Plan) -> dict[str, int]:
         dups = sorted(i for i, n in counts.items() if n > 1)
         raise DuplicateIdError(f"duplicate subtask ids: {_ids_text(dups)}", ids=dups)
     known = position
+    repeated = [(s.id, d) for s in plan.subtasks if len(set(s.depends_on)) < len(s.depends_on)
+                for d, n in Counter(s.depends_on).items() if n > 1]  # fmt: skip
+    if repeated:
+        pairs = ", ".join(f"{a!r} lists {b!r}" for a, b in repeated[:8])
+        raise DuplicateIdError(
+            f"repeated dependencies: {pairs} more than once; name each dependency once",
+            ids=sorted({a for a, _ in repeated}),
+        )
+    strays = [(s.id, s.parent) for s in plan.subtasks if s.parent is not None and s.parent
+              not in known]  # fmt: skip
+    if strays:
+        pairs = ", ".join(f"{a!r} names parent {b!r}" for a, b in strays[:8])
+        raise UnknownDependencyError(
+            f"unknown parents: {pairs}; a parent must be a subtask of the plan (or left out)",
+            ids=sorted({a for a, _ in strays}),
+        )
     missing = [(s.id, d) for s in plan.subtasks for d in s.depends_on if d not in known]
     if missing:
         pairs = ", ".join(f"{a!r} depends on {b!r}" for a, b in missing[:8])
@@ -239,6 +284,8 @@ def critical_path_length(graph: nx.DiGraph, weights: dict[str, float] | None = N
 __all__ = [
     "DEFAULT_MAX_DEPENDENCIES",
     "DEFAULT_MAX_SUBTASKS",
+    "MAX_INPUTS_BYTES",
+    "MAX_TEXT_CHARS",
     "build_graph",
     "check_plan",
     "critical_path",

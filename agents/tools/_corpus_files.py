@@ -14,11 +14,21 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 
 from kimmy_swarm.agents.tools._readers import SUPPORTED_SUFFIXES
 
-__all__ = ["FileRef", "open_reason", "open_under", "read_capped", "resolve_link", "walk"]
+__all__ = [
+    "FileRef",
+    "HardLinks",
+    "open_reason",
+    "open_under",
+    "read_capped",
+    "resolve_link",
+    "walk",
+]
 
 OUTSIDE = "outside the corpus root"
 FileRef = tuple[str, str]  # (path of the real file relative to the root, source shown)
@@ -156,3 +166,46 @@ def read_capped(fd: int, room: int) -> bytes | int:
     with os.fdopen(fd, "rb") as handle:  # a regular file: fdopen takes it over
         data = handle.read(room + 1)
     return len(data) if len(data) > room else data
+
+
+#: Why a hard-linked file of a corpus folder is not read.
+HARD_LINK = (
+    "a hard link ({links} names for one file, {inside} in the corpus): it may be a file outside "
+    "the corpus root; not read (copy it into the folder, or allow it: "
+    "CorpusLimits(allow_hard_links=True))"
+)
+
+
+class HardLinks:
+    """Files of a corpus folder with more than one name (hard links), checked on the open file.
+
+    A file whose names are all among the folder's walked files is read once (its other names
+    noted as read under the first); one with a name elsewhere may be a file outside the root
+    (`ln ~/.ssh/id_rsa corpus/x.txt`: no symlink to see) and is not read. The names inside
+    are counted from the walk; a name swapped since can only lower that count, so it cannot
+    make an outside file pass.
+    """
+
+    def __init__(self, root: Path, targets: Iterable[str]) -> None:
+        self.inside: Counter[tuple[int, int]] = Counter()
+        for target in set(targets):
+            try:
+                info = os.lstat(root / target)
+            except OSError:
+                continue
+            if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+                self.inside[(info.st_dev, info.st_ino)] += 1
+        self.first: dict[tuple[int, int], str] = {}
+
+    def refusal(self, fd: int, rel: str) -> str | None:
+        """Why the file open as `fd` (shown as `rel`) is not read, or None to read it."""
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink < 2:
+            return None
+        key = (info.st_dev, info.st_ino)
+        if info.st_nlink > self.inside[key]:
+            return HARD_LINK.format(links=info.st_nlink, inside=self.inside[key])
+        if key in self.first:
+            return f"a hard link to {self.first[key]}, which is read itself"
+        self.first[key] = rel
+        return None

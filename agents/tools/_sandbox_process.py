@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "DiskWatch",
     "Pump",
     "child_env",
     "children",
@@ -39,8 +40,9 @@ class Pump:
         self.out = {proc.stdout.fileno(): bytearray(), proc.stderr.fileno(): bytearray()}
         self.truncated = False
 
-    def run(self, deadline: float) -> str | None:
-        """Pump until both outputs end; returns "timeout", "output" or None."""
+    def run(self, deadline: float, watch: DiskWatch | None = None) -> str | None:
+        """Pump until both outputs end; returns "timeout", "output", "disk" (`watch` found
+        too much written) or None."""
         with selectors.DefaultSelector() as sel:
             for fd in self.out:
                 sel.register(fd, selectors.EVENT_READ)
@@ -51,7 +53,10 @@ class Pump:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return "timeout"
-                for key, _ in sel.select(remaining):
+                if watch is not None and watch.over():
+                    return "disk"
+                wait = remaining if watch is None else min(remaining, watch.every_s)
+                for key, _ in sel.select(wait):
                     if key.fd in self.out:
                         self._read(sel, key.fd)
                     else:
@@ -80,6 +85,48 @@ class Pump:
             sel.unregister(fd)
             assert self.proc.stdin is not None
             self.proc.stdin.close()
+
+
+class DiskWatch:
+    """What the child has written in its working dir, looked at every `every_s` seconds: too
+    much is more than `max_bytes` in all (beyond the inputs' own `base_bytes`) or more than
+    `max_entries` files and dirs. The per-file cap is the kernel's (RLIMIT_FSIZE); this one
+    is the parent's, so a run may overshoot it by what the child writes between two looks."""
+
+    def __init__(
+        self, work: Path, *, max_bytes: int, base_bytes: int, max_entries: int,
+        every_s: float = 0.05,
+    ) -> None:  # fmt: skip
+        self.work, self.max_bytes, self.base_bytes = work, max_bytes, base_bytes
+        self.max_entries, self.every_s = max_entries, every_s
+        self._next = 0.0
+        #: A look found too much written.
+        self.tripped = False
+
+    def used(self) -> tuple[int, int]:
+        """(bytes of the regular files under `work`, entries under it), links not followed."""
+        size = entries = 0
+        for top, dirs, names in os.walk(self.work):
+            entries += len(dirs) + len(names)
+            for name in names:
+                with contextlib.suppress(OSError):  # removed meanwhile
+                    info = os.lstat(os.path.join(top, name))
+                    if stat.S_ISREG(info.st_mode):
+                        size += info.st_size
+            if entries > self.max_entries:
+                break
+        return size, entries
+
+    def over(self, *, now: bool = False) -> bool:
+        """Whether too much is written (looked at once per `every_s`, or `now`; between two
+        looks, what the last one found)."""
+        moment = time.monotonic()
+        if self.tripped or (moment < self._next and not now):
+            return self.tripped
+        self._next = moment + self.every_s
+        size, entries = self.used()
+        self.tripped = size - self.base_bytes > self.max_bytes or entries > self.max_entries
+        return self.tripped
 
 
 def children(pid: int) -> list[int]:
@@ -157,14 +204,16 @@ def read_report(path: Path) -> tuple[str | None, bool, bool]:
     return violation, memory, tampered
 
 
-def wait_unreaped(proc: subprocess.Popen[bytes], deadline: float) -> bool:
+def wait_unreaped(
+    proc: subprocess.Popen[bytes], deadline: float, watch: DiskWatch | None = None
+) -> bool:
     """Wait until the child exits, leaving it unreaped (its group id stays ours to kill).
 
-    Returns False at the deadline.
+    Returns False at the deadline, or once `watch` finds too much written.
     """
     delay = 0.001
     while os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
-        if time.monotonic() >= deadline:
+        if time.monotonic() >= deadline or (watch is not None and watch.over()):
             return False
         time.sleep(delay)
         delay = min(delay * 2, 0.05)

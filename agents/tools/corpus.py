@@ -22,6 +22,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from kimmy_swarm.agents.tools._corpus_files import (
     FileRef,
+    HardLinks,
     open_reason,
     open_under,
     read_capped,
@@ -94,10 +95,15 @@ class CorpusLimits:
         max_corpus_bytes: bytes read over all files, 1 GiB by default; files are read in
             source order, and one that would pass the cap is skipped (smaller later ones may
             still fit).
+        allow_hard_links: read a file of a corpus folder that has more than one name (a hard
+            link). Off by default: such a file may be the same file as one outside the
+            folder (`ln /home/me/.ssh/id_rsa corpus/x.txt`), which a symlink check cannot
+            see; it is skipped and reported like a symlink out of the root.
     """
 
     max_file_bytes: int = 16 * 2**20
     max_corpus_bytes: int = 2**30
+    allow_hard_links: bool = False
 
     def __post_init__(self) -> None:
         for name in ("max_file_bytes", "max_corpus_bytes"):
@@ -213,11 +219,20 @@ def _supported_types() -> str:
     return ", ".join(SUPPORTED_SUFFIXES)
 
 
-def _read_bytes(root_fd: int, target: str, limits: CorpusLimits, used: int) -> bytes | str:
-    """The bytes of the file `target` under the root, or why it is skipped."""
+def _read_bytes(
+    root_fd: int, ref: FileRef, limits: CorpusLimits, used: int, links: HardLinks | None
+) -> bytes | str:
+    """The bytes of the file `ref` under the root, or why it is skipped (`links`: the hard
+    links check; None: a file with more than one name is read like any)."""
+    target, rel = ref
     room = min(limits.max_file_bytes, limits.max_corpus_bytes - used)
     try:
-        got = read_capped(open_under(root_fd, target), room)
+        fd = open_under(root_fd, target)
+        refusal = None if links is None else links.refusal(fd, rel)
+        if refusal is not None:  # checked on the open file: a name swapped since cannot dodge it
+            os.close(fd)
+            return refusal
+        got = read_capped(fd, room)
     except OSError as exc:
         return open_reason(exc)
     if isinstance(got, bytes):
@@ -235,10 +250,16 @@ def _read_bytes(root_fd: int, target: str, limits: CorpusLimits, used: int) -> b
 
 
 def _read_all(
-    root: Path, files: list[FileRef], skipped: list[Skipped], limits: CorpusLimits
+    root: Path,
+    files: list[FileRef],
+    skipped: list[Skipped],
+    limits: CorpusLimits,
+    *,
+    links_ok: bool,
 ) -> list[RawRecord]:
     records: list[RawRecord] = []
     used = 0
+    links = None if links_ok else HardLinks(root, (target for target, _ in files))
     try:
         root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError as exc:
@@ -246,7 +267,7 @@ def _read_all(
         return records
     try:
         for target, rel in files:
-            data = _read_bytes(root_fd, target, limits, used)
+            data = _read_bytes(root_fd, (target, rel), limits, used, links)
             if isinstance(data, str):
                 skipped.append(Skipped(rel, data))
                 continue
@@ -406,7 +427,8 @@ def load_corpus(
     """Load every supported file under a folder (recursively), or one file.
 
     Hidden files and folders are ignored; symlinks that lead outside the root, loop or are
-    broken are skipped, never followed. Files are opened relative to the root without
+    broken are skipped, never followed; so are a folder's hard-linked files (more than one
+    name: see `CorpusLimits.allow_hard_links`). Files are opened relative to the root without
     following symlinks, so a name swapped for a link after the walk is skipped, not read.
     Files past the `limits` are skipped unread. A folder with no readable document gives an
     empty corpus, not an error. Every skipped file is in `Corpus.skipped`, with the reason.
@@ -445,7 +467,9 @@ def load_corpus(
             f"corpus file {str(given)!r} has an unsupported type {given.suffix!r}; "
             f"supported: {_supported_types()}"
         )
-    records = _read_all(root, files, skipped, limits)
+    # a file named by the user is read whatever its links; a folder's files are not
+    links_ok = limits.allow_hard_links or not given.is_dir()
+    records = _read_all(root, files, skipped, limits, links_ok=links_ok)
     for rec in records:
         _apply_defaults(rec, fills)
         _infer_dates(rec)

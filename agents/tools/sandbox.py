@@ -25,9 +25,10 @@ bug or a runtime that lets namespaces be escaped defeats it. The audit hook is a
 check that native code (``_posixsubprocess`` called directly, pyarrow opening a file) does not
 pass; the kernel layers are what hold then, and in the modes without a jail (``net``,
 ``userns-net``, ``none``) the child keeps the parent's uid and file access, so only the hook
-stands there. Nor does it stop CPU or disk-bandwidth hogging within the limits, filling the
-disk of the temp dir with many files each under ``max_files_bytes``, or reading the
-world-readable files under ``/usr`` and the Python installation.
+stands there. Nor does it stop CPU or disk-bandwidth hogging within the limits, or reading
+the world-readable files under ``/usr`` and the Python installation. The total written is
+capped by the parent, which looks at the working dir every 50 ms (``max_total_bytes``,
+``max_entries``): a run may overshoot that cap by what it writes between two looks.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from kimmy_swarm.agents.tools._sandbox_process import (
+    DiskWatch,
     Pump,
     child_env,
     collect_files,
@@ -99,6 +101,9 @@ class SandboxLimits:
         output_bytes: cap on stdout and on stderr, each; past it the child is killed.
         max_files_bytes: largest file the child may write (RLIMIT_FSIZE); also the total of
             the files returned.
+        max_total_bytes: the most the child may write in all (beyond its input files); past
+            it the child is killed (``killed="disk"``).
+        max_entries: the most files and dirs in the working dir (past it: killed, "disk").
         max_processes: processes and threads of the run's uid (RLIMIT_NPROC; mode ``jail``).
         max_open_files: RLIMIT_NOFILE.
     """
@@ -107,12 +112,15 @@ class SandboxLimits:
     memory_mb: int = 1024
     output_bytes: int = 64_000
     max_files_bytes: int = 8_000_000
+    max_total_bytes: int = 64_000_000
+    max_entries: int = 10_000
     max_processes: int = 8
     max_open_files: int = 256
 
     def __post_init__(self) -> None:
         for name in ("timeout_s", "memory_mb", "output_bytes", "max_files_bytes",
-                     "max_processes", "max_open_files"):  # fmt: skip
+                     "max_total_bytes", "max_entries", "max_processes",
+                     "max_open_files"):  # fmt: skip
             value = getattr(self, name)
             kinds = int | float if name == "timeout_s" else int
             if isinstance(value, bool) or not isinstance(value, kinds) or value <= 0:
@@ -133,7 +141,8 @@ class SandboxResult:
         stdout: decoded (errors="replace"), at most ``output_bytes`` bytes of it.
         stderr: the same for stderr.
         truncated: some output was cut at ``output_bytes``.
-        killed: None, "timeout" (wall clock or CPU limit), "memory" (MemoryError) or "output".
+        killed: None, "timeout" (wall clock or CPU limit), "memory" (MemoryError), "output"
+            or "disk" (``max_total_bytes`` or ``max_entries`` passed).
         violation: the first access refused, e.g. ``"open('/etc/passwd') outside the sandbox"``.
         duration_s: wall-clock seconds the child ran.
         files: files written or changed in the working dir, by relative path (hidden top-level
@@ -358,11 +367,15 @@ class Sandbox:
             start_new_session=True,
         )
         pump = Pump(proc, (stdin or "").encode("utf-8"), self.limits.output_bytes)
+        watch = DiskWatch(
+            work, max_bytes=self.limits.max_total_bytes, max_entries=self.limits.max_entries,
+            base_bytes=sum(len(data) for data in inputs.values()),
+        )  # fmt: skip
         killed: str | None = "timeout"  # until the child is known to have ended in time
         try:
-            killed = pump.run(deadline)
-            if killed is None and not wait_unreaped(proc, deadline):
-                killed = "timeout"
+            killed = pump.run(deadline, watch)
+            if killed is None and not wait_unreaped(proc, deadline, watch):
+                killed = "disk" if watch.tripped else "timeout"
         finally:
             kill(proc, forked="--fork" in _MODES[self.mode])  # and what it left in its group
             for stream in (proc.stdin, proc.stdout, proc.stderr):
@@ -371,6 +384,8 @@ class Sandbox:
         duration = time.monotonic() - start
         violation, memory, tampered = read_report(root / "report")
         returncode = None if killed else proc.returncode
+        if killed is None and watch.over(now=True):  # wrote it all between two looks
+            killed = "disk"
         if killed is None and memory:
             killed = "memory"
         elif killed is None and returncode in (-signal.SIGKILL, -signal.SIGXCPU):

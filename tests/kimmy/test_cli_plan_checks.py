@@ -62,6 +62,29 @@ MALFORMED = {
         plan_text('{"id": "a", "role": "writer", "instructions": "x\\ud800"}'),
         "subtasks.0.instructions: 'x\\ud800' holds a lone surrogate",
     ),
+    # all accepted before (issue 35): limits wherever input enters
+    "1 MB instructions": (
+        plan_text('{"id": "a", "role": "writer", "instructions": "' + "x" * 1_000_000 + '"}'),
+        "subtasks 'a' have instructions over 200,000 characters",
+    ),
+    "10 MB goal": (
+        '{"goal": "' + "g" * 10_000_000 + '", "subtasks": [{"id": "a", "role": "writer"}]}',
+        "the goal has 10,000,000 characters; at most 200,000 are allowed",
+    ),
+    "9 MB inputs": (
+        plan_text('{"id": "a", "role": "writer", "inputs": {"x": "' + "x" * 9_000_000 + '"}}'),
+        "subtasks 'a' have inputs over 8 MiB as JSON",
+    ),
+    "unknown parent": (
+        plan_text('{"id": "a", "role": "writer", "parent": "ghost"}'),
+        "unknown parents: 'a' names parent 'ghost'",
+    ),
+    "repeated dependency": (
+        plan_text(
+            '{"id": "a", "role": "writer"}, {"id": "b", "role": "writer", "depends_on": ["a", "a"]}'
+        ),
+        "repeated dependencies: 'b' lists 'a' more than once",
+    ),
     # a ValueError traceback from json
     "huge number": (
         plan_text('{"id": "a", "role": "writer", "inputs": {"n": ' + "9" * 5000 + "}}"),

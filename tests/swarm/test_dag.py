@@ -143,6 +143,33 @@ def test_limits_exceeded() -> None:
     assert "'c'" in str(info.value) and "1 dependencies" in str(info.value)
 
 
+def test_texts_and_inputs_have_limits() -> None:
+    from kimmy_swarm.swarm.dag import MAX_INPUTS_BYTES, MAX_TEXT_CHARS
+
+    check_plan(Plan(goal="g" * MAX_TEXT_CHARS, subtasks=[
+        Subtask(id="a", role="r", instructions="i" * MAX_TEXT_CHARS)]))  # fmt: skip
+    with pytest.raises(PlanLimitError, match="the goal has 200,001 characters"):
+        check_plan(Plan(goal="g" * (MAX_TEXT_CHARS + 1), subtasks=[Subtask(id="a", role="r")]))
+    long = Subtask(id="b", role="r", instructions="i" * (MAX_TEXT_CHARS + 1))
+    with pytest.raises(PlanLimitError) as info:
+        check_plan(Plan(subtasks=[Subtask(id="a", role="r"), long]))
+    assert info.value.ids == ("b",)
+    heavy = Subtask(id="c", role="r", inputs={"x": "é" * (MAX_INPUTS_BYTES // 2)})
+    with pytest.raises(PlanLimitError, match="'c' have inputs over 8 MiB"):
+        check_plan(Plan(subtasks=[heavy]))  # 2 bytes a character in UTF-8
+
+
+def test_a_dependency_listed_twice_and_an_unknown_parent_are_refused() -> None:
+    with pytest.raises(DuplicateIdError, match="'b' lists 'a' more than once") as info:
+        check_plan(plan(("a", []), ("b", ["a", "a"])))
+    assert info.value.ids == ("b",)
+    stray = Plan(subtasks=[Subtask(id="a", role="r"), Subtask(id="b", role="r", parent="zz")])
+    with pytest.raises(UnknownDependencyError, match="'b' names parent 'zz'"):
+        check_plan(stray)
+    spawned = Plan(subtasks=[Subtask(id="a", role="r"), Subtask(id="b", role="r", parent="a")])
+    check_plan(spawned)  # a parent in the plan is fine
+
+
 def test_size_is_checked_before_the_graph() -> None:
     # A plan over the limit is refused without looking at its (broken) edges.
     p = plan(("a", ["ghost"]), ("b", ["b"]))

@@ -13,6 +13,7 @@ from pypdf import PdfReader, PdfWriter
 from kimmy_swarm.agents.tools.corpus import (
     Corpus,
     CorpusError,
+    CorpusLimits,
     Document,
     PathOutsideRootError,
     UnknownDocumentError,
@@ -266,6 +267,27 @@ def test_symlinks_outside_the_root_are_never_followed(tmp_path: Path) -> None:
     reasons = {s.source: s.reason for s in corpus.skipped}
     assert reasons["link.md"] == reasons["dirlink"] == "outside the corpus root"
     assert reasons["dup.md"] == "symlink to real.md, which is read itself"
+
+
+def test_a_hard_link_to_a_file_outside_the_root_is_skipped_and_reported(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    write(outside / "secret.md", "# Secret key\n")
+    root = tmp_path / "c"
+    write(root / "real.md", "# Real\n")
+    os.link(outside / "secret.md", root / "x.md")  # read as a document before
+    write(root / "a.md", "# Twice inside\n")
+    os.link(root / "a.md", root / "b.md")  # both names inside: read once
+    corpus = load_corpus(root)
+    assert sorted(d.title for d in corpus) == ["Real", "Twice inside"]
+    reasons = {s.source: s.reason for s in corpus.skipped}
+    assert reasons["x.md"].startswith(
+        "a hard link (2 names for one file, 1 in the corpus): it may be a file outside the "
+        "corpus root; not read"
+    )
+    assert reasons["b.md"] == "a hard link to a.md, which is read itself"
+    allowed = load_corpus(root, limits=CorpusLimits(allow_hard_links=True))
+    assert "Secret key" in [d.title for d in allowed]
+    assert [d.title for d in load_corpus(root / "x.md")] == ["Secret key"]  # named: read
 
 
 def test_empty_and_unsupported_folders_give_empty_corpora(tmp_path: Path) -> None:

@@ -126,6 +126,30 @@ def test_output_flood_is_cut_and_killed() -> None:
     assert 0 < len(result.stdout.encode()) <= 10_000
 
 
+def test_many_files_each_under_the_file_cap_are_stopped_at_the_total() -> None:
+    # 30 x 7 MB (each under the 8 MB file cap) all went through before: 210 MB on disk
+    code = "for i in range(30):\n    open(f'f{i}.bin', 'wb').write(b'x' * 7_000_000)"
+    result = new_sandbox(max_total_bytes=20_000_000).run(code)
+    assert (result.ok, result.killed, result.returncode) == (False, "disk", None)
+    assert sum(map(len, result.files.values())) <= 8_000_000  # what comes back is capped too
+
+
+def test_a_file_count_flood_is_stopped() -> None:
+    code = "import os\nfor i in range(100_000):\n    open(f'e{i}', 'w').close()"
+    result = new_sandbox(max_entries=500).run(code)
+    assert (result.ok, result.killed) == (False, "disk")
+    assert len(result.files) <= 1000
+
+
+def test_inputs_do_not_count_against_the_total() -> None:
+    big = b"y" * 3_000_000
+    result = new_sandbox(max_total_bytes=1_000_000).run(
+        "open('out.txt', 'w').write(str(len(open('in.bin', 'rb').read())))",
+        files={"in.bin": big},
+    )
+    assert result.ok and result.files == {"out.txt": b"3000000"}
+
+
 def _linked_python(tmp_path: Path, how: str) -> Path:
     """This venv's python, reached through a symlink: to the whole venv, or (in a venv of its
     own that borrows this one's packages) to its site-packages."""
