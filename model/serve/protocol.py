@@ -30,6 +30,22 @@ MAX_TOOLS = 128
 MAX_TOP_LOGPROBS = 20
 _NAME = r"^[a-zA-Z0-9_-]{1,64}$"  # OpenAI's rule for tool and schema names
 
+# The published schema (`/openapi.json`) says what the validators below check, so that a
+# body valid under it is a body the server takes (issue 35): each model's `json_schema_extra`
+# adds to pydantic's schema the rules its validators hold (the messages stay the validators').
+_NULL = {"type": "null"}
+
+
+def _when(schema: dict[str, Any], condition: dict[str, Any], then: dict[str, Any]) -> None:
+    """Add `if condition then then` to `schema` (several conditions: all of them)."""
+    schema.setdefault("allOf", []).append({"if": condition, "then": then})
+
+
+def _only(schema: dict[str, Any], name: str, *allowed: Any) -> None:
+    """Property `name` may be only null or one of `allowed` (an option not supported)."""
+    schema["properties"][name] = {**schema["properties"][name],
+                                  "anyOf": [_NULL, *({"const": a} for a in allowed)]}  # fmt: skip
+
 
 class _Body(BaseModel):
     """A request body: unknown top-level fields are errors."""
@@ -51,7 +67,15 @@ class _Response(_Out):
     model: str
 
 
+def _text_part_schema(schema: dict[str, Any]) -> None:
+    schema["properties"]["type"] = {"const": "text", "title": "Type"}
+    schema["properties"]["text"] = {"type": "string", "title": "Text"}
+    schema["required"] = ["type", "text"]
+
+
 class ContentPart(_Part):
+    model_config = ConfigDict(extra="ignore", json_schema_extra=_text_part_schema)
+
     type: str
     text: str | None = None
 
@@ -78,7 +102,16 @@ class ToolCallIn(_Part):
     function: FunctionCallIn
 
 
+def _message_schema(schema: dict[str, Any]) -> None:
+    content = schema["properties"]["content"]
+    content["anyOf"][0] = {"type": "string", "maxLength": MAX_CONTENT_CHARS}
+    _when(schema, {"properties": {"role": {"not": {"const": "assistant"}}}},
+          {"required": ["content"], "properties": {"content": {"not": _NULL}}})  # fmt: skip
+
+
 class ChatMessage(_Part):
+    model_config = ConfigDict(extra="ignore", json_schema_extra=_message_schema)
+
     role: Literal["system", "developer", "user", "assistant", "tool"]
     content: str | list[ContentPart] | None = None
     name: str | None = None
@@ -132,7 +165,14 @@ class JsonSchemaSpec(_Part):
     strict: bool | None = None
 
 
+def _format_schema(schema: dict[str, Any]) -> None:
+    _when(schema, {"properties": {"type": {"const": "json_schema"}}},
+          {"required": ["json_schema"], "properties": {"json_schema": {"not": _NULL}}})  # fmt: skip
+
+
 class ResponseFormat(_Part):
+    model_config = ConfigDict(extra="ignore", json_schema_extra=_format_schema)
+
     type: Literal["text", "json_object", "json_schema"]
     json_schema: JsonSchemaSpec | None = None
 
@@ -162,9 +202,29 @@ def _check_max_tokens(value: int | None, info: ValidationInfo) -> int | None:
     return value
 
 
+def _sampling_schema(schema: dict[str, Any]) -> None:
+    props = schema["properties"]
+    props["n"] = {**props["n"], "const": 1}
+    stop = {"type": "string", "minLength": 1, "maxLength": MAX_STOP_CHARS}
+    props["stop"] = {**props["stop"], "anyOf": [
+        stop, {"type": "array", "items": stop, "maxItems": MAX_STOP}, _NULL]}  # fmt: skip
+    _only(schema, "presence_penalty", 0)
+    _only(schema, "frequency_penalty", 0)
+    props["logit_bias"] = {**props["logit_bias"],
+                           "anyOf": [{"type": "object", "maxProperties": 0}, _NULL]}  # fmt: skip
+    _when(schema, {"required": ["stream_options"],
+                   "properties": {"stream_options": {"not": _NULL}}},
+          {"required": ["stream"], "properties": {"stream": {"const": True}}})  # fmt: skip
+    for name in ("max_tokens", "max_completion_tokens"):
+        if name in props:
+            props[name]["description"] = "At most the model's context length (GET /v1/models)."
+
+
 class SamplingOptions(_Body):
     """The sampling options both endpoints share (OpenAI's, plus vLLM's top_k/ignore_eos/
     stop_token_ids)."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_sampling_schema)
 
     model: str | None = None
     max_tokens: int | None = Field(default=None, ge=1)
@@ -215,8 +275,26 @@ class SamplingOptions(_Body):
         return (self.stop,) if isinstance(self.stop, str) else tuple(self.stop or ())
 
 
+def _chat_schema(schema: dict[str, Any]) -> None:
+    _sampling_schema(schema)
+    _when(schema, {"required": ["top_logprobs"],
+                   "properties": {"top_logprobs": {"type": "integer", "minimum": 1}}},
+          {"required": ["logprobs"], "properties": {"logprobs": {"const": True}}})  # fmt: skip
+    _when(
+        schema,
+        {"required": ["tool_choice"], "properties": {"tool_choice": {"const": "required"}}},
+        {"required": ["tools"], "properties": {"tools": {"type": "array", "minItems": 1}}},
+    )
+    schema["properties"]["tool_choice"]["description"] = (
+        "A named function must be one of `tools`; a forced tool call (required or named) "
+        "cannot come with a JSON response_format."
+    )
+
+
 class ChatCompletionRequest(SamplingOptions):
     """`POST /v1/chat/completions`."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_chat_schema)
 
     messages: list[ChatMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
     max_completion_tokens: int | None = Field(default=None, ge=1)
@@ -250,8 +328,25 @@ class ChatCompletionRequest(SamplingOptions):
         return self.max_completion_tokens or self.max_tokens
 
 
+def _completion_schema(schema: dict[str, Any]) -> None:
+    _sampling_schema(schema)
+    props = schema["properties"]
+    ids = {"type": "array", "items": {"type": "integer"}, "minItems": 1}
+    props["prompt"] = {"title": "Prompt", "anyOf": [
+        {"type": "string", "minLength": 1}, ids,
+        {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1,
+         "maxItems": 1},
+        {"type": "array", "items": ids, "minItems": 1, "maxItems": 1},
+    ]}  # fmt: skip
+    props["echo"] = {**props["echo"], "const": False}
+    _only(schema, "suffix", "")
+    props["best_of"] = {**props["best_of"], "anyOf": [{"const": 1}, _NULL]}
+
+
 class CompletionRequest(SamplingOptions):
     """`POST /v1/completions`: one prompt, as text or as token ids."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_completion_schema)
 
     prompt: str | list[int] | list[str] | list[list[int]]
     max_tokens: int | None = Field(default=16, ge=1)  # the legacy API's default

@@ -153,7 +153,11 @@ def create_app(
     app.add_exception_handler(HTTPException, _http_error)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, _internal_error)  # logged by uvicorn as well
     app.add_api_route("/health", srv.health, methods=["GET"])
-    app.add_api_route("/metrics", srv.metrics_text, methods=["GET"])
+    app.add_api_route(
+        "/metrics", srv.metrics_text, methods=["GET"], response_class=Response,
+        responses={200: {"description": "Prometheus text exposition format 0.0.4",
+                         "content": {CONTENT_TYPE: {"schema": {"type": "string"}}}}},
+    )  # fmt: skip
     app.add_api_route("/v1/models", srv.models, methods=["GET"])
     app.add_api_route("/v1/chat/completions", srv.chat, methods=["POST"])
     app.add_api_route("/v1/completions", srv.completions, methods=["POST"])
@@ -171,7 +175,10 @@ async def _http_error(_: Request, exc: HTTPException) -> Response:
         404: "not_found", 405: "method_not_allowed", 408: "request_timeout",
         413: "request_too_large",
     }  # fmt: skip
-    return ApiError(exc.status_code, str(exc.detail), code=code.get(exc.status_code)).response()
+    headers = dict(exc.headers or {})  # a 405's Allow
+    return ApiError(
+        exc.status_code, str(exc.detail), code=code.get(exc.status_code), headers=headers or None
+    ).response()
 
 
 async def _internal_error(_: Request, exc: Exception) -> Response:

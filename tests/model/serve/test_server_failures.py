@@ -152,20 +152,35 @@ def test_a_stopped_engine_answers_503_at_once_never_hangs(monkeypatch: pytest.Mo
             "nests deeper than 64 levels",
         ),
         (
-            json.dumps({**OK, "tools": [{"type": "function", "function": {
-                "name": "f", "parameters": json.loads('{"a":' * 70 + "1" + "}" * 70)}}]}
+            json.dumps(
+                {
+                    **OK,
+                    "tools": [
+                        {
+                            "type": "function",
+                            "function": {
+                                "name": "f",
+                                "parameters": json.loads('{"a":' * 70 + "1" + "}" * 70),
+                            },
+                        }
+                    ],
+                }
             ).encode(),
             None,
             "nests deeper than 64 levels (at tools[0].function.parameters",
         ),
         (
-            json.dumps({**OK, "messages": [{"role": "user", "content": "hi \ud800 there"}]})
-            .encode(),  # ensure_ascii: the escape \\ud800 on the wire
+            json.dumps(
+                {**OK, "messages": [{"role": "user", "content": "hi \ud800 there"}]}
+            ).encode(),  # ensure_ascii: the escape \\ud800 on the wire
             "messages[0].content",
             "lone UTF-16 surrogate (\\ud800)",
         ),
-        (b'{"messages": [{"role": "user", "content": "\\udfff"}], "max_tokens": 2}',
-         "messages[0].content", "lone UTF-16 surrogate (\\udfff)"),
+        (
+            b'{"messages": [{"role": "user", "content": "\\udfff"}], "max_tokens": 2}',
+            "messages[0].content",
+            "lone UTF-16 surrogate (\\udfff)",
+        ),
         (b'{"messages": [], "temperature": NaN}', None, "NaN is not JSON"),
     ],
     ids=["5000-deep", "70-deep-schema", "lone-high-surrogate", "lone-low-surrogate", "NaN"],
@@ -228,3 +243,75 @@ def test_openapi_lists_the_openai_routes_and_their_bodies(http: httpx.Client) ->
     assert ok["text/event-stream"]["schema"]["$ref"].endswith("/ChatCompletionChunk")
     refs = set(json.dumps(spec).split('"$ref": "#/components/schemas/')[1:])
     assert all(ref.split('"')[0] in schemas for ref in refs)  # every reference resolves
+
+
+def _tool_call(name: str = "f") -> dict[str, Any]:
+    return {"type": "function", "function": {"name": name, "parameters": {"type": "object"}}}
+
+
+# (endpoint, body): each is answered 200 exactly when the published schema says it is valid
+# (the first two got 400 though valid under the schema before: issue 35)
+AGREEMENT: list[tuple[str, dict[str, Any]]] = [
+    ("chat", {"messages": [{"role": "tool"}]}),
+    ("completions", {"prompt": ""}),
+    ("completions", {"prompt": []}),
+    ("completions", {"prompt": ["a", "b"]}),
+    ("completions", {"prompt": ["What does"]}),
+    ("completions", {"prompt": [[5, 6]]}),
+    ("completions", {"prompt": "x", "echo": True}),
+    ("completions", {"prompt": "x", "suffix": "y"}),
+    ("completions", {"prompt": "x", "best_of": 2}),
+    ("completions", {"prompt": "x", "best_of": 1, "suffix": ""}),
+    ("chat", {"messages": [{"role": "tool", "content": "4", "tool_call_id": "c1"}]}),
+    ("chat", {"messages": [{"role": "user", "content": [{"type": "image_url"}]}]}),
+    ("chat", {"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]}),
+    ("chat", {"messages": USER, "n": 2}),
+    ("chat", {"messages": USER, "stop": ["a", "b", "c", "d", "e"]}),
+    ("chat", {"messages": USER, "stop": ""}),
+    ("chat", {"messages": USER, "stop": ["."]}),
+    ("chat", {"messages": USER, "presence_penalty": 0.5}),
+    ("chat", {"messages": USER, "presence_penalty": 0, "logit_bias": {}}),
+    ("chat", {"messages": USER, "logit_bias": {"5": 1.0}}),
+    ("chat", {"messages": USER, "stream_options": {"include_usage": True}}),
+    ("chat", {"messages": USER, "top_logprobs": 2}),
+    ("chat", {"messages": USER, "top_logprobs": 2, "logprobs": True}),
+    ("chat", {"messages": USER, "tool_choice": "required"}),
+    ("chat", {"messages": USER, "tool_choice": "required", "tools": [_tool_call()]}),
+    ("chat", {"messages": USER, "response_format": {"type": "json_schema"}}),
+    ("chat", {"messages": USER, "response_format": {"type": "json_object"}}),
+]
+
+
+def test_a_body_is_taken_exactly_when_the_published_schema_says_it_is_valid(
+    http: httpx.Client,
+) -> None:
+    from jsonschema import Draft202012Validator
+
+    spec = http.get(str(http.base_url).removesuffix("/v1/") + "/openapi.json").json()
+    models = {"chat": "ChatCompletionRequest", "completions": "CompletionRequest"}
+    disagree = []
+    for endpoint, body in AGREEMENT:
+        schema = {"$ref": f"#/components/schemas/{models[endpoint]}", **spec}
+        valid = Draft202012Validator(schema).is_valid(body)
+        sent = {"model": NAME, "max_tokens": 3, **body}
+        r = http.post(f"/{endpoint.replace('chat', 'chat/completions')}", json=sent)
+        assert r.status_code in (200, 400), r.text
+        if valid != (r.status_code == 200):
+            disagree.append((body, valid, r.status_code, r.text[:200]))
+    assert disagree == []
+
+
+def test_metrics_are_published_as_prometheus_text(http: httpx.Client) -> None:
+    root = str(http.base_url).removesuffix("/v1/")
+    op = http.get(root + "/openapi.json").json()["paths"]["/metrics"]["get"]
+    (media,) = op["responses"]["200"]["content"]  # said JSON before
+    r = http.get(root + "/metrics")
+    assert media == r.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8"
+    assert "kimmy" in r.text or "# HELP" in r.text
+
+
+def test_a_method_a_route_does_not_take_is_405_with_allow(http: httpx.Client) -> None:
+    r = http.request("TRACE", "/models")
+    assert r.status_code == 405 and r.json()["error"]["code"] == "method_not_allowed"
+    assert r.headers["allow"] == "GET"  # was missing
+    assert http.request("DELETE", "/chat/completions").headers["allow"] == "POST"
