@@ -22,7 +22,10 @@ failed subtasks are ERROR too. Spans still open when the run finishes (a cancell
 end at `run_finished`. Messages and tool arguments are not put on spans.
 
 Export: `otlp_sink()` sends the spans to an OTLP/HTTP (protobuf) endpoint through a batch
-processor, flushed when each run finishes. The CLI adds it to every run when the standard
+processor, flushed when each run finishes. One bound (`timeout_s`, 5 s) holds every wait for
+the collector: an export with its retries, a run's end, the process's exit; a collector that
+is down or hangs costs at most that, and the user is told once how many spans were dropped
+(`swarm.span_export`). The CLI adds it to every run when the standard
 `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (full URL, e.g. `http://localhost:4318/v1/traces`)
 or `OTEL_EXPORTER_OTLP_ENDPOINT` (base URL; `/v1/traces` is appended) is set
 (`sinks_from_env`); `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_SERVICE_NAME` and
@@ -380,9 +383,10 @@ def otlp_sink(
     headers: Mapping[str, str] | None = None,
     service_name: str | None = None,
     workflow_name: str | None = None,
-    timeout_s: float = 10.0,
+    timeout_s: float = 5.0,
 ) -> SpanSink:
-    """A `SpanSink` exporting to an OTLP/HTTP (protobuf) collector in batches.
+    """A `SpanSink` exporting to an OTLP/HTTP (protobuf) collector in batches, never waiting
+    for it more than `timeout_s` (`swarm.span_export.BoundedExporter`).
 
     Args:
         endpoint: the traces URL (`http://host:4318/v1/traces`); None: the standard
@@ -390,7 +394,8 @@ def otlp_sink(
         headers: extra HTTP headers (e.g. an API key); None: `OTEL_EXPORTER_OTLP_HEADERS`.
         service_name: `service.name` of the spans; None: `OTEL_SERVICE_NAME`, else `kimmy`.
         workflow_name: see `SpanSink`.
-        timeout_s: the exporter's timeout per request.
+        timeout_s: the most any wait for the collector lasts: one export with its retries,
+            a run's end (its spans' flush), the process's exit.
 
     Raises:
         ConfigError: the otel extra is not installed, or `timeout_s` is not positive.
@@ -400,17 +405,17 @@ def otlp_sink(
     try:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         from opentelemetry.sdk.resources import Resource
-        from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+        from kimmy_swarm.swarm.span_export import BoundedExporter, bounded_provider
     except ImportError as exc:
         raise ConfigError(f"OTLP export needs the otel extra: {_INSTALL}") from exc
     name = service_name or os.environ.get("OTEL_SERVICE_NAME") or "kimmy"
-    provider = TracerProvider(resource=Resource.create({"service.name": name}))
-    exporter = OTLPSpanExporter(
+    inner = OTLPSpanExporter(
         endpoint=endpoint, headers=dict(headers) if headers else None, timeout=timeout_s
     )
-    provider.add_span_processor(BatchSpanProcessor(exporter))
-    return SpanSink(provider, workflow_name=workflow_name)
+    exporter = BoundedExporter(inner, endpoint or traces_endpoint(os.environ), bound_s=timeout_s)
+    provider = bounded_provider(exporter, Resource.create({"service.name": name}))
+    return SpanSink(provider, workflow_name=workflow_name, flush_timeout_s=timeout_s)
 
 
 def sinks_from_env(

@@ -12,7 +12,7 @@ pytest.importorskip("opentelemetry.sdk")
 
 from tests.kimmy.test_cli_runs import chain_plan, run_cli, write_plan
 from tests.support.openai_server import OpenAIServer, echo
-from tests.support.otlp_collector import OtlpCollector
+from tests.support.otlp_collector import HangingCollector, OtlpCollector
 
 
 def test_kimmy_run_exports_its_span_tree_where_the_environment_says(
@@ -65,3 +65,37 @@ def test_an_otlp_protocol_we_do_not_speak_is_one_line_exit_2(
     assert err.strip().count("\n") == 0
     assert "OTEL_EXPORTER_OTLP_PROTOCOL='grpc' is not supported; use http/protobuf" in err
     assert sent == 0  # refused before any sub-agent ran
+
+
+def test_a_hanging_collector_delays_the_exit_by_at_most_the_bound_told_once(
+    tmp_path: Path,
+) -> None:
+    """The process used to wait for every retry of every batch at exit (10 s and more with
+    5 sub-agents, 52 s with 3,000); now one bound (5 s) holds, and one line says so."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    root = Path(__file__).resolve().parents[2]
+    plan = write_plan(tmp_path / "plan.json", chain_plan(2))
+    hanging = HangingCollector()
+    try:
+        with OpenAIServer(default=echo()) as srv:
+            env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+            env |= {"PYTHONPATH": str(root), "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": hanging.url}
+            command = [sys.executable, "-m", "kimmy_swarm.cli", "run", str(plan), "--base-url",
+                       srv.base_url, "--runs-dir", str(tmp_path / "runs")]  # fmt: skip
+            t0 = time.perf_counter()
+            done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+            wall = time.perf_counter() - t0
+    finally:
+        hanging.close()
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stderr.splitlines() if "OpenTelemetry" in line]
+    assert len(lines) == 1 and lines[0].startswith("kimmy: warning: "), done.stderr
+    assert "Transient error" not in done.stderr and "Failed to export" not in done.stderr
+    assert "were not exported to http://127.0.0.1:" in lines[0] and "within 5 s" in lines[0]
+    # the run's end waits up to 5 s, the exit up to 5 s more only for what is still queued;
+    # a bound, not a speed target: before, this took over 10 s past the run
+    assert wall < 20, wall

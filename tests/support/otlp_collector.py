@@ -1,9 +1,11 @@
 """An OTLP/HTTP trace collector in the test process: `OtlpCollector` keeps each protobuf
-body POSTed to /v1/traces and decodes them into spans (OpenTelemetry's own protobufs)."""
+body POSTed to /v1/traces and decodes them into spans (OpenTelemetry's own protobufs);
+`HangingCollector` accepts connections and never answers."""
 
 from __future__ import annotations
 
 import gzip
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -72,4 +74,33 @@ class OtlpCollector:
         self._server.server_close()
 
 
-__all__ = ["OtlpCollector"]
+
+class HangingCollector:
+    """Accepts connections and never answers (a collector that hangs)."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.held: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.held.append(conn)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1/traces"
+
+    def close(self) -> None:
+        self.sock.close()
+        for conn in self.held:
+            conn.close()
+
+
+__all__ = ["HangingCollector", "OtlpCollector"]

@@ -306,3 +306,41 @@ def test_import_swarm_does_not_import_opentelemetry() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+class _Inner:
+    """An exporter that fails while `down` is set, counting the batches it was given."""
+
+    def __init__(self) -> None:
+        self.down, self.calls, self.shut = True, 0, False
+
+    def export(self, spans: Any) -> Any:
+        from opentelemetry.sdk.trace.export import SpanExportResult
+
+        self.calls += 1
+        return SpanExportResult.FAILURE if self.down else SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        self.shut = True
+
+
+def test_a_failed_export_turns_export_off_for_the_cooldown_and_is_told_once() -> None:
+    from kimmy_swarm.swarm.span_export import BoundedExporter
+
+    now, told, inner = [0.0], [], _Inner()
+    exporter = BoundedExporter(inner, "http://c/v1/traces", bound_s=5, cooldown_s=30,  # type: ignore[arg-type]
+                               tell=told.append, clock=lambda: now[0])  # fmt: skip
+    exporter.export([1, 2, 3])  # type: ignore[list-item]
+    for _ in range(50):  # batch after batch while it is down: dropped at once, not retried
+        exporter.export([1, 2])  # type: ignore[list-item]
+    assert inner.calls == 1 and exporter.dropped == 103
+    now[0] = 31.0
+    inner.down = False
+    exporter.export([1])  # type: ignore[list-item]
+    assert inner.calls == 2 and exporter.exported == 1
+    exporter.shutdown()
+    exporter.shutdown()
+    assert inner.shut and told == [
+        "kimmy: warning: 103 OpenTelemetry span(s) were not exported to http://c/v1/traces: "
+        "the collector did not take them within 5 s (down or hanging)"
+    ]
