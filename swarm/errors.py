@@ -142,6 +142,14 @@ class ModelConnectionError(RetryableModelError):
     """The server could not be reached (refused, reset, DNS)."""
 
 
+class ModelUnreachableError(ModelConnectionError):
+    """The model server has refused connections for longer than its circuit breaker waits
+    (`swarm.llm.circuit`): the run stops, resumable, instead of failing its sub-agents one
+    by one."""
+
+    retryable = False
+
+
 class ModelServerError(RetryableModelError):
     """The server answered 5xx."""
 
@@ -156,8 +164,6 @@ class ModelResponseError(RetryableModelError):
     accepted it), so the fault is the server's or the network's — an overloaded server or
     proxy cuts bodies short, and the next answer is usually whole. A server that always
     answers so fails each subtask after its retries, with this error."""
-
-
 
 
 # --- limits ----------------------------------------------------------------------------
@@ -261,6 +267,7 @@ __all__ = [
     "ModelResponseError",
     "ModelServerError",
     "ModelTimeoutError",
+    "ModelUnreachableError",
     "OutputError",
     "OutputValidationError",
     "PlanLimitError",

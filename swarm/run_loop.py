@@ -107,16 +107,26 @@ class RunLoop:
             tasks=self.tasks,
             finished=self.finished,
             fail=self.fail,
+            halt=self.halt,
         )
         self.done_event = asyncio.Event()
         self.final_status: RunStatus | None = None
         self.fatal: BaseException | None = None
+        #: Why the run stops early and resumable (the model server is unreachable).
+        self.halted: str | None = None
         self.started_at = time.time()
 
     def fail(self, exc: BaseException) -> None:
         if self.fatal is None:
             self.fatal = exc
         self.done_event.set()
+
+    def halt(self, reason: str) -> None:
+        """Stop the run, resumable: nothing more starts, what runs is cancelled, what has not
+        finished stays for `kimmy resume` (the model server is unreachable)."""
+        if self.halted is None and self.state.stop_reason is None:
+            self.halted = self.state.stop_reason = reason
+            self.done_event.set()
 
     # --- the main loop ----------------------------------------------------------------
 
@@ -137,7 +147,7 @@ class RunLoop:
         self.journal.on_fatal = _ignore_after_end
         self.meter.close()
         self.waits.close()
-        self.runner.finished = self.runner.fail = _ignore_after_end
+        self.runner.finished = self.runner.fail = self.runner.halt = _ignore_after_end
         self._on_cancelled = _ignore_after_end
         if self.state.stop_reason is None:  # nothing may start in a run that has ended
             self.state.stop_reason = "run ended"
@@ -169,6 +179,8 @@ class RunLoop:
             await self.stop_in_flight(f"run aborted: {self.fatal}", RunStatus.CANCELLED)
             await self.finish()
             raise self.fatal
+        if self.halted is not None:
+            await self.stop_in_flight(self.halted, RunStatus.CANCELLED)
         return await self.finish()
 
     async def stop_in_flight(self, reason: str, status: RunStatus) -> None:

@@ -20,6 +20,7 @@ from kimmy_swarm.swarm import events as ev
 from kimmy_swarm.swarm.call_meter import MeteredModel
 from kimmy_swarm.swarm.context import SpawnFn, SubtaskContext, WaitFn
 from kimmy_swarm.swarm.errors import (
+    ModelUnreachableError,
     OutputValidationError,
     SubtaskTimeoutError,
     is_retryable,
@@ -169,6 +170,7 @@ class SubtaskRunner:
         tasks: dict[asyncio.Task[None], Subtask],
         finished: Callable[[SubtaskResult], None],
         fail: Callable[[BaseException], None],
+        halt: Callable[[str], None] = lambda reason: None,
     ) -> None:
         self.run_id = run_id
         self.config = config
@@ -184,6 +186,7 @@ class SubtaskRunner:
         self.tasks = tasks
         self.finished = finished
         self.fail = fail
+        self.halt = halt
         #: Why in-flight sub-agents are being cancelled (None while nothing is): the error
         #: their results record.
         self.cancel_error: BaseException | None = None
@@ -300,6 +303,10 @@ class SubtaskRunner:
                         result = _result(st, _DONE, usage, started, attempt, output=output)
                         break
                     usage, ctx = usage + ctx.usage, None
+                    if _unreachable(error):  # the breaker gave up: stop the run, resumable
+                        self.halt(str(_unreachable(error)))
+                        result = _result(st, _CANCELLED, usage, started, attempt, error=error)
+                        break
                     delay = self._retry_delay(st, error, attempt, retries)
                     if delay < 0:
                         result = _result(st, _FAILED, usage, started, attempt, error=error)
@@ -319,6 +326,19 @@ class SubtaskRunner:
         except BaseException as exc:  # noqa: BLE001  a bug in the bookkeeping: the run raises it
             self.tasks.pop(task, None)
             self.fail(exc)
+
+
+def _unreachable(error: BaseException) -> ModelUnreachableError | None:
+    """The `ModelUnreachableError` behind `error` (itself or a cause), if any: a worker may
+    have wrapped it."""
+    seen: BaseException | None = error
+    for _ in range(8):
+        if seen is None:
+            return None
+        if isinstance(seen, ModelUnreachableError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 __all__ = ["SubtaskRunner", "normalize"]

@@ -27,6 +27,7 @@ import httpx
 from kimmy_swarm.swarm.errors import (
     ConfigError,
     ModelConnectionError,
+    ModelError,
     ModelResponseError,
     ModelTimeoutError,
 )
@@ -42,6 +43,7 @@ from kimmy_swarm.swarm.llm._openai_wire import (
     wire_message,
 )
 from kimmy_swarm.swarm.llm.call_timeout import CallLimit, CallTimeoutPolicy, CallTimeouts
+from kimmy_swarm.swarm.llm.circuit import CircuitBreaker, CircuitSettings
 from kimmy_swarm.swarm.llm.redact import redact_url
 from kimmy_swarm.swarm.llm.server_profile import ServerProfile
 from kimmy_swarm.swarm.llm.types import ChatResponse, MessageLike
@@ -94,6 +96,9 @@ class OpenAIChat:
         max_tokens_cap: The most tokens any call may ask the model to generate (None: as
             each call asks). A slow or weak model that rambles to its roles' `max_tokens`
             gets shorter answers (`--max-answer-tokens`); a call asking less is sent as it is.
+        circuit: When this endpoint's circuit breaker opens, probes and gives up
+            (`swarm.llm.circuit`; default `CircuitSettings()`: 5 connection failures in a
+            row open it, calls then wait, and fail with `ModelUnreachableError` after 60 s).
 
     Attributes:
         profile: What the client knows of its server (`ServerProfile`): capabilities,
@@ -120,6 +125,7 @@ class OpenAIChat:
         context_length: int | None = None,
         capabilities: Capabilities | None = None,
         max_tokens_cap: int | None = None,
+        circuit: CircuitSettings | None = None,
     ) -> None:
         self.base_url = validate_base_url(base_url)
         if model is not None and not (isinstance(model, str) and model.strip()):
@@ -149,6 +155,7 @@ class OpenAIChat:
             "max_connections": max_connections,
             "headers": dict(headers or {}),
             "max_tokens_cap": max_tokens_cap,
+            "circuit": circuit,
         }
         #: The model id, or `auto@<base_url>` until the first call has asked the server
         #: (credentials in the URL masked: names and messages get stored and printed).
@@ -169,6 +176,8 @@ class OpenAIChat:
         self._ssl: ssl.SSLContext | None = None
         self._resolve_lock: asyncio.Lock | None = None
         self._closed = False
+        #: This endpoint's circuit breaker: calls wait while the server refuses connections.
+        self.circuit = CircuitBreaker(redact_url(self.base_url), circuit or CircuitSettings())
 
     @classmethod
     def from_env(
@@ -240,6 +249,8 @@ class OpenAIChat:
             ModelTimeoutError: No answer within the call's limit (or a 408); the message says
                 the limit and how it was estimated.
             ModelConnectionError: Refused, reset or broken connection.
+            ModelUnreachableError: The circuit breaker gave up on the server (it refused
+                connections for `CircuitSettings.give_up_s`); not retried.
             ModelRequestError: Another 4xx; carries the server's error message.
             ModelResponseError: A 2xx whose body is not a chat completion (truncated, not
                 JSON, fields missing); retryable, as the server accepted the request.
@@ -263,10 +274,25 @@ class OpenAIChat:
         }
         body.update({key: value for key, value in options.items() if value is not None})
         url = endpoint(self.base_url, "chat/completions")
-        if self.call_timeouts is not None:
-            return await self._timed_chat(self.call_timeouts, url, body, max_tokens)
-        response, data = await self._send(self._http(), "POST", url, body)
-        return parse_completion(data, redact_url(url), response.status_code)
+        circuit = self.circuit
+        while True:
+            probe = await circuit.admit()  # waits while the server refuses connections
+            try:
+                if self.call_timeouts is not None:
+                    answer = await self._timed_chat(self.call_timeouts, url, body, max_tokens)
+                else:
+                    response, data = await self._send(self._http(), "POST", url, body)
+                    answer = parse_completion(data, redact_url(url), response.status_code)
+            except ModelError as exc:
+                circuit.failed(exc, probe=probe)
+                if isinstance(exc, ModelConnectionError) and not circuit.closed:
+                    continue  # the breaker is open: wait for the server, spend no attempt
+                raise
+            except BaseException:
+                circuit.aborted(probe=probe)
+                raise
+            circuit.succeeded()
+            return answer
 
     async def list_models(self) -> list[str]:
         """The model ids the server lists at `GET {base_url}/models`."""
