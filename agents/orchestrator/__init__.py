@@ -9,7 +9,9 @@
 - `offline`: the rule-based planner (the offline policy behind the same interface), over
   the registered pipelines' rules (`agents.pipelines`).
 - `resources`: a goal's resources, loaded by the registered pipelines.
-- `tools`, `actions`: the orchestrator's tools and how they act on the live run.
+- `tools`, `actions`: the orchestrator's tools and how they act on the live run;
+  `conditions`: the `where` of `search` / `fan_out` (conditions on the records' fields the
+  runtime checks itself).
 - `agent_specs`: sub-agents made at run time (`AgentSpec`, the swarm's role factory).
 """
 
@@ -21,6 +23,7 @@ from kimmy_swarm.agents.orchestrator.agent import (
     TurnPolicy,
 )
 from kimmy_swarm.agents.orchestrator.agent_specs import AgentSpec, spec_role_factory
+from kimmy_swarm.agents.orchestrator.conditions import Condition
 from kimmy_swarm.agents.orchestrator.offline import NO_OFFLINE_PLAN, OfflinePlanner, offline_rules
 from kimmy_swarm.agents.orchestrator.prompts import ResourceBrief
 from kimmy_swarm.agents.orchestrator.solve import (
@@ -36,6 +39,7 @@ __all__ = [
     "NO_OFFLINE_PLAN",
     "ORCHESTRATOR_ID",
     "AgentSpec",
+    "Condition",
     "ModelTurns",
     "OfflinePlanner",
     "OrchestratorAgent",

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import ValidationError
 
 from kimmy_swarm.agents.orchestrator.agent_specs import AgentSpec
-from kimmy_swarm.agents.orchestrator.corpus_view import CorpusView, chunks
+from kimmy_swarm.agents.orchestrator.conditions import Condition
+from kimmy_swarm.agents.orchestrator.corpus_view import CorpusView, UnknownFieldError, chunks
 from kimmy_swarm.agents.orchestrator.digest import digest, output_text, page
 from kimmy_swarm.agents.orchestrator.state import OrchestratorState, TaskRecord
 from kimmy_swarm.agents.orchestrator.table import TableSpec, assemble
@@ -204,13 +205,17 @@ class Actions:
             raise ToolError("this run has no corpus: give one (--corpus) to search it")
         return self.corpus
 
-    async def _search(self, query: str, limit: int) -> Outcome:
-        return Outcome(json.dumps(self._view().search(query, limit), ensure_ascii=False))
+    async def _search(self, query: str, where: list[Condition], limit: int) -> Outcome:
+        try:
+            found = self._view().search(query, limit, where)
+        except UnknownFieldError as exc:
+            raise ToolError(str(exc)) from None
+        return Outcome(json.dumps(found, ensure_ascii=False))
 
     async def _fan_out(
         self, agent: str, task: str, query: str | None, ids: list[str] | None,
-        all_documents: bool, per_task: int, tasks: int | None, inputs: dict[str, Any],
-        depends_on: list[str], with_documents: bool,
+        all_documents: bool, where: list[Condition], per_task: int, tasks: int | None,
+        inputs: dict[str, Any], depends_on: list[str], with_documents: bool,
     ) -> Outcome:  # fmt: skip
         view = self._view()
         spec = self.state.agents.get(agent)
@@ -226,6 +231,14 @@ class Actions:
             docs = list(dict.fromkeys(ids))
         else:
             docs = view.ids
+        if where:
+            given = docs
+            try:
+                docs = view.where(docs, where)
+            except UnknownFieldError as exc:
+                raise ToolError(str(exc)) from None
+            if not docs:
+                raise ToolError(_nothing_meets(view, where, given))
         parts = chunks(docs, per_task=per_task, tasks=tasks)
         subtasks = []
         for part in parts:
@@ -340,6 +353,17 @@ class Actions:
         told = {"finished": True, "rows": len(built.rows), "repeats_dropped": built.dropped,
                 "failed_tasks": failed}  # fmt: skip
         return Outcome(json.dumps(told))
+
+
+def _nothing_meets(view: CorpusView, where: list[Condition], ids: list[str]) -> str:
+    """Why a `where` kept no document: the conditions, and for each one no document meets
+    alone, the fields that hold its value (a small model names the wrong field)."""
+    said = "; ".join(c.words() for c in where)
+    hints = [view.where_else(c, ids) for c in where if not view.where(ids, [c])]
+    hint = "; ".join(h for h in hints if h)
+    return f"no document meets where ({said})" + (
+        f": {hint}" if hint else ": search shows what matches"
+    )
 
 
 def _arguments(tool: Tool, arguments: str) -> dict[str, Any]:

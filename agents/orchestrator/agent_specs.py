@@ -61,6 +61,8 @@ class AgentSpec(BaseModel):
             raise ValueError("give output_schema or output_columns, not both")
         if self.output_columns is not None and not self.output_columns:
             raise ValueError("output_columns is empty: name the columns of its rows")
+        if self.output_columns is not None:  # a column named twice is one column
+            object.__setattr__(self, "output_columns", tuple(dict.fromkeys(self.output_columns)))
         return self
 
     @property

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kimmy_swarm.agents.orchestrator.conditions import Condition, as_number, field_text
+
 if TYPE_CHECKING:
     from kimmy_swarm.agents.toolbox import Tool
     from kimmy_swarm.agents.tools.corpus import Corpus
@@ -22,10 +24,44 @@ if TYPE_CHECKING:
 DOCUMENT_TEXT_CHARS = 2_500
 
 
-def _field_text(value: Any) -> str:
-    if isinstance(value, list):
-        return ", ".join(str(v) for v in value)
-    return str(value)
+#: Fields every document has, whatever its metadata (`n_authors`: how many authors).
+DOCUMENT_FIELDS = ("title", "authors", "n_authors", "text", "year", "venue", "url")
+#: Metadata keys that say where a value came from (`load_corpus`), not what a paper is.
+_PROVENANCE = frozenset({"year_from", "venue_from"})
+
+
+#: Names a person (or a model) gives the fields every document has.
+FIELD_SYNONYMS: dict[str, str] = {
+    **dict.fromkeys(("abstract", "abstracts", "body", "content", "summary", "full_text"), "text"),
+    **dict.fromkeys(("author", "author_names", "author_list", "all_authors"), "authors"),
+    **dict.fromkeys(
+        (
+            "link",
+            "links",
+            "openreview_link",
+            "openreview_url",
+            "paper_link",
+            "paper_url",
+            "web_link",
+            "forum_link",
+        ),
+        "url",
+    ),
+    **dict.fromkeys(("paper_title", "title_of_paper"), "title"),
+    **dict.fromkeys(("number_of_authors", "author_count", "num_authors"), "n_authors"),
+}
+
+
+def _field_id(name: str) -> str:
+    return "_".join("".join(c if c.isalnum() else " " for c in name.lower()).split())
+
+
+class UnknownFieldError(ValueError):
+    """A condition names a field the corpus's records do not have."""
+
+    def __init__(self, field: str, fields: Sequence[str]) -> None:
+        self.field, self.fields = field, list(fields)
+        super().__init__(f"unknown field {field!r}; the documents have: {', '.join(fields)}")
 
 
 @dataclass(frozen=True)
@@ -39,12 +75,130 @@ class CorpusView:
     def ids(self) -> list[str]:
         return list(self.corpus.ids)
 
+    @property
+    def fields(self) -> list[str]:
+        """The fields conditions may test: `DOCUMENT_FIELDS` and the plain metadata keys of
+        the documents (the first 50 read; first-seen order)."""
+        keys = dict.fromkeys(DOCUMENT_FIELDS)
+        for doc in self.corpus.documents[:50]:
+            keys.update(dict.fromkeys(k for k in doc.plain_meta() if k not in _PROVENANCE))
+        return list(keys)
+
+    def resolve(self, name: str, fields: Sequence[str] | None = None) -> str | None:
+        """The field `name` stands for: itself, a field written another way ("Citations",
+        "abstract" → text, "OpenReview link" → url), or its plural, singular or count
+        ("email" → emails, "citation_count" → citations); None when none is. `fields`:
+        the names to resolve among (default: `fields`)."""
+        known = list(self.fields if fields is None else fields)
+        wanted = _field_id(name)
+        for candidate in (name, wanted, FIELD_SYNONYMS.get(wanted)):
+            if candidate in known:
+                return candidate
+        # "citation_count" is citations, "email" emails: a count's or a plural's other form
+        for form in (wanted, wanted.removesuffix("_count"), wanted.removeprefix("number_of_")):
+            for candidate in (form, f"{form}s", form.removesuffix("s")):
+                if candidate in known:
+                    return candidate
+        return None
+
+    def field_hints(self, *, sample: int = 500, choices: int = 6) -> list[str]:
+        """Each field of `fields` with what its values look like, for the orchestrator's
+        prompt: `decision (one of: Reject, Accept (Poster), …)`, `rating (numbers from 1.5 to
+        9.73)`, `emails (lists, e.g. google.com, mit.edu)`; read from `sample` documents
+        spread over the corpus, at most `choices` values named."""
+        ids = self.ids[:: max(1, len(self.corpus) // sample)]
+        out = []
+        for name in self.fields:
+            if name in ("title", "text"):
+                out.append(name)
+                continue
+            if name == "url":  # what the links look like says what they are
+                first = next((u for u in map(self.corpus.get, ids) if u.url), None)
+                out.append(f"url (e.g. {first.url})" if first is not None else name)
+                continue
+            values = [v for v in (self.field_value(d, name) for d in ids) if v not in (None, "")]
+            if any(isinstance(v, list) for v in values):
+                seen = dict.fromkeys(str(x) for v in values if isinstance(v, list) for x in v)
+                out.append(f"{name} (lists, e.g. {', '.join(list(seen)[:2])})")
+                continue
+            numbers = [n for n in map(as_number, values) if n is not None]
+            distinct = list(dict.fromkeys(str(v) for v in values))
+            if values and len(numbers) == len(values) and len(distinct) > choices:
+                low, high = min(numbers), max(numbers)
+                out.append(f"{name} (numbers from {low:g} to {high:g})")
+            elif distinct and len(distinct) <= choices:
+                out.append(f"{name} (one of: {', '.join(distinct)})")
+            else:
+                out.append(name)
+        return out
+
+    def field_value(self, doc_id: str, field: str) -> Any:
+        """The value of `field` in the record of `doc_id` (None where it has none)."""
+        doc = self.corpus.get(doc_id)
+        if field in ("n_authors", "authors"):
+            from kimmy_swarm.agents.tools.authors import parse_authors
+
+            authors = parse_authors(list(doc.authors))
+            return len(authors) if field == "n_authors" else list(authors)
+        if field in ("title", "text", "url", "year", "venue"):
+            return getattr(doc, field)
+        return doc.plain_meta().get(field)
+
+    def where(self, ids: Sequence[str], conditions: Sequence[Condition]) -> list[str]:
+        """The ids among `ids` whose records meet every condition, in order.
+
+        Raises:
+            UnknownFieldError: a condition names a field the records do not have.
+        """
+        fields = self.fields
+        resolved = []
+        for condition in conditions:
+            field = self.resolve(condition.field, fields)
+            if field is None:
+                raise UnknownFieldError(condition.field, fields)
+            resolved.append(condition.model_copy(update={"field": field}))
+        conditions = resolved
+        return [d for d in ids
+                if all(c.holds(self.field_value(d, c.field)) for c in conditions)]  # fmt: skip
+
+    def where_else(self, condition: Condition, ids: Sequence[str]) -> str:
+        """For a condition no document among `ids` meets: the fields whose values do hold its
+        value (`'google.com' is in emails (66 documents)`); else the values of its own field
+        when they are few (`decision is one of: Accept (Oral), …`); else ""."""
+        values = [self.field_value(d, condition.field) for d in ids]
+        if condition.op not in ("contains", "==", "!="):  # an order: say the range
+            numbers = [n for n in map(as_number, values) if n is not None]
+            return (
+                f"{condition.field} ranges from {min(numbers):g} to {max(numbers):g}"
+                if numbers
+                else ""
+            )
+        own = {field_text(v) for v in values}
+        own_values = f"{condition.field} is one of: {', '.join(sorted(own))}"
+        if condition.op != "contains":
+            return own_values if 0 < len(own) <= 6 else ""
+        found = []
+        for name in self.fields:
+            if name == condition.field:
+                continue
+            probe = condition.model_copy(update={"field": name})
+            count = sum(probe.holds(self.field_value(d, name)) for d in ids)
+            if count:
+                found.append((count, name))
+        if not found:
+            return own_values if 0 < len(own) <= 6 else ""
+        shown = ", ".join(f"{name} ({count} documents)" for count, name in sorted(found)[::-1][:3])
+        return f"{condition.value!r} is in {shown}"
+
     def matching(self, query: str) -> list[str]:
-        """Every document whose BM25 score for `query` is above 0, best first; when the
-        query quotes phrases ('GAN' or "generative adversarial"), only the documents whose
-        title or text holds one of them (whole words, any case)."""
+        """Every document whose BM25 score for `query` is above 0, best first (an empty
+        query: every document, in corpus order); when the query quotes phrases ('GAN' or
+        "generative adversarial"), only the documents whose title or text holds one of them
+        (whole words, any case)."""
         from kimmy_swarm.agents.tools.search import mentions_any, quoted_phrases
 
+        if not query.strip():
+            return self.ids
         hits = [h.doc_id for h in self.index.search(query, k=max(1, len(self.corpus)))]
         phrases = quoted_phrases(query)
         if not phrases:
@@ -52,12 +206,19 @@ class CorpusView:
         return [d for d in hits if mentions_any(phrases, (self.corpus.get(d).title,
                                                           self.corpus.get(d).text))]  # fmt: skip
 
-    def search(self, query: str, limit: int) -> dict[str, Any]:
-        """The `search` tool's answer: how many documents match, and the best `limit` of
-        them with their titles."""
-        found = self.matching(query)
+    def search(self, query: str, limit: int, where: Sequence[Condition] = ()) -> dict[str, Any]:
+        """The `search` tool's answer: how many documents match `query` and meet `where`,
+        and the best `limit` of them with their titles.
+
+        Raises:
+            UnknownFieldError: a condition names a field the records do not have.
+        """
+        found = self.where(self.matching(query), where)
         shown = [{"id": d, "title": self.corpus.get(d).title} for d in found[:limit]]
-        return {"query": query, "matches": len(found), "shown": shown}
+        answer: dict[str, Any] = {"query": query, "matches": len(found), "shown": shown}
+        if where:
+            answer["where"] = [c.words() for c in where]
+        return answer
 
     def records(self, ids: Sequence[str], *, max_text_chars: int = DOCUMENT_TEXT_CHARS
                 ) -> list[dict[str, Any]]:  # fmt: skip
@@ -91,7 +252,7 @@ class CorpusView:
             shown = {"id", "title", "authors", "text", "text_cut"}
             # One field a line: a value is then the rest of its line, which a small model
             # copies without the neighbours' values.
-            lines += [f"{k}: {_field_text(v)}" for k, v in record.items() if k not in shown]
+            lines += [f"{k}: {field_text(v)}" for k, v in record.items() if k not in shown]
             lines.append(f"text: {record['text']}")
             if "text_cut" in record:
                 lines.append(f"(text cut: {record['text_cut']})")
@@ -108,13 +269,15 @@ class CorpusView:
         others are left to the sub-agent), as the answer table shows them."""
         from kimmy_swarm.agents.widesearch.task import COLUMN_MEANINGS, Paper, column_value
 
-        known = [c for c in columns if c in COLUMN_MEANINGS]
+        # a column named another way ("OpenReview link") is the field it names (url)
+        names = list(COLUMN_MEANINGS)
+        known = {c: field for c in columns if (field := self.resolve(c, names)) is not None}
         out = []
         for doc_id in ids:
             doc = self.corpus.get(doc_id)
             paper = Paper.from_document(doc)
             out.append({"id": doc.id, "title": doc.title,
-                        **{c: column_value(paper, c) for c in known}})  # fmt: skip
+                        **{c: column_value(paper, f) for c, f in known.items()}})  # fmt: skip
         return out
 
     def unknown(self, ids: Sequence[str]) -> list[str]:
@@ -124,17 +287,19 @@ class CorpusView:
 
 
 def search_tool(view: CorpusView) -> Tool:
-    """`search(query, limit)` over `view` as a tool an agent may be given (the orchestrator's
-    `search`, for an agent that searches and reads by itself)."""
-    from kimmy_swarm.agents.toolbox import make_tool
+    """`search(query, where, limit)` over `view` as a tool an agent may be given (the
+    orchestrator's `search`, the same arguments, for an agent that searches and reads by
+    itself)."""
+    from kimmy_swarm.agents.orchestrator.tools import Search
+    from kimmy_swarm.agents.toolbox import Tool, ToolError
 
-    def search(query: str, limit: int = 10) -> dict[str, Any]:
-        """Search the corpus (BM25 over titles and abstracts): how many documents match and
-        the best ones' ids and titles. Quoted phrases keep only the documents that hold one
-        of them ('GAN' or 'GANs')."""
-        return view.search(query, max(1, min(int(limit), 100)))
+    def search(query: str, where: list[Condition], limit: int) -> dict[str, Any]:
+        try:
+            return view.search(query, limit, where)
+        except UnknownFieldError as exc:
+            raise ToolError(str(exc)) from None
 
-    return make_tool(search)
+    return Tool("search", " ".join((Search.__doc__ or "").split()), Search, search)
 
 
 def chunks(ids: Sequence[str], *, per_task: int | None, tasks: int | None) -> list[list[str]]:
@@ -156,4 +321,12 @@ def chunks(ids: Sequence[str], *, per_task: int | None, tasks: int | None) -> li
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-__all__ = ["DOCUMENT_TEXT_CHARS", "CorpusView", "chunks", "search_tool"]
+__all__ = [
+    "DOCUMENT_FIELDS",
+    "DOCUMENT_TEXT_CHARS",
+    "FIELD_SYNONYMS",
+    "CorpusView",
+    "UnknownFieldError",
+    "chunks",
+    "search_tool",
+]

@@ -16,8 +16,10 @@ allowed and run in order.
 In your first turn:
 1. create_subagent(name, system_prompt, tools, output_columns): the sub-agent that does one \
 small piece of the work; its system prompt says exactly what to check and what to report.
-2. fan_out(agent, task, query | ids | all_documents, per_task) with that agent's name: each \
-task gets a few documents, without you listing them (assign_task gives one task).
+2. fan_out(agent, task, query | ids | all_documents, where, per_task) with that agent's name: \
+each task gets a few documents, without you listing them (assign_task gives one task). \
+Conditions on the documents' fields (a decision, e-mail domains, numbers) go in where, as \
+{"field", "op", "value"}: they are checked for you, so the sub-agent judges the rest only.
 3. wait(ids="all"): a digest of every result.
 In your next turn:
 4. finish(table={"columns": [the columns the goal asks for]}) assembles the rows the \
@@ -27,7 +29,7 @@ many small tasks finish sooner than a few long ones."""
 
 #: The worked example's goal (a run with a corpus is shown it as earlier turns).
 EXAMPLE_GOAL = (
-    "List every paper whose abstract mentions 'dropout', with its title and first author."
+    "List every accepted paper whose abstract mentions 'dropout', with its title and first author."
 )
 _EXAMPLE_PROMPT = (
     "For each document id in doc_ids: read it with read_document. If its abstract mentions "
@@ -48,6 +50,7 @@ EXAMPLE_TURNS: tuple[tuple[tuple[str, dict[str, Any], dict[str, Any]], ...], ...
          {"created": "dropout_extractor", "tools": ["read_document"]}),
         ("fan_out", {"agent": "dropout_extractor", "task": "Report the rows of your "
                      "documents that meet the condition.", "query": "'dropout'",
+                     "where": [{"field": "decision", "op": "contains", "value": "Accept"}],
                      "per_task": 2},
          {"task_ids": ["t1", "t2"], "documents": 4, "tasks": 2}),
         ("wait", {"ids": "all"},
@@ -72,7 +75,12 @@ def example_messages() -> list[dict[str, Any]]:
     it has seen done better than what it is told): the example's goal, then each turn's
     tool calls and their results, in the chat API's shape."""
     out: list[dict[str, Any]] = [
-        {"role": "user", "content": f"Example goal: {EXAMPLE_GOAL}\n\nCorpus: 4 documents."}
+        {
+            "role": "user",
+            "content": f"Example goal: {EXAMPLE_GOAL}\n\nCorpus: 9 documents. "
+            "Fields: title, authors, text, decision (one of: Accept, "
+            "Reject).",
+        }
     ]
     for number, turn in enumerate(EXAMPLE_TURNS, start=1):
         calls = [
@@ -138,8 +146,8 @@ def opening_messages(
         parts.append(f"Corpus: {resources.corpus} ({len(resources.documents)} documents)")
         if resources.fields:
             parts.append(
-                "Fields of each document: " + ", ".join(resources.fields) + " (read_document "
-                "gives title, authors, text and citations; read_metadata the other fields)"
+                "Fields of each document (for where, and for output_columns: name a column "
+                "after the field it copies):\n" + "\n".join(f"- {f}" for f in resources.fields)
             )
         parts.append("Documents: " + _listing(list(resources.documents), budget_chars // 8))
     if resources.datasets:

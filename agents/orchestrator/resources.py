@@ -38,14 +38,10 @@ def corpus_view(resources: RunResources) -> CorpusView | None:
 
 
 def corpus_fields(resources: RunResources) -> list[str]:
-    """The fields the corpus's records have: title, authors, text and the metadata keys of
-    its documents (in first-seen order)."""
-    if resources.corpus is None:
-        return []
-    keys: dict[str, None] = {"title": None, "authors": None, "text": None}
-    for doc in resources.corpus.documents[:50]:
-        keys.update(dict.fromkeys(doc.meta))
-    return list(keys)
+    """The fields the corpus's records have, each with what its values look like
+    (`CorpusView.field_hints`: `decision (one of: Accept (Oral), …)`)."""
+    view = corpus_view(resources)
+    return [] if view is None else view.field_hints()
 
 
 def brief(

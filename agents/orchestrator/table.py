@@ -49,7 +49,7 @@ class TableSpec(BaseModel):
 
     @model_validator(mode="after")
     def _known_columns(self) -> TableSpec:
-        self.columns = [column_id(c) for c in self.columns]
+        self.columns = list(dict.fromkeys(column_id(c) for c in self.columns))  # once each
         for name in ("dedup_by", "sort_by"):
             value = getattr(self, name)
             if value is not None and column_id(value) not in self.columns:

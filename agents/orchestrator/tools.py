@@ -5,10 +5,13 @@
 - `assign_task(agent, task, inputs?, depends_on?, id?)` → a task id: a subtask in the live
   DAG through the runtime's spawn path (limits, budgets, the store, retries all apply);
   `assign_tasks(agent, task, inputs_list, …)` assigns one task per inputs object at once.
-- `search(query, limit?)` → how many documents of the corpus match (BM25) and the best
-  ones' ids and titles (with a corpus only).
-- `fan_out(agent, task, query | ids | all_documents, per_task | tasks, inputs?)` → task ids:
-  one task per part of the matching documents, without listing them (with a corpus only).
+- `search(query, where?, limit?)` → how many documents of the corpus match (BM25) and the
+  best ones' ids and titles (with a corpus only).
+- `fan_out(agent, task, query | ids | all_documents, where?, per_task | tasks, inputs?)` →
+  task ids: one task per part of the matching documents, without listing them (with a
+  corpus only). `where` holds conditions on the records' fields (`conditions.Condition`)
+  that the runtime checks itself: only the documents that meet them all are searched or
+  fanned out.
 - `wait(ids | "any" | "all", timeout_s?)` → a token-budgeted digest per finished task.
 - `read_result(id, offset, limit)` → a page of a task's full output.
 - `finish(answer, table?)` → the run's answer; `table` assembles a table from sub-agents'
@@ -26,6 +29,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, model_validator
 
 from kimmy_swarm.agents.orchestrator.agent_specs import AgentSpec
+from kimmy_swarm.agents.orchestrator.conditions import Condition
 from kimmy_swarm.agents.orchestrator.table import TableSpec
 from kimmy_swarm.agents.toolbox import Tool, ToolArgs, ToolBox
 from kimmy_swarm.swarm.schema import SUBTASK_ID_PATTERN
@@ -62,29 +66,41 @@ class AssignTasks(ToolArgs):
     depends_on: list[str] = Field(default_factory=list, description="Task ids they need.")
 
 
+#: What `where` is, as the tools describe it.
+WHERE = (
+    "Conditions on the documents' fields, checked for you: only documents meeting them all "
+    "are kept."
+)
+
+
 class Search(ToolArgs):
     """Search the corpus (BM25 over titles and abstracts): how many documents match the query
     and the best ones' ids and titles. Quoted phrases keep only the documents that hold one of
-    them. Use it to see what a fan-out over a query would cover."""
+    them; `where` keeps only the documents whose fields meet its conditions. Use it to see
+    what a fan-out would cover."""
 
     query: str = Field(
-        min_length=1,
-        description="""Key words, e.g. dropout, or quoted phrases: "'GAN' or 'GANs'".""",
+        default="",
+        description="""Key words, e.g. dropout, or quoted phrases: "'GAN' or 'GANs'" (empty: \
+every document).""",
     )
+    where: list[Condition] = Field(default_factory=list, description=WHERE)
     limit: int = Field(default=10, ge=1, le=100, description="Most documents to show.")
 
 
 class FanOut(ToolArgs):
     """Assign one task per group of documents without listing them: over every document
-    matching `query`, over the `ids` you give, or over `all_documents`; each task gets its
-    documents (title, authors, text and metadata) in its text and {"doc_ids": [...]} plus
-    `inputs` as its inputs. Returns the task ids."""
+    matching `query`, over the `ids` you give, or over `all_documents`, keeping only those
+    whose fields meet `where`; each task gets its documents (title, authors, text and
+    metadata) in its text and {"doc_ids": [...]} plus `inputs` as its inputs. Returns the
+    task ids."""
 
     agent: str = Field(description="A created sub-agent's name or a built-in role.")
     task: str = Field(min_length=1, description="What to do with each group of documents.")
     query: str | None = Field(default=None, description="Fan out over the documents it matches.")
     ids: list[str] | None = Field(default=None, description="Fan out over these document ids.")
     all_documents: bool = Field(default=False, description="Fan out over the whole corpus.")
+    where: list[Condition] = Field(default_factory=list, description=WHERE)
     per_task: int = Field(default=5, ge=1, le=200, description="Documents per task.")
     tasks: int | None = Field(
         default=None, ge=1, le=1_000, description="Split into this many tasks instead."
@@ -179,6 +195,7 @@ __all__ = [
     "CORPUS_TOOLS",
     "MAX_PAGE_CHARS",
     "TOOLS",
+    "WHERE",
     "AssignTask",
     "AssignTasks",
     "CreateSubagent",

@@ -1,0 +1,188 @@
+"""Conditions on the records' fields that the runtime checks itself: `where` of the
+orchestrator's `search` and `fan_out` (and of the single agent's `search`), the fields the
+orchestrator is told of with what their values look like, and columns named once."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from kimmy_swarm.agents.orchestrator.actions import Actions
+from kimmy_swarm.agents.orchestrator.agent_specs import AgentSpec
+from kimmy_swarm.agents.orchestrator.conditions import Condition
+from kimmy_swarm.agents.orchestrator.corpus_view import CorpusView, UnknownFieldError, search_tool
+from kimmy_swarm.agents.orchestrator.prompts import ResourceBrief, opening_messages
+from kimmy_swarm.agents.orchestrator.state import OrchestratorState
+from kimmy_swarm.agents.orchestrator.table import TableSpec
+from kimmy_swarm.agents.tools.corpus import load_corpus
+from kimmy_swarm.agents.tools.search import SearchIndex
+from kimmy_swarm.swarm.llm.types import FunctionCall, ToolCall
+
+RECORDS = [
+    {"id": "p1", "title": "Deep RL at scale", "abstract": "Reinforcement learning for games.",
+     "authors": ["Ann Lee", "Bo Chen"], "decision": "Accept (Oral)", "rating": "8.5",
+     "citations": 120, "emails": ["google.com", "mit.edu"]},
+    {"id": "p2", "title": "Policy search", "abstract": "Reinforcement learning with policies.",
+     "authors": ["Cy Dunn"], "decision": "Reject", "rating": "4.0", "citations": 3,
+     "emails": ["cs.berkeley.edu"]},
+    {"id": "p3", "title": "Dropout revisited", "abstract": "Dropout regularizes nets.",
+     "authors": ["Di Erb", "Ed Fox", "Flo Gu"], "decision": "Accept (Poster)", "rating": "6.25",
+     "citations": 40, "emails": ["research.google.com"]},
+]  # fmt: skip
+
+
+@pytest.fixture
+def view(tmp_path: Path) -> CorpusView:
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(RECORDS))
+    corpus = load_corpus(path)
+    return CorpusView(corpus, SearchIndex(corpus.documents))
+
+
+def _c(field: str, op: str, value: Any) -> Condition:
+    return Condition.model_validate({"field": field, "op": op, "value": value})
+
+
+def test_a_condition_compares_text_without_case_lists_by_item_and_numbers_as_numbers() -> None:
+    assert _c("decision", "contains", "oral").holds("Accept (Oral)")
+    assert not _c("decision", "contains", "oral").holds("Accept (Poster)")
+    assert _c("decision", "==", "reject").holds("Reject")
+    assert not _c("decision", "==", "Accept").holds("Accept (Oral)")  # equal is whole
+    assert _c("decision", "!=", "Reject").holds("Accept (Oral)")
+    assert _c("emails", "contains", "google.com").holds(["research.google.com", "x.org"])
+    assert _c("emails", "==", "mit.edu").holds(["google.com", "mit.edu"])
+    assert _c("rating", ">=", 7).holds("8.5") and not _c("rating", ">=", "7").holds("6.25")
+    assert _c("citations", "<", 50).holds(40) and _c("n_authors", "==", "1").holds(1)
+    assert not _c("rating", ">", 1).holds("n/a")  # not a number: not met
+    assert not _c("rating", ">", 1).holds(None)
+    assert _c("emails", "contains", "x").words() == "emails contains 'x'"
+
+
+def test_the_view_selects_by_fields_and_names_the_unknown_one(view: CorpusView) -> None:
+    assert view.fields[:7] == ["title", "authors", "n_authors", "text", "year", "venue", "url"]
+    assert {"decision", "rating", "citations", "emails"} <= set(view.fields)
+    assert view.field_value("p3", "n_authors") == 3
+    assert view.where(view.ids, [_c("emails", "contains", "google.com")]) == ["p1", "p3"]
+    both = [_c("emails", "contains", "google.com"), _c("decision", "contains", "Oral")]
+    assert view.where(view.ids, both) == ["p1"]
+    assert view.where(view.ids, [_c("n_authors", ">=", 2)]) == ["p1", "p3"]
+    with pytest.raises(UnknownFieldError, match="unknown field 'affiliation'; the documents "
+                       "have: title, authors, n_authors"):  # fmt: skip
+        view.where(view.ids, [_c("affiliation", "contains", "Google")])
+
+
+def test_field_hints_say_what_values_look_like(view: CorpusView) -> None:
+    hints = view.field_hints(choices=3)
+    assert "decision (one of: Accept (Oral), Reject, Accept (Poster))" in hints
+    assert "emails (lists, e.g. google.com, mit.edu)" in hints
+    assert "n_authors (one of: 2, 1, 3)" in hints  # few values: named
+    assert "citations (one of: 120, 3, 40)" in view.field_hints(choices=3)
+    assert "citations (numbers from 3 to 120)" in view.field_hints(choices=2)
+    assert "title" in hints and "year_from" not in " ".join(hints)  # provenance left out
+
+
+class _Ctx(SimpleNamespace):
+    def __init__(self) -> None:
+        super().__init__(inputs={"goal": "g"}, instructions="g", spawned=[])
+
+    def spawn(self, subtasks: list[dict[str, Any]]) -> None:
+        self.spawned += subtasks
+
+
+def _call(actions: Actions, name: str, arguments: dict[str, Any]) -> str:
+    call = ToolCall(id="c", function=FunctionCall(name=name, arguments=json.dumps(arguments)))
+    return asyncio.run(actions.run(call)).text
+
+
+def test_search_and_fan_out_keep_only_the_documents_meeting_where(view: CorpusView) -> None:
+    ctx: Any = _Ctx()
+    actions = Actions(ctx, OrchestratorState(), roles=("extractor",), tools=(), corpus=view)
+    google = [{"field": "emails", "op": "contains", "value": "google.com"}]
+    found = json.loads(_call(actions, "search", {"query": "'reinforcement learning'",
+                                                 "where": google}))  # fmt: skip
+    assert found["matches"] == 1 and found["shown"][0]["id"] == "p1"
+    assert found["where"] == ["emails contains 'google.com'"]
+    every = json.loads(_call(actions, "search", {"where": google}))  # no query: every document
+    assert [d["id"] for d in every["shown"]] == ["p1", "p3"]
+    told = json.loads(_call(actions, "fan_out", {"agent": "extractor", "task": "Rows.",
+                                                 "all_documents": True, "where": google,
+                                                 "per_task": 1}))  # fmt: skip
+    assert told["documents"] == 2
+    assert [s["inputs"]["doc_ids"] for s in ctx.spawned] == [["p1"], ["p3"]]
+    none = _call(
+        actions,
+        "fan_out",
+        {
+            "agent": "extractor",
+            "task": "R.",
+            "all_documents": True,
+            "where": [{"field": "rating", "op": ">", "value": 9}],
+        },
+    )
+    assert none == "error: no document meets where (rating > 9.0): rating ranges from 4 to 8.5"
+    unknown = _call(actions, "search", {"where": [{"field": "lab", "value": "x"}]})
+    assert unknown.startswith("error: unknown field 'lab'; the documents have: title,")
+    assert len(ctx.spawned) == 2  # the refused calls spawned nothing
+
+
+def test_the_single_agents_search_takes_the_same_arguments(view: CorpusView) -> None:
+    tool = search_tool(view)
+    args = tool.parse({"query": "", "where": [{"field": "decision", "value": "reject"}]})
+    assert tool.fn(**args)["shown"] == [{"id": "p2", "title": "Policy search"}]
+    assert set(tool.spec()["function"]["parameters"]["properties"]) == {"query", "where", "limit"}
+
+
+def test_the_orchestrator_is_told_the_fields_and_shown_where_in_the_example(
+    view: CorpusView,
+) -> None:
+    resources = ResourceBrief(documents=view.ids, corpus="c.json", fields=view.field_hints())
+    messages = opening_messages("goal", resources, budget_chars=4_000)
+    told = messages[-1]["content"]
+    assert "\n- decision (one of: Accept (Oral), Reject, Accept (Poster))\n" in told
+    fan_outs = [json.loads(c["function"]["arguments"]) for m in messages
+                for c in m.get("tool_calls", ()) if c["function"]["name"] == "fan_out"]  # fmt: skip
+    assert fan_outs[0]["where"] == [{"field": "decision", "op": "contains", "value": "Accept"}]
+    Condition.model_validate(fan_outs[0]["where"][0])  # the example's condition is valid
+
+
+def test_a_column_named_twice_is_one_column() -> None:
+    spec = AgentSpec(name="x", system_prompt="p", output_columns=("title", "citations",
+                                                                   "citations"))  # fmt: skip
+    assert spec.output_columns == ("title", "citations")
+    assert TableSpec(columns=["title", "Citations", "citations"]).columns == ["title", "citations"]
+
+
+def test_a_where_that_keeps_nothing_says_which_field_holds_the_value(view: CorpusView) -> None:
+    # the 1.5B asked for authors containing 'google.com' and got only "no document meets"
+    ctx: Any = _Ctx()
+    actions = Actions(ctx, OrchestratorState(), roles=("extractor",), tools=(), corpus=view)
+    wrong_field = [{"field": "authors", "op": "contains", "value": "google.com"}]
+    told = _call(actions, "fan_out", {"agent": "extractor", "task": "R.", "all_documents": True,
+                                      "where": wrong_field})  # fmt: skip
+    assert told == ("error: no document meets where (authors contains 'google.com'): "
+                    "'google.com' is in emails (2 documents)")  # fmt: skip
+    wrong_value = [{"field": "decision", "op": "==", "value": "Oral"}]
+    told = _call(actions, "fan_out", {"agent": "extractor", "task": "R.", "all_documents": True,
+                                      "where": wrong_value})  # fmt: skip
+    assert told == ("error: no document meets where (decision == 'Oral'): decision is one of: "
+                    "Accept (Oral), Accept (Poster), Reject")  # fmt: skip
+    assert ctx.spawned == []
+
+
+def test_a_field_or_column_named_another_way_is_the_field_it_names(view: CorpusView) -> None:
+    # the 1.5B wrote where abstract contains …, and a column "openreview_link" it then made up
+    assert view.resolve("abstract") == "text" and view.resolve("Citations") == "citations"
+    assert view.resolve("email") == "emails" and view.resolve("citation_count") == "citations"
+    assert view.resolve("OpenReview link") == "url" and view.resolve("number of authors") == (
+        "n_authors"
+    )
+    assert view.resolve("affiliation") is None
+    assert view.where(view.ids, [_c("abstract", "contains", "policies")]) == ["p2"]
+    (cells,) = view.cells(["p1"], ["title", "openreview_link", "first author", "method"])
+    assert cells == {"id": "p1", "title": "Deep RL at scale", "first author": "Ann Lee",
+                     "openreview_link": "https://openreview.net/forum?id=p1"}  # fmt: skip
