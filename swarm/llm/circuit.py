@@ -98,6 +98,8 @@ class CircuitBreaker:
         self.failures = 0
         #: Requests sent while open (probes), for the record.
         self.probes = 0
+        #: Connection failures in all (the server refused or dropped the connection).
+        self.refused = 0
         self._down_since = 0.0
         self._delay = settings.first_probe_s
         self._next_probe = 0.0
@@ -146,6 +148,7 @@ class CircuitBreaker:
                 self.aborted(probe=True)
             return
         self.failures += 1
+        self.refused += 1
         now = self.clock()
         if probe:  # still down: wait longer before the next probe
             self._delay = min(self._delay * 2, self.settings.max_probe_s)
