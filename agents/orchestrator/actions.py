@@ -17,7 +17,12 @@ from pydantic import ValidationError
 
 from kimmy_swarm.agents.orchestrator.agent_specs import AgentSpec
 from kimmy_swarm.agents.orchestrator.conditions import Condition
-from kimmy_swarm.agents.orchestrator.corpus_view import CorpusView, UnknownFieldError, chunks
+from kimmy_swarm.agents.orchestrator.corpus_view import (
+    CorpusView,
+    NothingMeetsError,
+    UnknownFieldError,
+    chunks,
+)
 from kimmy_swarm.agents.orchestrator.digest import digest, output_text, page
 from kimmy_swarm.agents.orchestrator.state import OrchestratorState, TaskRecord
 from kimmy_swarm.agents.orchestrator.table import TableSpec, assemble
@@ -231,14 +236,12 @@ class Actions:
             docs = list(dict.fromkeys(ids))
         else:
             docs = view.ids
+        read_as: list[str] = []
         if where:
-            given = docs
             try:
-                docs = view.where(docs, where)
-            except UnknownFieldError as exc:
+                docs, read_as = view.select(docs, where)
+            except (UnknownFieldError, NothingMeetsError) as exc:
                 raise ToolError(str(exc)) from None
-            if not docs:
-                raise ToolError(_nothing_meets(view, where, given))
         parts = chunks(docs, per_task=per_task, tasks=tasks)
         subtasks = []
         for part in parts:
@@ -254,8 +257,11 @@ class Actions:
             key = self.state.new_task_id(set())
             subtasks.append(self._subtask(agent, job, given, depends_on, key))
         spawned = self._spawn(subtasks)
-        text = json.dumps({"task_ids": spawned, "documents": len(docs), "tasks": len(spawned)})
-        return Outcome(text, spawned)
+        told: dict[str, Any] = {"task_ids": spawned, "documents": len(docs),
+                                "tasks": len(spawned)}  # fmt: skip
+        if read_as:
+            told["read_as"] = read_as
+        return Outcome(json.dumps(told), spawned)
 
     async def _wait(
         self, ids: list[str] | Literal["all", "any"], timeout_s: float | None
@@ -353,17 +359,6 @@ class Actions:
         told = {"finished": True, "rows": len(built.rows), "repeats_dropped": built.dropped,
                 "failed_tasks": failed}  # fmt: skip
         return Outcome(json.dumps(told))
-
-
-def _nothing_meets(view: CorpusView, where: list[Condition], ids: list[str]) -> str:
-    """Why a `where` kept no document: the conditions, and for each one no document meets
-    alone, the fields that hold its value (a small model names the wrong field)."""
-    said = "; ".join(c.words() for c in where)
-    hints = [view.where_else(c, ids) for c in where if not view.where(ids, [c])]
-    hint = "; ".join(h for h in hints if h)
-    return f"no document meets where ({said})" + (
-        f": {hint}" if hint else ": search shows what matches"
-    )
 
 
 def _arguments(tool: Tool, arguments: str) -> dict[str, Any]:

@@ -56,6 +56,10 @@ def _field_id(name: str) -> str:
     return "_".join("".join(c if c.isalnum() else " " for c in name.lower()).split())
 
 
+class NothingMeetsError(ValueError):
+    """No document meets a `where`; the message says the conditions and a hint."""
+
+
 class UnknownFieldError(ValueError):
     """A condition names a field the corpus's records do not have."""
 
@@ -161,6 +165,44 @@ class CorpusView:
         return [d for d in ids
                 if all(c.holds(self.field_value(d, c.field)) for c in conditions)]  # fmt: skip
 
+    def select(self, ids: Sequence[str], where: Sequence[Condition]) -> tuple[list[str], list[str]]:
+        """The ids among `ids` that meet `where`, and how conditions were read. A `contains`
+        condition that no document meets in its field, whose value one other field alone
+        holds ("authors contains 'google.com'": the domains are in emails), is read on that
+        field, and the second list says so: a small model names the wrong field more often
+        than it means a condition nothing meets.
+
+        Raises:
+            UnknownFieldError: a condition names a field the records do not have.
+            NothingMeetsError: no document meets `where` (the message says why).
+        """
+        kept = self.where(ids, where)
+        if kept or not where:
+            return kept, []
+        fixed, notes = [], []
+        for condition in where:
+            if condition.op == "contains" and not self.where(ids, [condition]):
+                holders = self.fields_holding(condition, ids)
+                if len(holders) == 1:
+                    read = condition.model_copy(update={"field": holders[0][0]})
+                    notes.append(f"{condition.words()} read as {read.words()}")
+                    condition = read
+            fixed.append(condition)
+        kept = self.where(ids, fixed) if notes else []
+        if not kept:
+            raise NothingMeetsError(self._nothing_meets(ids, where))
+        return kept, notes
+
+    def _nothing_meets(self, ids: Sequence[str], where: Sequence[Condition]) -> str:
+        """Why a `where` kept nothing: the conditions, and for each one no document meets
+        alone, the fields that hold its value or the values its field has."""
+        said = "; ".join(c.words() for c in where)
+        hints = [self.where_else(c, ids) for c in where if not self.where(ids, [c])]
+        hint = "; ".join(h for h in hints if h)
+        return f"no document meets where ({said})" + (
+            f": {hint}" if hint else ": search shows what matches"
+        )
+
     def where_else(self, condition: Condition, ids: Sequence[str]) -> str:
         """For a condition no document among `ids` meets: the fields whose values do hold its
         value (`'google.com' is in emails (66 documents)`); else the values of its own field
@@ -177,6 +219,15 @@ class CorpusView:
         own_values = f"{condition.field} is one of: {', '.join(sorted(own))}"
         if condition.op != "contains":
             return own_values if 0 < len(own) <= 6 else ""
+        found = self.fields_holding(condition, ids)
+        if not found:
+            return own_values if 0 < len(own) <= 6 else ""
+        shown = ", ".join(f"{name} ({count} documents)" for name, count in found[:3])
+        return f"{condition.value!r} is in {shown}"
+
+    def fields_holding(self, condition: Condition, ids: Sequence[str]) -> list[tuple[str, int]]:
+        """The other fields for which `condition` holds on some of `ids`, with how many,
+        most first (where a `contains` value really is: 'google.com' in emails)."""
         found = []
         for name in self.fields:
             if name == condition.field:
@@ -184,11 +235,8 @@ class CorpusView:
             probe = condition.model_copy(update={"field": name})
             count = sum(probe.holds(self.field_value(d, name)) for d in ids)
             if count:
-                found.append((count, name))
-        if not found:
-            return own_values if 0 < len(own) <= 6 else ""
-        shown = ", ".join(f"{name} ({count} documents)" for count, name in sorted(found)[::-1][:3])
-        return f"{condition.value!r} is in {shown}"
+                found.append((name, count))
+        return sorted(found, key=lambda pair: -pair[1])
 
     def matching(self, query: str) -> list[str]:
         """Every document whose BM25 score for `query` is above 0, best first (an empty
@@ -207,17 +255,27 @@ class CorpusView:
                                                           self.corpus.get(d).text))]  # fmt: skip
 
     def search(self, query: str, limit: int, where: Sequence[Condition] = ()) -> dict[str, Any]:
-        """The `search` tool's answer: how many documents match `query` and meet `where`,
-        and the best `limit` of them with their titles.
+        """The `search` tool's answer: how many documents match `query` and meet `where`
+        (read as `select` reads it), and the best `limit` of them with their titles; when
+        none meets `where`, why (`note`).
 
         Raises:
             UnknownFieldError: a condition names a field the records do not have.
         """
-        found = self.where(self.matching(query), where)
-        shown = [{"id": d, "title": self.corpus.get(d).title} for d in found[:limit]]
-        answer: dict[str, Any] = {"query": query, "matches": len(found), "shown": shown}
+        found, read_as, note = self.matching(query), [], None
+        if where:
+            try:
+                found, read_as = self.select(found, where)
+            except NothingMeetsError as exc:
+                found, note = [], str(exc)
+        answer: dict[str, Any] = {"query": query, "matches": len(found),
+                                  "shown": self.titles(found[:limit])}  # fmt: skip
         if where:
             answer["where"] = [c.words() for c in where]
+        if read_as:
+            answer["read_as"] = read_as
+        if note:
+            answer["note"] = note
         return answer
 
     def records(self, ids: Sequence[str], *, max_text_chars: int = DOCUMENT_TEXT_CHARS
@@ -326,6 +384,7 @@ __all__ = [
     "DOCUMENT_TEXT_CHARS",
     "FIELD_SYNONYMS",
     "CorpusView",
+    "NothingMeetsError",
     "UnknownFieldError",
     "chunks",
     "search_tool",

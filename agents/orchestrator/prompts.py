@@ -50,7 +50,8 @@ EXAMPLE_TURNS: tuple[tuple[tuple[str, dict[str, Any], dict[str, Any]], ...], ...
          {"created": "dropout_extractor", "tools": ["read_document"]}),
         ("fan_out", {"agent": "dropout_extractor", "task": "Report the rows of your "
                      "documents that meet the condition.", "query": "'dropout'",
-                     "where": [{"field": "decision", "op": "contains", "value": "Accept"}],
+                     "where": [{"field": "decision", "op": "contains", "value": "Accept"},
+                               {"field": "emails", "op": "contains", "value": "mit.edu"}],
                      "per_task": 2},
          {"task_ids": ["t1", "t2"], "documents": 4, "tasks": 2}),
         ("wait", {"ids": "all"},

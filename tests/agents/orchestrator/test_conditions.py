@@ -146,8 +146,12 @@ def test_the_orchestrator_is_told_the_fields_and_shown_where_in_the_example(
     assert "\n- decision (one of: Accept (Oral), Reject, Accept (Poster))\n" in told
     fan_outs = [json.loads(c["function"]["arguments"]) for m in messages
                 for c in m.get("tool_calls", ()) if c["function"]["name"] == "fan_out"]  # fmt: skip
-    assert fan_outs[0]["where"] == [{"field": "decision", "op": "contains", "value": "Accept"}]
-    Condition.model_validate(fan_outs[0]["where"][0])  # the example's condition is valid
+    assert fan_outs[0]["where"] == [
+        {"field": "decision", "op": "contains", "value": "Accept"},
+        {"field": "emails", "op": "contains", "value": "mit.edu"},
+    ]
+    for condition in fan_outs[0]["where"]:
+        Condition.model_validate(condition)  # the example's conditions are valid
 
 
 def test_a_column_named_twice_is_one_column() -> None:
@@ -162,16 +166,40 @@ def test_a_where_that_keeps_nothing_says_which_field_holds_the_value(view: Corpu
     ctx: Any = _Ctx()
     actions = Actions(ctx, OrchestratorState(), roles=("extractor",), tools=(), corpus=view)
     wrong_field = [{"field": "authors", "op": "contains", "value": "google.com"}]
-    told = _call(actions, "fan_out", {"agent": "extractor", "task": "R.", "all_documents": True,
-                                      "where": wrong_field})  # fmt: skip
-    assert told == ("error: no document meets where (authors contains 'google.com'): "
-                    "'google.com' is in emails (2 documents)")  # fmt: skip
+    told = json.loads(
+        _call(
+            actions,
+            "fan_out",
+            {"agent": "extractor", "task": "R.", "all_documents": True, "where": wrong_field},
+        )
+    )
+    assert told["documents"] == 2  # one other field holds it: read there, and said so
+    assert told["read_as"] == ["authors contains 'google.com' read as emails contains 'google.com'"]
+    found = json.loads(_call(actions, "search", {"where": wrong_field}))
+    assert found["matches"] == 2 and "read_as" in found
+    two_fields = [{"field": "decision", "op": "contains", "value": "Dropout"}]
+    told_text = _call(
+        actions,
+        "fan_out",
+        {"agent": "extractor", "task": "R.", "all_documents": True, "where": two_fields},
+    )
+    assert told_text == (
+        "error: no document meets where (decision contains 'Dropout'): "
+        "'Dropout' is in title (1 documents), text (1 documents)"
+    )
     wrong_value = [{"field": "decision", "op": "==", "value": "Oral"}]
-    told = _call(actions, "fan_out", {"agent": "extractor", "task": "R.", "all_documents": True,
-                                      "where": wrong_value})  # fmt: skip
-    assert told == ("error: no document meets where (decision == 'Oral'): decision is one of: "
-                    "Accept (Oral), Accept (Poster), Reject")  # fmt: skip
-    assert ctx.spawned == []
+    told_text = _call(
+        actions,
+        "fan_out",
+        {"agent": "extractor", "task": "R.", "all_documents": True, "where": wrong_value},
+    )
+    assert told_text == (
+        "error: no document meets where (decision == 'Oral'): decision is one "
+        "of: Accept (Oral), Accept (Poster), Reject"
+    )
+    nothing = json.loads(_call(actions, "search", {"where": wrong_value}))
+    assert nothing["matches"] == 0 and nothing["note"].startswith("no document meets where")
+    assert len(ctx.spawned) == 1  # the read-as fan-out only
 
 
 def test_a_field_or_column_named_another_way_is_the_field_it_names(view: CorpusView) -> None:
