@@ -29,7 +29,8 @@ many small tasks finish sooner than a few long ones."""
 
 #: The worked example's goal (a run with a corpus is shown it as earlier turns).
 EXAMPLE_GOAL = (
-    "List every accepted paper whose abstract mentions 'dropout', with its title and first author."
+    "List every accepted paper with an author at mit.edu whose abstract mentions 'dropout', "
+    "with its title and first author."
 )
 _EXAMPLE_PROMPT = (
     "For each document id in doc_ids: read it with read_document. If its abstract mentions "
@@ -80,7 +81,7 @@ def example_messages() -> list[dict[str, Any]]:
             "role": "user",
             "content": f"Example goal: {EXAMPLE_GOAL}\n\nCorpus: 9 documents. "
             "Fields: title, authors, text, decision (one of: Accept, "
-            "Reject).",
+            "Reject), emails (lists, e.g. mit.edu, cmu.edu).",
         }
     ]
     for number, turn in enumerate(EXAMPLE_TURNS, start=1):
