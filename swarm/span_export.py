@@ -34,12 +34,17 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 
 #: Seconds export stays off after a failed one.
 COOLDOWN_S = 30.0
+#: Spans a batch processor holds while the collector is slow: a run's spans for the bound
+#: (the SDK's 2,048 overflowed in 5 s of a 3,000-sub-agent run).
+MAX_QUEUE_SPANS = 65_536
 #: The loggers whose records our exports make quiet (the exporter's retries and failures).
 _QUIET_LOGGERS = (
     "opentelemetry.exporter.otlp.proto.http.trace_exporter",
     "opentelemetry.exporter.otlp.common.http",
     "opentelemetry.sdk.trace.export",
 )
+#: The batch processor's own logger ("Queue full, dropping Span.").
+_QUEUE_LOGGER = "opentelemetry.sdk._shared_internal"
 _quiet = threading.local()
 
 
@@ -50,9 +55,25 @@ class _DuringOurExports(logging.Filter):
         return not getattr(_quiet, "active", False)
 
 
+class _QueueFull(logging.Filter):
+    """Counts the spans a full batch queue dropped, instead of a warning for each."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dropped = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg == "Queue full, dropping %s.":
+            self.dropped += 1
+            return False
+        return True
+
+
 _FILTER = _DuringOurExports()
 for _name in _QUIET_LOGGERS:
     logging.getLogger(_name).addFilter(_FILTER)
+_QUEUE_FULL = _QueueFull()
+logging.getLogger(_QUEUE_LOGGER).addFilter(_QUEUE_FULL)
 
 
 def _stderr(line: str) -> None:
@@ -86,6 +107,7 @@ class BoundedExporter(SpanExporter):
         self.cooldown_s, self.tell, self.clock = cooldown_s, tell, clock
         self.exported = 0
         self.dropped = 0
+        self._queue_dropped_before = _QUEUE_FULL.dropped
         self._off_until = float("-inf")
         self._closed = False
         self._lock = threading.Lock()
@@ -130,6 +152,8 @@ class BoundedExporter(SpanExporter):
         still waiting in the processor were dropped too (their number is not known)."""
         with self._lock:
             dropped, self.dropped = self.dropped, 0
+            dropped += _QUEUE_FULL.dropped - self._queue_dropped_before
+            self._queue_dropped_before = _QUEUE_FULL.dropped
         if dropped or queued:
             where = f" to {self.endpoint}" if self.endpoint else ""
             count = f"{dropped:,}" + (" and the queued" if queued else "")
@@ -147,7 +171,7 @@ def bounded_provider(exporter: BoundedExporter, resource: Any) -> TracerProvider
     `exporter.bound_s` for them (the SDK's own exit hook, which waits for every batch, is
     replaced)."""
     provider = TracerProvider(resource=resource, shutdown_on_exit=False)
-    provider.add_span_processor(BatchSpanProcessor(exporter))
+    provider.add_span_processor(BatchSpanProcessor(exporter, max_queue_size=MAX_QUEUE_SPANS))
     atexit.register(shutdown_within, provider, exporter)
     return provider
 
@@ -166,4 +190,10 @@ def shutdown_within(provider: TracerProvider, exporter: BoundedExporter) -> None
         exporter.report(queued=True)
 
 
-__all__ = ["COOLDOWN_S", "BoundedExporter", "bounded_provider", "shutdown_within"]
+__all__ = [
+    "COOLDOWN_S",
+    "MAX_QUEUE_SPANS",
+    "BoundedExporter",
+    "bounded_provider",
+    "shutdown_within",
+]
