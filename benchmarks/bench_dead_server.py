@@ -21,64 +21,20 @@ import os
 import platform
 import sys
 import tempfile
-import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks._results import add_out_option, publish  # noqa: E402
-from kimmy_swarm.swarm import Plan, Subtask, SubtaskContext, Swarm  # noqa: E402
-from kimmy_swarm.swarm.llm import OpenAIChat  # noqa: E402
 from kimmy_swarm.swarm.llm.circuit import CircuitSettings  # noqa: E402
-from kimmy_swarm.swarm.store import RunStore  # noqa: E402
-from tests.support.openai_server import OpenAIServer, echo  # noqa: E402
+from tests.support.dead_server import killed_run, resume_live  # noqa: E402
 
 
-async def call_model(ctx: SubtaskContext) -> str:
-    response = await ctx.model.chat([{"role": "user", "content": ctx.id}])
-    return response.content or ""
-
-
-def _swarm(runs: Path, model: OpenAIChat) -> Swarm:
-    swarm = Swarm(runs_dir=runs, model=model, max_concurrency=4, max_retries=2)
-    swarm.role("work")(call_model)
-    return swarm
-
-
-async def killed_run(n: int, settings: CircuitSettings, runs: Path) -> dict[str, Any]:
-    plan = Plan(goal="dead server", subtasks=[Subtask(id=f"s{i}", role="work") for i in range(n)])
-    with OpenAIServer(default=echo()) as live:
-        model = OpenAIChat(live.base_url, "m", circuit=settings, timeout_s=5)
-
-        async def kill_at_30_percent() -> None:
-            while len(live.chat_requests) < n * 3 // 10:
-                await asyncio.sleep(0.01)
-            await asyncio.to_thread(live.stop)
-
-        killer = asyncio.create_task(kill_at_30_percent())
-        t0 = time.perf_counter()
-        result = await _swarm(runs, model).execute(plan, run_id="dead")
-        wall = time.perf_counter() - t0
-        await killer
-        refused, probes = model.circuit.refused, model.circuit.probes
-        await model.aclose()
-    events = RunStore(runs, create=False).events("dead", types=["model_called"])
-    failed_calls = sum(1 for e in events if e.error is not None)  # type: ignore[attr-defined]
-    return {"states": Counter(r.status.value for r in result.results.values()),
-            "failed_calls": failed_calls, "refused": refused, "probes": probes, "wall_s": wall,
-            "stop": result.stop_reason or "—",
-            "done": {k for k, r in result.results.items() if r.status.value == "done"}}  # fmt: skip
-
-
-async def resumed(runs: Path, done_before: set[str]) -> str:
-    with OpenAIServer(default=echo()) as back:
-        async with OpenAIChat(back.base_url, "m") as model:
-            result = await _swarm(runs, model).resume("dead")
-        asked = Counter(r.body["messages"][0]["content"] for r in back.chat_requests)
+def _resumed_note(runs: Path, done_before: set[str]) -> str:
+    result, asked = asyncio.run(resume_live(runs))
     states = Counter(r.status.value for r in result.results.values())
     again = len(done_before & set(asked))
     return (f"resume: {result.status.value}, {dict(states)}; {len(asked)} asked, "
@@ -96,10 +52,12 @@ def main() -> None:
     for name, settings in cases.items():
         with tempfile.TemporaryDirectory(prefix="kimmy-bench-dead-") as tmp:
             got = asyncio.run(killed_run(args.n, settings, Path(tmp)))
+            got["stop"] = got["result"].stop_reason or "—"
             print(name, got["states"], got["refused"], got["probes"], flush=True)
             rows.append((name, got))
             if settings.failures < 10**9:
-                note = asyncio.run(resumed(Path(tmp), got["done"]))
+                done = {k for k, r in got["result"].results.items() if r.status.value == "done"}
+                note = _resumed_note(Path(tmp), done)
     lines = [
         "# A model server killed at 30% of a run (`python benchmarks/bench_dead_server.py`)",
         "",

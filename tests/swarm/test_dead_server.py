@@ -6,76 +6,38 @@ nothing finished run twice."""
 from __future__ import annotations
 
 import asyncio
-from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from kimmy_swarm.swarm import Plan, Subtask, SubtaskContext, Swarm
 from kimmy_swarm.swarm.errors import (
     ModelConnectionError,
     ModelServerError,
     ModelUnreachableError,
 )
-from kimmy_swarm.swarm.llm import OpenAIChat
 from kimmy_swarm.swarm.llm.circuit import CircuitBreaker, CircuitSettings
 from kimmy_swarm.swarm.schema import RunStatus
-from kimmy_swarm.swarm.store import RunStore
-from tests.support.openai_server import OpenAIServer, echo
+from tests.support.dead_server import killed_run, resume_live
 
 N = 60
 FAST = CircuitSettings(failures=3, first_probe_s=0.2, max_probe_s=0.4, give_up_s=1.5)
 
 
-async def call_model(ctx: SubtaskContext) -> str:
-    response = await ctx.model.chat([{"role": "user", "content": ctx.id}])
-    return response.content or ""
-
-
-def _plan() -> Plan:
-    return Plan(goal="dead server", subtasks=[Subtask(id=f"s{i}", role="work") for i in range(N)])
-
-
-def _swarm(tmp_path: Path, model: OpenAIChat) -> Swarm:
-    swarm = Swarm(runs_dir=tmp_path, model=model, max_concurrency=4, max_retries=2)
-    swarm.role("work")(call_model)
-    return swarm
-
-
 async def test_a_dead_server_is_not_hammered_and_resume_finishes_the_rest(
     tmp_path: Path,
 ) -> None:
-    with OpenAIServer(default=echo()) as live:
-        model = OpenAIChat(live.base_url, "m", circuit=FAST, timeout_s=5)
-
-        async def kill_at_30_percent() -> None:
-            while len(live.chat_requests) < N * 3 // 10:
-                await asyncio.sleep(0.01)
-            await asyncio.to_thread(live.stop)
-
-        killer = asyncio.create_task(kill_at_30_percent())
-        result = await _swarm(tmp_path, model).execute(_plan(), run_id="dead")
-        await killer
-        await model.aclose()
-    statuses = Counter(r.status.value for r in result.results.values())
+    run = await killed_run(N, FAST, tmp_path)
+    result, statuses = run["result"], run["states"]
     assert result.status is RunStatus.CANCELLED
     assert result.stop_reason is not None and result.stop_reason.startswith(
-        f"model server at {live.base_url} unreachable: "
+        f"model server at {run['url']} unreachable: "
     )
     assert "kimmy resume continues it" in result.stop_reason
     assert statuses["failed"] == 0 and statuses["done"] >= N * 3 // 10
-    # before: every remaining sub-agent tried 3 times (~120 calls to the closed port here)
-    store = RunStore(tmp_path, create=False)
-    failed_calls = sum(
-        1 for e in store.events("dead") if e.type == "model_called" and e.error is not None
-    )
-    assert failed_calls <= 4 + FAST.failures + 6, failed_calls  # in flight + to open + probes
+    # before: every remaining sub-agent tried 3 times (~120 refused connections here)
+    assert run["refused"] <= 4 + FAST.failures + run["probes"], run
     done_before = {k for k, r in result.results.items() if r.status.value == "done"}
-
-    with OpenAIServer(default=echo()) as back:
-        async with OpenAIChat(back.base_url, "m", circuit=FAST) as model:
-            resumed = await _swarm(tmp_path, model).resume("dead")
-        asked = Counter(r.body["messages"][0]["content"] for r in back.chat_requests)
+    resumed, asked = await resume_live(tmp_path)
     assert resumed.status is RunStatus.COMPLETED
     assert all(r.status.value == "done" for r in resumed.results.values())  # 0 lost
     assert not done_before & set(asked) and max(asked.values()) == 1  # 0 run twice

@@ -177,23 +177,18 @@ def test_a_where_that_keeps_nothing_says_which_field_holds_the_value(view: Corpu
     assert told["read_as"] == ["authors contains 'google.com' read as emails contains 'google.com'"]
     found = json.loads(_call(actions, "search", {"where": wrong_field}))
     assert found["matches"] == 2 and "read_as" in found
+
+    def fan_out_all(where: list[dict[str, Any]]) -> str:
+        args = {"agent": "extractor", "task": "R.", "all_documents": True, "where": where}
+        return _call(actions, "fan_out", args)
+
     two_fields = [{"field": "decision", "op": "contains", "value": "Dropout"}]
-    told_text = _call(
-        actions,
-        "fan_out",
-        {"agent": "extractor", "task": "R.", "all_documents": True, "where": two_fields},
-    )
-    assert told_text == (
+    assert fan_out_all(two_fields) == (
         "error: no document meets where (decision contains 'Dropout'): "
         "'Dropout' is in title (1 documents), text (1 documents)"
     )
     wrong_value = [{"field": "decision", "op": "==", "value": "Oral"}]
-    told_text = _call(
-        actions,
-        "fan_out",
-        {"agent": "extractor", "task": "R.", "all_documents": True, "where": wrong_value},
-    )
-    assert told_text == (
+    assert fan_out_all(wrong_value) == (
         "error: no document meets where (decision == 'Oral'): decision is one "
         "of: Accept (Oral), Accept (Poster), Reject"
     )
