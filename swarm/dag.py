@@ -7,7 +7,7 @@ execution order.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import TYPE_CHECKING
 
 from kimmy_swarm.swarm.errors import (
@@ -59,29 +59,23 @@ def _check_size(plan: Plan, max_subtasks: int, max_dependencies: int) -> None:
         raise PlanLimitError(
             f"plan has {len(plan.subtasks)} subtasks; at most {max_subtasks} are allowed"
         )
-    wide = [s.id for s in plan.subtasks if len(s.depends_on) > max_dependencies]
-    if wide:
-        raise PlanLimitError(
-            f"subtasks {_ids_text(wide)} list more than {max_dependencies} dependencies",
-            ids=wide,
-        )
+    per_subtask: tuple[tuple[Callable[[Subtask], bool], str], ...] = (
+        (lambda s: len(s.depends_on) > max_dependencies,
+         f"list more than {max_dependencies} dependencies"),
+        (lambda s: len(s.instructions) > MAX_TEXT_CHARS,
+         f"have instructions over {MAX_TEXT_CHARS:,} characters; put large data in a file "
+         "the sub-agent reads"),
+        (lambda s: bool(s.inputs) and _json_bytes(s.inputs) > MAX_INPUTS_BYTES,
+         f"have inputs over {MAX_INPUTS_BYTES // 2**20} MiB as JSON; put large data in a file "
+         "the sub-agent reads"),
+    )  # fmt: skip
+    for over, says in per_subtask:
+        ids = [s.id for s in plan.subtasks if over(s)]
+        if ids:
+            raise PlanLimitError(f"subtasks {_ids_text(ids)} {says}", ids=ids)
     if len(plan.goal) > MAX_TEXT_CHARS:
         raise PlanLimitError(
             f"the goal has {len(plan.goal):,} characters; at most {MAX_TEXT_CHARS:,} are allowed"
-        )
-    long = [s.id for s in plan.subtasks if len(s.instructions) > MAX_TEXT_CHARS]
-    if long:
-        raise PlanLimitError(
-            f"subtasks {_ids_text(long)} have instructions over {MAX_TEXT_CHARS:,} characters; "
-            "put large data in a file the sub-agent reads",
-            ids=long,
-        )
-    heavy = [s.id for s in plan.subtasks if s.inputs and _json_bytes(s.inputs) > MAX_INPUTS_BYTES]
-    if heavy:
-        raise PlanLimitError(
-            f"subtasks {_ids_text(heavy)} have inputs over {MAX_INPUTS_BYTES // 2**20} MiB as "
-            "JSON; put large data in a file the sub-agent reads",
-            ids=heavy,
         )
 
 
