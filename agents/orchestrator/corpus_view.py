@@ -176,10 +176,14 @@ class CorpusView:
             UnknownFieldError: a condition names a field the records do not have.
             NothingMeetsError: no document meets `where` (the message says why).
         """
+        if not where:
+            return list(ids), []
+        given, asked = list(ids), list(where)
+        ids, where, notes = self._either_mentions(given, asked)
         kept = self.where(ids, where)
-        if kept or not where:
-            return kept, []
-        fixed, notes = [], []
+        if kept:
+            return kept, notes
+        fixed = []
         for condition in where:
             if condition.op == "contains" and not self.where(ids, [condition]):
                 holders = self.fields_holding(condition, ids)
@@ -188,10 +192,36 @@ class CorpusView:
                     notes.append(f"{condition.words()} read as {read.words()}")
                     condition = read
             fixed.append(condition)
-        kept = self.where(ids, fixed) if notes else []
+        kept = self.where(ids, fixed) if fixed != where else []
         if not kept:
-            raise NothingMeetsError(self._nothing_meets(ids, where))
+            raise NothingMeetsError(self._nothing_meets(given, asked))
         return kept, notes
+
+    def _either_mentions(
+        self, ids: Sequence[str], where: Sequence[Condition]
+    ) -> tuple[list[str], list[Condition], list[str]]:
+        """`title contains v` and `text contains v` together are a small model's way of
+        writing "the title or the abstract mentions v" (both must hold, else): they are read
+        as that — the documents whose title or text mentions v (whole words, as a quoted
+        query) — and the notes say so. Returns the ids kept, the other conditions, notes."""
+        from kimmy_swarm.agents.tools.search import mentions_any
+
+        on: dict[str, set[str]] = {}
+        for c in where:
+            if c.op == "contains" and self.resolve(c.field) in ("title", "text"):
+                on.setdefault(str(c.value).lower(), set()).add(str(self.resolve(c.field)))
+        both = {value for value, fields in on.items() if fields == {"title", "text"}}
+        if not both:
+            return list(ids), list(where), []
+        merged = [c for c in where if c.op == "contains" and str(c.value).lower() in both
+                  and self.resolve(c.field) in ("title", "text")]  # fmt: skip
+        rest = [c for c in where if c not in merged]
+        kept = [d for d in ids
+                if all(mentions_any([v], (self.corpus.get(d).title, self.corpus.get(d).text))
+                       for v in both)]  # fmt: skip
+        notes = [f"title contains {v!r} and text contains {v!r} read as: the title or the "
+                 f"text mentions {v!r}" for v in sorted(both)]  # fmt: skip
+        return kept, rest, notes
 
     def _nothing_meets(self, ids: Sequence[str], where: Sequence[Condition]) -> str:
         """Why a `where` kept nothing: the conditions, and for each one no document meets

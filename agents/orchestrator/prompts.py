@@ -18,8 +18,10 @@ In your first turn:
 small piece of the work; its system prompt says exactly what to check and what to report.
 2. fan_out(agent, task, query | ids | all_documents, where, per_task) with that agent's name: \
 each task gets a few documents, without you listing them (assign_task gives one task). \
-Conditions on the documents' fields (a decision, e-mail domains, numbers) go in where, as \
-{"field", "op", "value"}: they are checked for you, so the sub-agent judges the rest only.
+Phrases the goal asks for go in query, quoted ('dropout'): it keeps the documents whose \
+title or text mentions one. Conditions on the other fields (a decision, e-mail domains, \
+numbers) go in where, as {"field", "op", "value"}: they are checked for you, so the \
+sub-agent judges the rest only.
 3. wait(ids="all"): a digest of every result.
 In your next turn:
 4. finish(table={"columns": [the columns the goal asks for]}) assembles the rows the \

@@ -15,7 +15,12 @@ import pytest
 from kimmy_swarm.agents.orchestrator.actions import Actions
 from kimmy_swarm.agents.orchestrator.agent_specs import AgentSpec
 from kimmy_swarm.agents.orchestrator.conditions import Condition
-from kimmy_swarm.agents.orchestrator.corpus_view import CorpusView, UnknownFieldError, search_tool
+from kimmy_swarm.agents.orchestrator.corpus_view import (
+    CorpusView,
+    NothingMeetsError,
+    UnknownFieldError,
+    search_tool,
+)
 from kimmy_swarm.agents.orchestrator.prompts import ResourceBrief, opening_messages
 from kimmy_swarm.agents.orchestrator.state import OrchestratorState
 from kimmy_swarm.agents.orchestrator.table import TableSpec
@@ -209,3 +214,18 @@ def test_a_field_or_column_named_another_way_is_the_field_it_names(view: CorpusV
     (cells,) = view.cells(["p1"], ["title", "openreview_link", "first author", "method"])
     assert cells == {"id": "p1", "title": "Deep RL at scale", "first author": "Ann Lee",
                      "openreview_link": "https://openreview.net/forum?id=p1"}  # fmt: skip
+
+
+def test_title_and_text_containing_one_value_read_as_either_mentions_it(view: CorpusView) -> None:
+    # the 1.5B wrote where title contains 'dropout' and abstract contains 'dropout' for
+    # "mentions 'dropout' in the title or abstract": both had to hold, and it lost the rest
+    both = [_c("title", "contains", "reinforcement"), _c("abstract", "contains", "reinforcement")]
+    kept, notes = view.select(view.ids, both)
+    assert kept == ["p1", "p2"]  # p1's and p2's abstracts mention it, neither title does
+    assert notes == ["title contains 'reinforcement' and text contains 'reinforcement' read as: "
+                     "the title or the text mentions 'reinforcement'"]  # fmt: skip
+    with_google = [*both, _c("emails", "contains", "google.com")]
+    assert view.select(view.ids, with_google)[0] == ["p1"]
+    assert view.select(view.ids, [_c("title", "contains", "dropout")]) == (["p3"], [])
+    with pytest.raises(NothingMeetsError):
+        view.select(view.ids, [_c("title", "contains", "zebra"), _c("text", "contains", "zebra")])
