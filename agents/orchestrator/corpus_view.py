@@ -30,26 +30,11 @@ DOCUMENT_FIELDS = ("title", "authors", "n_authors", "text", "year", "venue", "ur
 _PROVENANCE = frozenset({"year_from", "venue_from"})
 
 
-#: Names a person (or a model) gives the fields every document has.
-FIELD_SYNONYMS: dict[str, str] = {
-    **dict.fromkeys(("abstract", "abstracts", "body", "content", "summary", "full_text"), "text"),
-    **dict.fromkeys(("author", "author_names", "author_list", "all_authors"), "authors"),
-    **dict.fromkeys(
-        (
-            "link",
-            "links",
-            "openreview_link",
-            "openreview_url",
-            "paper_link",
-            "paper_url",
-            "web_link",
-            "forum_link",
-        ),
-        "url",
-    ),
-    **dict.fromkeys(("paper_title", "title_of_paper"), "title"),
-    **dict.fromkeys(("number_of_authors", "author_count", "num_authors"), "n_authors"),
-}
+#: Names a person (or a model) gives the text of a document (the table headers a person
+#: writes for the other fields are `agents.widesearch.answer.HEADER_ALIASES`).
+FIELD_SYNONYMS: dict[str, str] = dict.fromkeys(
+    ("abstract", "abstracts", "body", "content", "summary", "full_text"), "text"
+)
 
 
 def _field_id(name: str) -> str:
@@ -93,9 +78,11 @@ class CorpusView:
         "abstract" → text, "OpenReview link" → url), or its plural, singular or count
         ("email" → emails, "citation_count" → citations); None when none is. `fields`:
         the names to resolve among (default: `fields`)."""
+        from kimmy_swarm.agents.widesearch.answer import column_id
+
         known = list(self.fields if fields is None else fields)
         wanted = _field_id(name)
-        for candidate in (name, wanted, FIELD_SYNONYMS.get(wanted)):
+        for candidate in (name, wanted, FIELD_SYNONYMS.get(wanted), column_id(name)):
             if candidate in known:
                 return candidate
         # "citation_count" is citations, "email" emails: a count's or a plural's other form

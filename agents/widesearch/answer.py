@@ -43,6 +43,9 @@ HEADER_ALIASES: dict[str, str] = {
     "domains": "emails",
     "link": "url",
     "openreview_url": "url",
+    "openreview_link": "url",
+    "openreview": "url",
+    "paper_link": "url",
 }
 
 #: Columns compared as integers, as numbers to 2 decimals, and as lists (authors in order,

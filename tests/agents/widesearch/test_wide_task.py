@@ -169,6 +169,9 @@ def test_parse_markdown_table_with_aliases_and_escapes() -> None:
     assert normalize_cell("first_author", " ANN   lee ") == "ann lee"
     assert normalize_cell("rating", "8.944") == 8.94
     assert normalize_cell("citations", "many") is None
+    # the goal's own words "OpenReview link" as a header (graded as a missing column before)
+    linked = parse_answer("| Title | OpenReview link |\n|---|---|\n| C | https://x |")
+    assert linked == [{"title": "C", "url": "https://x"}]
 
 
 def test_parse_json_rows_bare_fenced_and_wrapped() -> None:
