@@ -240,8 +240,10 @@ class Actions:
         if where:
             try:
                 docs, read_as = view.select(docs, where)
-            except (UnknownFieldError, NothingMeetsError) as exc:
+            except UnknownFieldError as exc:
                 raise ToolError(str(exc)) from None
+            except NothingMeetsError as exc:
+                raise ToolError(str(exc) + _without_query(view, where, query)) from None
         parts = chunks(docs, per_task=per_task, tasks=tasks)
         subtasks = []
         for part in parts:
@@ -359,6 +361,20 @@ class Actions:
         told = {"finished": True, "rows": len(built.rows), "repeats_dropped": built.dropped,
                 "failed_tasks": failed}  # fmt: skip
         return Outcome(json.dumps(told))
+
+
+def _without_query(view: CorpusView, where: list[Condition], query: str | None) -> str:
+    """When a fan-out over a query kept nothing after `where`: how many documents of the
+    whole corpus meet `where` alone (the 1.5B fanned out over the query "citations" with
+    `where citations > 100`, and the query had already left out every such paper)."""
+    if query is None:
+        return ""
+    try:
+        alone, _ = view.select(view.ids, where)
+    except (UnknownFieldError, NothingMeetsError):
+        return ""
+    return (f"; without the query {query!r}, {len(alone)} documents meet where: give "
+            "all_documents=true instead of the query")  # fmt: skip
 
 
 def _arguments(tool: Tool, arguments: str) -> dict[str, Any]:

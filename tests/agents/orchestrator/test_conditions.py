@@ -229,3 +229,14 @@ def test_title_and_text_containing_one_value_read_as_either_mentions_it(view: Co
     assert view.select(view.ids, [_c("title", "contains", "dropout")]) == (["p3"], [])
     with pytest.raises(NothingMeetsError):
         view.select(view.ids, [_c("title", "contains", "zebra"), _c("text", "contains", "zebra")])
+
+
+def test_a_query_that_leaves_out_what_where_wants_says_so(view: CorpusView) -> None:
+    ctx: Any = _Ctx()
+    actions = Actions(ctx, OrchestratorState(), roles=("extractor",), tools=(), corpus=view)
+    cited = [{"field": "citations", "op": ">", "value": 100}]
+    told = _call(actions, "fan_out", {"agent": "extractor", "task": "R.", "query": "policy",
+                                      "where": cited})  # fmt: skip
+    assert told.endswith("; without the query 'policy', 1 documents meet where: give "
+                         "all_documents=true instead of the query")  # fmt: skip
+    assert ctx.spawned == []
