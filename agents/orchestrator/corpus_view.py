@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from kimmy_swarm.agents.orchestrator.conditions import Condition, as_number, field_text
@@ -64,10 +65,10 @@ class CorpusView:
     def ids(self) -> list[str]:
         return list(self.corpus.ids)
 
-    @property
+    @cached_property
     def fields(self) -> list[str]:
         """The fields conditions may test: `DOCUMENT_FIELDS` and the plain metadata keys of
-        the documents (the first 50 read; first-seen order)."""
+        the documents (the first 50 read; first-seen order; worked out once)."""
         keys = dict.fromkeys(DOCUMENT_FIELDS)
         for doc in self.corpus.documents[:50]:
             keys.update(dict.fromkeys(k for k in doc.plain_meta() if k not in _PROVENANCE))
@@ -224,7 +225,8 @@ class CorpusView:
         """For a condition no document among `ids` meets: the fields whose values do hold its
         value (`'google.com' is in emails (66 documents)`); else the values of its own field
         when they are few (`decision is one of: Accept (Oral), …`); else ""."""
-        values = [self.field_value(d, condition.field) for d in ids]
+        field = self.resolve(condition.field) or condition.field  # "abstract": text
+        values = [self.field_value(d, field) for d in ids]
         if condition.op not in ("contains", "==", "!="):  # an order: say the range
             numbers = [n for n in map(as_number, values) if n is not None]
             return (
@@ -245,9 +247,10 @@ class CorpusView:
     def fields_holding(self, condition: Condition, ids: Sequence[str]) -> list[tuple[str, int]]:
         """The other fields for which `condition` holds on some of `ids`, with how many,
         most first (where a `contains` value really is: 'google.com' in emails)."""
+        own = self.resolve(condition.field) or condition.field
         found = []
         for name in self.fields:
-            if name == condition.field:
+            if name == own:
                 continue
             probe = condition.model_copy(update={"field": name})
             count = sum(probe.holds(self.field_value(d, name)) for d in ids)
