@@ -89,7 +89,9 @@ def _row(name: str, s: dict[str, Any], w: dict[str, Any]) -> str:
     )
 
 
-def page(args: argparse.Namespace, rows: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> str:
+def page(
+    args: argparse.Namespace, rows: list[tuple[str, dict[str, Any], dict[str, Any]]], of: int
+) -> str:
     def mean(key: str, which: int) -> float:
         return statistics.fmean(r[which][key] for r in rows) if rows else 0.0
 
@@ -99,7 +101,13 @@ def page(args: argparse.Namespace, rows: list[tuple[str, dict[str, Any], dict[st
         f"# Wide-task suite: swarm vs one agent, {args.model} "
         "(`python benchmarks/bench_widesearch.py`)",
         "",
-        f"{len(rows)} goals of `WIDE_SUITE` in words; corpus: "
+        f"{len(rows)} goals of `WIDE_SUITE` in words"
+        + (
+            f" (the run was asked for {of}; the page is written after each)"
+            if of > len(rows)
+            else ""
+        )
+        + "; corpus: "
         + (
             f"the first {args.documents} ICLR 2017 papers"
             if args.documents
@@ -139,6 +147,10 @@ def main() -> None:
     parser.add_argument("--documents", type=int, default=0, help="0: the whole corpus")
     parser.add_argument("--token-cap", type=int, default=400_000)
     parser.add_argument("--skip-single", action="store_true", help="the swarm only")
+    parser.add_argument(
+        "--runs-dir", type=Path, default=None,
+        help="keep the runs here (kimmy show reads them; default: removed)",
+    )  # fmt: skip
     add_out_option(parser, "widesearch.md")
     args = parser.parse_args()
     args.cpus = os.cpu_count()
@@ -150,7 +162,8 @@ def main() -> None:
 
     rows: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
     with tempfile.TemporaryDirectory(prefix="kimmy-bench-wide-") as tmp_name:
-        tmp = Path(tmp_name)
+        tmp = args.runs_dir.resolve() if args.runs_dir else Path(tmp_name)
+        tmp.mkdir(parents=True, exist_ok=True)
         corpus = papers_file(tmp, args.documents)
         papers = load_papers(corpus)
         local = LocalModel.load(args.model, max_connections=128)
@@ -177,9 +190,11 @@ def main() -> None:
                 rows.append((name, w, s))
                 print(f"{name}: swarm F1 {w['f1']:.2f} in {w['wall_s']:.0f} s ({w['status']}); "
                       f"single F1 {s['f1']:.2f} in {s['wall_s']:.0f} s", flush=True)  # fmt: skip
+                if args.out is not None:  # the goals so far: a stopped run keeps its page
+                    publish(page(args, rows, of=len(names)), args.out, echo=False)
         finally:
             asyncio.run(local.aclose())
-    publish(page(args, rows), args.out)
+    publish(page(args, rows, of=len(names)), args.out)
 
 
 if __name__ == "__main__":

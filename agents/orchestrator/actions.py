@@ -9,6 +9,7 @@ go through `ctx.spawn` (the runtime's spawn path: limits, budgets, the store, re
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -24,6 +25,7 @@ from kimmy_swarm.agents.orchestrator.corpus_view import (
     chunks,
 )
 from kimmy_swarm.agents.orchestrator.digest import digest, output_text, page
+from kimmy_swarm.agents.orchestrator.prompts import EXAMPLE_WHERE
 from kimmy_swarm.agents.orchestrator.state import OrchestratorState, TaskRecord
 from kimmy_swarm.agents.orchestrator.table import TableSpec, assemble
 from kimmy_swarm.agents.orchestrator.tools import orchestrator_tools
@@ -49,6 +51,13 @@ GOAL_GIVEN = (
     "every part of it that the document shows): {goal}"
 )
 
+#: Said with a search the orchestrator made before in an earlier turn (the 0.5B made one
+#: search nine turns in a row; its answer cannot change).
+REPEATED_SEARCH = (
+    "the same search as in turn {turn}, with the same answer: use it (fan_out over these "
+    "documents), or search with other words"
+)
+
 
 @dataclass
 class Outcome:
@@ -58,6 +67,9 @@ class Outcome:
     spawned: list[str] = field(default_factory=list)
     #: The call failed (its text says why).
     failed: bool = False
+    #: The call repeated one of an earlier turn whose answer cannot have changed (a
+    #: search): its answer is given again, but the turn made no progress by it.
+    repeated: bool = False
 
 
 @dataclass
@@ -211,11 +223,18 @@ class Actions:
         return self.corpus
 
     async def _search(self, query: str, where: list[Condition], limit: int) -> Outcome:
+        where, dropped = _asked_for(self._goal(), where)
         try:
             found = self._view().search(query, limit, where)
         except UnknownFieldError as exc:
             raise ToolError(str(exc)) from None
-        return Outcome(json.dumps(found, ensure_ascii=False))
+        if dropped:
+            found["dropped"] = dropped
+        asked = json.dumps([query, [c.words() for c in where], limit])
+        first = self.state.searches.setdefault(asked, self.state.turns)
+        if first != self.state.turns:
+            found["repeated"] = REPEATED_SEARCH.format(turn=first)
+        return Outcome(json.dumps(found, ensure_ascii=False), repeated="repeated" in found)
 
     async def _fan_out(
         self, agent: str, task: str, query: str | None, ids: list[str] | None,
@@ -223,6 +242,7 @@ class Actions:
         inputs: dict[str, Any], depends_on: list[str], with_documents: bool,
     ) -> Outcome:  # fmt: skip
         view = self._view()
+        where, dropped = _asked_for(self._goal(), where)
         spec = self.state.agents.get(agent)
         columns = spec.output_columns if spec is not None else None
         if query is not None:
@@ -263,6 +283,8 @@ class Actions:
                                 "tasks": len(spawned)}  # fmt: skip
         if read_as:
             told["read_as"] = read_as
+        if dropped:
+            told["dropped"] = dropped
         return Outcome(json.dumps(told), spawned)
 
     async def _wait(
@@ -361,6 +383,28 @@ class Actions:
         told = {"finished": True, "rows": len(built.rows), "repeats_dropped": built.dropped,
                 "failed_tasks": failed}  # fmt: skip
         return Outcome(json.dumps(told))
+
+
+#: Top-level domains say nothing of which domain a goal names.
+_DOMAINS = frozenset({"com", "edu", "org", "net", "gov"})
+
+
+def _asked_for(goal: str, where: list[Condition]) -> tuple[list[Condition], list[str]]:
+    """`where` without the worked example's conditions that the goal does not say (a small
+    model copies the example's "decision contains 'Accept'", "emails contains 'mit.edu'"
+    into goals that name neither), and a note for each one dropped."""
+    example = {(c["field"], c["op"], c["value"].lower()) for c in EXAMPLE_WHERE}
+    said = goal.lower()
+    kept, dropped = [], []
+    for condition in where:
+        copied = (condition.field, condition.op, str(condition.value).lower()) in example
+        words = set(re.findall(r"[a-z0-9]{3,}", str(condition.value).lower())) - _DOMAINS
+        if copied and not any(re.search(rf"\b{word}", said) for word in words):
+            dropped.append(f"{condition.words()}: the worked example's condition, not the "
+                           "goal's; take conditions from the goal's words")  # fmt: skip
+        else:
+            kept.append(condition)
+    return kept, dropped
 
 
 def _without_query(view: CorpusView, where: list[Condition], query: str | None) -> str:

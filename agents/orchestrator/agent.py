@@ -201,7 +201,7 @@ class OrchestratorAgent:
         self, ctx: SubtaskContext, actions: Actions, calls: Sequence[ToolCall]
     ) -> tuple[list[dict[str, Any]], list[str]]:
         """Run a turn's tool calls; their result messages and the tasks they spawned (counts
-        the turn as idle when no call succeeded)."""
+        the turn as idle when no call succeeded but by repeating an earlier search)."""
         results: list[dict[str, Any]] = []
         spawned: list[str] = []
         succeeded = False
@@ -214,7 +214,7 @@ class OrchestratorAgent:
             else:
                 outcome = await actions.run(call)
             spawned += outcome.spawned
-            succeeded = succeeded or not outcome.failed
+            succeeded = succeeded or not (outcome.failed or outcome.repeated)
             if outcome.failed and failed_at is None:
                 failed_at = number
             results.append({"role": "tool", "tool_call_id": call.id, "content": outcome.text})

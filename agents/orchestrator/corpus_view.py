@@ -234,7 +234,9 @@ class CorpusView:
                 if numbers
                 else ""
             )
-        own = {field_text(v) for v in values}
+        # a list field's values are its items ("gmail.com", not "gmail.com, gmail.com")
+        own = {field_text(item) for v in values
+               for item in (v if isinstance(v, list | tuple) else [v])}  # fmt: skip
         own_values = f"{condition.field} is one of: {', '.join(sorted(own))}"
         if condition.op != "contains":
             return own_values if 0 < len(own) <= 6 else ""

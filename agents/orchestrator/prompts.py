@@ -39,6 +39,14 @@ _EXAMPLE_PROMPT = (
     "'dropout' (the whole word, any case), report one row with its title and its first "
     "author, copied exactly. Report no row for the other documents."
 )
+#: The example fan-out's conditions. A small model copies them into its own goal's calls
+#: (the 0.5B searched for "decision Accept, emails mit.edu" nine turns in a row on a goal
+#: that names neither): the orchestrator's tools drop a copied one the goal does not say
+#: (`agents.orchestrator.actions`).
+EXAMPLE_WHERE: tuple[dict[str, str], ...] = (
+    {"field": "decision", "op": "contains", "value": "Accept"},
+    {"field": "emails", "op": "contains", "value": "mit.edu"},
+)
 #: What opens the first message after the example (the run's own conversation starts there).
 EXAMPLE_DONE = (
     "The example is done, and its sub-agents are gone: create your own sub-agent first. "
@@ -53,8 +61,7 @@ EXAMPLE_TURNS: tuple[tuple[tuple[str, dict[str, Any], dict[str, Any]], ...], ...
          {"created": "dropout_extractor", "tools": ["read_document"]}),
         ("fan_out", {"agent": "dropout_extractor", "task": "Report the rows of your "
                      "documents that meet the condition.", "query": "'dropout'",
-                     "where": [{"field": "decision", "op": "contains", "value": "Accept"},
-                               {"field": "emails", "op": "contains", "value": "mit.edu"}],
+                     "where": [dict(c) for c in EXAMPLE_WHERE],
                      "per_task": 2},
          {"task_ids": ["t1", "t2"], "documents": 4, "tasks": 2}),
         ("wait", {"ids": "all"},
@@ -186,6 +193,7 @@ __all__ = [
     "EXAMPLE_DONE",
     "EXAMPLE_GOAL",
     "EXAMPLE_TURNS",
+    "EXAMPLE_WHERE",
     "NO_TOOL_CALL",
     "ORCHESTRATOR_PROMPT",
     "ResourceBrief",

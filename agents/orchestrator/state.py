@@ -41,8 +41,12 @@ class OrchestratorState(BaseModel):
     #: yet): a resumed orchestrator carries them out again — each is idempotent (spawns of
     #: the same subtasks add nothing, waits wait).
     open_turn: bool = False
-    #: Turns in a row whose calls all failed (or that called no tool).
+    #: Turns in a row whose calls all failed or repeated an earlier search (or that called
+    #: no tool).
     idle_turns: int = 0
+    #: Each search made (its query, conditions and limit as JSON), with the turn it was
+    #: first made in.
+    searches: dict[str, int] = Field(default_factory=dict)
 
     def new_task_id(self, taken: set[str]) -> str:
         """The next free default task id."""

@@ -16,6 +16,10 @@ a prompt judged to fit must fit, and a timeout from an estimate too high is only
 A call with `max_tokens` may send `context_tokens - max_tokens - margin` prompt tokens; the
 margin covers what the estimate cannot see (chat-template tokens, a tokenizer that splits
 an unseen kind of text finer than anything observed so far).
+
+A conversation the server counted before (an agent's next turn) is sized from that count:
+`TokenBudget` keeps the counts (`swarm.llm.counted_prompts`) and estimates only the messages
+added since, so a long conversation is not judged at the pessimistic ratio as a whole.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kimmy_swarm.swarm.errors import ConfigError
+from kimmy_swarm.swarm.llm.counted_prompts import CountedPrompts
 from kimmy_swarm.swarm.llm.overflow import ContextOverflow
 from kimmy_swarm.swarm.llm.types import Message, MessageLike
 
@@ -200,6 +205,8 @@ class TokenBudget:
         self._context_tokens = context
         self._known = context_tokens is not None
         self._margin = margin
+        #: The server's counts of conversations it answered (their next turns start there).
+        self.counted = CountedPrompts()
 
     @property
     def context_tokens(self) -> int:
@@ -258,8 +265,14 @@ class TokenBudget:
     def prompt_tokens(
         self, messages: Sequence[MessageLike], tools: Sequence[Mapping[str, Any]] | None = None
     ) -> int:
-        """The estimated prompt tokens of a conversation, chat template included."""
-        return self.estimate.prompt_tokens(messages, tools)
+        """The estimated prompt tokens of a conversation, chat template included: the
+        server's count of its longest prefix sent before (with the same tools), plus an
+        estimate of the messages after it; an estimate of the whole when none was."""
+        known, counted = self.counted.longest_prefix(messages, tools)
+        if not known:
+            return self.estimate.prompt_tokens(messages, tools)
+        rest = messages[known:]
+        return counted + self.estimate.tokens(message_chars(rest)) + MESSAGE_OVERHEAD * len(rest)
 
     def prompt_limit(self, max_tokens: int) -> int:
         """The prompt tokens a call with `max_tokens` may send (may be <= 0: none fits)."""
@@ -282,8 +295,10 @@ class TokenBudget:
         prompt_tokens: int,
         tools: Sequence[Mapping[str, Any]] | None = None,
     ) -> None:
-        """Compare with the prompt tokens the server counted; keep the lower ratio."""
+        """Compare with the prompt tokens the server counted; keep the lower ratio, and the
+        count itself for this conversation's next turns."""
         self.estimate.observe(messages, prompt_tokens, tools)
+        self.counted.record(messages, prompt_tokens, tools)
 
     def reject(
         self,

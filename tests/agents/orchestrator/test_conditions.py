@@ -240,3 +240,49 @@ def test_a_query_that_leaves_out_what_where_wants_says_so(view: CorpusView) -> N
     assert told.endswith("; without the query 'policy', 1 documents meet where: give "
                          "all_documents=true instead of the query")  # fmt: skip
     assert ctx.spawned == []
+
+
+def test_the_worked_examples_conditions_are_dropped_where_the_goal_does_not_say_them(
+    view: CorpusView,
+) -> None:
+    # the 0.5B searched "decision contains 'Accept', emails contains 'mit.edu'" (the worked
+    # example's where) nine turns in a row for a goal about 'dropout' that names neither
+    from kimmy_swarm.agents.orchestrator.prompts import EXAMPLE_WHERE
+
+    copied = [dict(c) for c in EXAMPLE_WHERE]
+    ctx: Any = _Ctx()
+    ctx.inputs = {"goal": "Which papers mention 'dropout'? Titles please, submitted ones too."}
+    actions = Actions(ctx, OrchestratorState(), roles=("extractor",), tools=(), corpus=view)
+    found = json.loads(_call(actions, "search", {"query": "'dropout'", "where": copied}))
+    assert found["matches"] == 1 and found["shown"][0]["id"] == "p3"
+    assert found["dropped"] == [
+        "decision contains 'Accept': the worked example's condition, not the goal's; take "
+        "conditions from the goal's words",
+        "emails contains 'mit.edu': the worked example's condition, not the goal's; take "
+        "conditions from the goal's words",
+    ]
+    fan = {"agent": "extractor", "task": "R.", "query": "'dropout'", "where": copied}
+    told = json.loads(_call(actions, "fan_out", fan))
+    assert told["documents"] == 1 and len(told["dropped"]) == 2
+    # a goal that does say them keeps them ("submitted" does not say "mit")
+    ctx.inputs = {"goal": "Accepted papers with an author at MIT (mit.edu)?"}
+    kept = json.loads(_call(actions, "search", {"where": copied}))
+    assert kept["matches"] == 1 and "dropped" not in kept
+    # a condition of the goal's own is never dropped
+    ctx.inputs = {"goal": "Which papers mention 'dropout'?"}
+    own = json.loads(_call(actions, "search", {"where": [_c("decision", "contains", "Oral")
+                                                         .model_dump()]}))  # fmt: skip
+    assert own["matches"] == 1 and "dropped" not in own
+
+
+def test_a_list_fields_values_are_named_by_item(tmp_path: Path) -> None:
+    # "emails is one of: cs.cmu.edu, cmu.edu, gmail.com, gmail.com": each record's list
+    # was one value, its items in the record's order and repeated
+    records = [{"id": "a", "title": "A", "emails": ["gmail.com", "gmail.com"]},
+               {"id": "b", "title": "B", "emails": ["cs.cmu.edu", "cmu.edu"]}]  # fmt: skip
+    path = tmp_path / "lists.json"
+    path.write_text(json.dumps(records))
+    corpus = load_corpus(path)
+    lists = CorpusView(corpus, SearchIndex(corpus.documents))
+    hint = lists.where_else(_c("emails", "==", "mit.edu"), lists.ids)
+    assert hint == "emails is one of: cmu.edu, cs.cmu.edu, gmail.com"

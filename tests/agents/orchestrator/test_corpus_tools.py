@@ -267,3 +267,32 @@ def test_a_fan_out_tasks_rows_pin_the_cells_the_records_hold(tmp_path: Path) -> 
     assert first["citations"] == {"const": 0} and second["citations"] == {"const": 2}
     assert first["meets"] == {"type": "boolean"} and list(first)[-1] == "meets"
     assert "const" not in first["why"]  # no record holds it: the model writes it
+
+
+def test_a_search_repeated_turn_after_turn_is_said_to_be_a_repeat_and_stops_the_run(
+    tmp_path: Path,
+) -> None:
+    """The 0.5B made one search nine turns in a row (its answer cannot change) until the
+    turn limit: the repeat is now said in the answer, and such turns count as idle."""
+    from kimmy_swarm.agents.orchestrator import ORCHESTRATOR_ID, SolveConfig, run_solve
+    from kimmy_swarm.agents.orchestrator.actions import REPEATED_SEARCH
+    from kimmy_swarm.agents.orchestrator.agent import MAX_IDLE_TURNS
+    from kimmy_swarm.swarm.store import RunStore
+    from tests.support.orchestration import orchestration
+
+    path = tmp_path / "c.jsonl"
+    path.write_text("\n".join(json.dumps({"id": i, "title": t, "abstract": a})
+                              for i, t, a in RECORDS) + "\n")  # fmt: skip
+    search = ("search", {"query": "'dropout'"})
+    model = orchestration([[search, search]], subagent=lambda *_: {})
+    out = run_solve(SolveConfig(goal="Find dropout papers", out=tmp_path / "o", corpus=path,
+                                model=model, runs_dir=tmp_path / "r", max_turns=20))  # fmt: skip
+    assert out.status != "completed"
+    assert f"{MAX_IDLE_TURNS} turns in a row without one successful tool call" in out.answer
+    with RunStore(tmp_path / "r", create=False) as store:
+        turns = store.load_run(out.run_id).turns[ORCHESTRATOR_ID]
+    answers = [json.loads(m["content"]) for t in turns for m in t.messages if m["role"] == "tool"]
+    assert len(answers) == 2 * (1 + MAX_IDLE_TURNS)  # not on to the turn limit (20)
+    assert "repeated" not in answers[0] and "repeated" not in answers[1]  # one turn: no repeat
+    assert answers[2]["repeated"] == REPEATED_SEARCH.format(turn=1)
+    assert answers[2]["matches"] == answers[0]["matches"] > 0

@@ -109,3 +109,50 @@ def test_context_tokens_reads_the_clients_length_else_the_default() -> None:
     assert context_tokens(ScriptedChat(), 2048) == 2048  # a scripted model says none
     assert context_tokens(_Told("m", None)) == DEFAULT_CONTEXT_TOKENS == 4096
     assert context_tokens(_Told("m", True), 100) == 100  # not a length
+
+
+def test_a_counted_conversations_next_turn_is_sized_from_the_count() -> None:
+    """An agent's conversation at the pessimistic ratio as a whole was judged 40% over its
+    real size (the 0.5B orchestrator's turns were cut to the 64-token floor at 5,600 of
+    8,192 tokens); the server's count of the turn before now sizes all but the new messages."""
+    tokenizer = tiny_tokenizer()
+    budget = TokenBudget(8192)
+    budget.observe(_messages("a b"), 100)  # an ids-and-JSON call: a low ratio learned
+    budget.estimate.reject(_messages("x" * 400), 300)
+    ratio = budget.chars_per_token
+    prose = " ".join(varied_texts(40, seed=3))
+    turn = _messages(prose)
+    counted = len(tokenizer.encode(prose)) + 20
+    assert budget.prompt_tokens(turn) > counted * 1.2  # the whole estimate runs high
+    budget.observe(turn, counted)
+    assert budget.chars_per_token == ratio  # an optimistic count moves no ratio
+    reply = {"role": "assistant", "content": "noted"}
+    more = {"role": "user", "content": "y" * 300}
+    following = [*turn, reply, more]
+    expected = counted + budget.tokens(len("noted") + 300) + 2 * 8
+    assert budget.prompt_tokens(following) == expected
+    assert budget.prompt_tokens(turn) == counted
+    # other tools, or another first message, are another conversation: estimated whole
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {}}}]
+    assert budget.prompt_tokens(following, tools) > counted * 1.2
+    assert budget.prompt_tokens([{"role": "system", "content": "Be terse."}, *following[1:]]) > (
+        counted * 1.2
+    )
+
+
+def test_counted_prompts_keep_the_most_recent_conversations() -> None:
+    from kimmy_swarm.swarm.llm.counted_prompts import CountedPrompts
+
+    counts = CountedPrompts(capacity=2)
+    first, second, third = _messages("one"), _messages("two"), _messages("three")
+    counts.record(first, 10)
+    counts.record(second, 20)
+    assert counts.longest_prefix([*first, {"role": "user", "content": "more"}]) == (2, 10)
+    counts.record(third, 30)  # the least recently used (second) goes
+    assert len(counts) == 2
+    assert counts.longest_prefix(second) == (0, 0)
+    assert counts.longest_prefix(first) == (2, 10) and counts.longest_prefix(third) == (2, 30)
+    counts.record(first, 0)  # no count: nothing kept
+    assert counts.longest_prefix(first) == (2, 10)
+    with pytest.raises(ValueError, match="capacity 0"):
+        CountedPrompts(capacity=0)
