@@ -99,6 +99,8 @@ class Actions:
     seen: dict[str, SubtaskResult] = field(default_factory=dict)
     #: Tasks the current turn assigned (the agent sets it to 0 at each turn).
     turn_spawned: int = 0
+    #: Tools not offered (`SMALL_CONTEXT_LEAVES_OUT` for a model with a small context).
+    leave_out: Collection[str] = ()
 
     #: The orchestrator's tools, carried out by this attempt's handlers below.
     toolbox: ToolBox = field(init=False, repr=False)
@@ -116,6 +118,7 @@ class Actions:
                 "finish": self._finish,
             },
             corpus=self.corpus is not None,
+            leave_out=self.leave_out,
         )
 
     async def run(self, call: ToolCall) -> Outcome:

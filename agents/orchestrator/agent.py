@@ -25,8 +25,10 @@ from kimmy_swarm.agents.loop import (
 from kimmy_swarm.agents.orchestrator.actions import Actions, Outcome
 from kimmy_swarm.agents.orchestrator.prompts import NO_TOOL_CALL, ResourceBrief, opening_messages
 from kimmy_swarm.agents.orchestrator.state import OrchestratorState
+from kimmy_swarm.agents.orchestrator.tools import SMALL_CONTEXT_LEAVES_OUT
 from kimmy_swarm.swarm.errors import ModelBehaviourError
 from kimmy_swarm.swarm.llm import TokenBudget, context_tokens, shared_budget
+from kimmy_swarm.swarm.llm.budget import message_chars
 from kimmy_swarm.swarm.llm.capabilities import capabilities_of
 from kimmy_swarm.swarm.llm.types import FunctionCall, ToolCall
 
@@ -60,6 +62,15 @@ class TurnPolicy(Protocol):
     ) -> ChatResponse: ...
 
 
+#: Characters per token assumed when the opening is sized against the model's context
+#: (English and JSON under a large-vocabulary tokenizer: Qwen2.5 and SmolLM2 both counted
+#: about 3.6 on the orchestrator's opening).
+OPENING_CHARS_PER_TOKEN = 3.5
+#: The share of the context the whole opening (messages and tool schemas) may take; a model
+#: whose context it would crowd more gets the compact one (`opening_messages(compact=True)`,
+#: `SMALL_CONTEXT_LEAVES_OUT`): SmolLM2's 4,096 tokens held 4,051 of the whole and no turn;
+#: Qwen2.5 served at 8,192 holds it in about half and works with it.
+OPENING_SHARE = 0.6
 #: The fewest tokens an orchestrator turn may be given (a call or two).
 MIN_TURN_TOKENS = 64
 #: Rejections as too long after which a turn gives up (each teaches the budget first).
@@ -184,11 +195,25 @@ class OrchestratorAgent:
         self.context_tokens = context_tokens
         self.max_tokens = max_tokens
 
-    def _restore(self, ctx: SubtaskContext) -> tuple[OrchestratorState, list[dict[str, Any]]]:
+    def _compact(self, ctx: SubtaskContext, actions: Actions) -> bool:
+        """Whether the model gets the compact opening: a model policy on a corpus run whose
+        whole opening (messages and `actions`' tool schemas) would take more than
+        `OPENING_SHARE` of its context. The same on every attempt and resume (it depends on
+        the goal, the resources and the context only), so the conversation replays."""
+        if self.policy.name != "model" or self.corpus is None:
+            return False
+        goal = str(ctx.inputs.get("goal") or ctx.instructions)
+        whole = opening_messages(goal, self.resources, budget_chars=self.budget_chars)
+        tokens = message_chars(whole, actions.toolbox.specs()) / OPENING_CHARS_PER_TOKEN
+        return tokens > OPENING_SHARE * self.context_tokens
+
+    def _restore(
+        self, ctx: SubtaskContext, *, compact: bool
+    ) -> tuple[OrchestratorState, list[dict[str, Any]]]:
         """The state and conversation after the last recorded turn (fresh ones at first)."""
         goal = ctx.inputs.get("goal") or ctx.instructions
         messages: list[dict[str, Any]] = opening_messages(
-            str(goal), self.resources, budget_chars=self.budget_chars
+            str(goal), self.resources, budget_chars=self.budget_chars, compact=compact
         )
         state = OrchestratorState()
         for turn in ctx.history:
@@ -235,13 +260,18 @@ class OrchestratorAgent:
         messages += results
         ctx.record_turn(results, spawned=spawned, state=state.model_dump(mode="json"))
 
-    async def __call__(self, ctx: SubtaskContext) -> OrchestratorOutput:
-        state, messages = self._restore(ctx)
-        actions = Actions(
+    def _actions(self, ctx: SubtaskContext, state: OrchestratorState, *, compact: bool) -> Actions:
+        return Actions(
             ctx, state, roles=self.roles, tools=self.resources.tools,
             digest_chars=self.budget_chars, context_tokens=self.context_tokens,
             max_tokens=self.max_tokens, corpus=self.corpus,
+            leave_out=SMALL_CONTEXT_LEAVES_OUT if compact else (),
         )  # fmt: skip
+
+    async def __call__(self, ctx: SubtaskContext) -> OrchestratorOutput:
+        compact = self._compact(ctx, self._actions(ctx, OrchestratorState(), compact=False))
+        state, messages = self._restore(ctx, compact=compact)
+        actions = self._actions(ctx, state, compact=compact)
         if state.open_turn:  # stopped while carrying out its last turn: carry it out again
             last = next(m for m in reversed(messages) if m.get("role") == "assistant")
             calls = [ToolCall.model_validate(c) for c in last.get("tool_calls") or ()]

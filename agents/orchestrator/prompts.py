@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-ORCHESTRATOR_PROMPT = """\
+_CHARGE = """\
 You are the orchestrator of a swarm of sub-agents. You never do the work yourself: you split \
 the goal into many small tasks that run in parallel, give them to sub-agents, wait for their \
 results and finish with the answer. Call tools in every turn; several calls per turn are \
@@ -17,7 +17,7 @@ In your first turn:
 1. create_subagent(name, system_prompt, tools, output_columns): the sub-agent that does one \
 small piece of the work; its system prompt says exactly what to check and what to report.
 2. fan_out(agent, task, query | ids | all_documents, where, per_task) with that agent's name: \
-each task gets a few documents, without you listing them (assign_task gives one task). \
+each task gets a few documents, without you listing them{assign}. \
 Phrases the goal asks for go in query, quoted ('dropout'): it keeps the documents whose \
 title or text mentions one. Conditions on the other fields (a decision, e-mail domains, \
 numbers) go in where, as {"field", "op", "value"}: they are checked for you, so the \
@@ -28,6 +28,11 @@ In your next turn:
 sub-agents reported (never retype rows); for an answer in words, finish(answer="...").
 search(query) tells how many documents match a query, when you need to know. Prefer width: \
 many small tasks finish sooner than a few long ones."""
+
+#: What the orchestrator is told it does, and how (with the tools a corpus run offers).
+ORCHESTRATOR_PROMPT = _CHARGE.replace("{assign}", " (assign_task gives one task)")
+#: The same for a model with a small context, offered no `assign_task`.
+COMPACT_ORCHESTRATOR_PROMPT = _CHARGE.replace("{assign}", "")
 
 #: The worked example's goal (a run with a corpus is shown it as earlier turns).
 EXAMPLE_GOAL = (
@@ -149,9 +154,11 @@ def _first_sentence(text: str) -> str:
 
 
 def opening_messages(
-    goal: str, resources: ResourceBrief, *, budget_chars: int
+    goal: str, resources: ResourceBrief, *, budget_chars: int, compact: bool = False
 ) -> list[dict[str, Any]]:
-    """The system and first user message of the orchestrator."""
+    """The system and first user message of the orchestrator; with a corpus, the worked
+    example between them. `compact` (a model whose context the whole opening would crowd):
+    no example, and a charge that names no `assign_task`."""
     parts = [f"Goal: {goal}"]
     if resources.corpus is not None:
         parts.append(f"Corpus: {resources.corpus} ({len(resources.documents)} documents)")
@@ -177,8 +184,9 @@ def opening_messages(
             + "; ".join(f"{name} ({_first_sentence(text)})" for name, text in
                         resources.roles.items())
         )  # fmt: skip
-    opening: list[dict[str, Any]] = [{"role": "system", "content": ORCHESTRATOR_PROMPT}]
-    if resources.corpus is not None:
+    charge = COMPACT_ORCHESTRATOR_PROMPT if compact else ORCHESTRATOR_PROMPT
+    opening: list[dict[str, Any]] = [{"role": "system", "content": charge}]
+    if resources.corpus is not None and not compact:
         opening += example_messages()
         parts.insert(0, EXAMPLE_DONE)
     return [*opening, {"role": "user", "content": "\n\n".join(parts)}]
@@ -190,6 +198,7 @@ NO_TOOL_CALL = (
 )
 
 __all__ = [
+    "COMPACT_ORCHESTRATOR_PROMPT",
     "EXAMPLE_DONE",
     "EXAMPLE_GOAL",
     "EXAMPLE_TURNS",

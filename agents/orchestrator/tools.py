@@ -23,7 +23,7 @@ run (`agents.orchestrator.actions.Actions`).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
@@ -160,6 +160,9 @@ class Finish(ToolArgs):
 
 #: The tools that work on the run's corpus (offered only when it has one).
 CORPUS_TOOLS = frozenset({"search", "fan_out"})
+#: Left out of a corpus run's tools when its model's context is small (their schemas are a
+#: seventh of the opening; `fan_out` over ids gives any document a task).
+SMALL_CONTEXT_LEAVES_OUT = frozenset({"assign_task", "assign_tasks"})
 #: The tools by name, with the model of their arguments.
 TOOLS: dict[str, type[BaseModel]] = {
     "create_subagent": CreateSubagent,
@@ -174,12 +177,15 @@ TOOLS: dict[str, type[BaseModel]] = {
 
 
 def orchestrator_tools(
-    handlers: Mapping[str, Callable[..., Awaitable[Any]]], *, corpus: bool = True
+    handlers: Mapping[str, Callable[..., Awaitable[Any]]],
+    *,
+    corpus: bool = True,
+    leave_out: Collection[str] = (),
 ) -> ToolBox:
     """The orchestrator's tools (`TOOLS`, in that order; without a `corpus`, not the
-    `CORPUS_TOOLS`), each carried out by its handler in `handlers` (called with the
-    validated arguments as keywords). A tool's description is its argument model's
-    docstring.
+    `CORPUS_TOOLS`; never those named in `leave_out`), each carried out by its handler in
+    `handlers` (called with the validated arguments as keywords). A tool's description is
+    its argument model's docstring.
 
     Raises:
         KeyError: a tool has no handler.
@@ -187,13 +193,14 @@ def orchestrator_tools(
     return ToolBox(
         Tool(name, " ".join((model.__doc__ or name).split()), model, handlers[name])
         for name, model in TOOLS.items()
-        if corpus or name not in CORPUS_TOOLS
+        if (corpus or name not in CORPUS_TOOLS) and name not in leave_out
     )
 
 
 __all__ = [
     "CORPUS_TOOLS",
     "MAX_PAGE_CHARS",
+    "SMALL_CONTEXT_LEAVES_OUT",
     "TOOLS",
     "WHERE",
     "AssignTask",

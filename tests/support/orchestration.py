@@ -25,7 +25,7 @@ SubAgent = Callable[[str, dict[str, Any], list[dict[str, Any]]], Any]
 
 def is_orchestrator(options: dict[str, Any]) -> bool:
     names = {t["function"]["name"] for t in options.get("tools") or ()}
-    return "assign_task" in names
+    return "create_subagent" in names
 
 
 def tool_results(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

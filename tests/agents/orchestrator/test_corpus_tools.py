@@ -296,3 +296,43 @@ def test_a_search_repeated_turn_after_turn_is_said_to_be_a_repeat_and_stops_the_
     assert "repeated" not in answers[0] and "repeated" not in answers[1]  # one turn: no repeat
     assert answers[2]["repeated"] == REPEATED_SEARCH.format(turn=1)
     assert answers[2]["matches"] == answers[0]["matches"] > 0
+
+
+@pytest.mark.parametrize(("context", "compact"), [(4_096, True), (8_192, False)])
+def test_a_model_with_a_small_context_gets_the_compact_opening(
+    tmp_path: Path, context: int, compact: bool
+) -> None:
+    """SmolLM2 (4,096 tokens) was sent an opening of 4,051 tokens and could take no turn:
+    where the whole opening would take more than `OPENING_SHARE` of the context, the
+    worked example and the assign tools are left out."""
+    from kimmy_swarm.agents.orchestrator import SolveConfig, run_solve
+    from kimmy_swarm.agents.orchestrator.prompts import COMPACT_ORCHESTRATOR_PROMPT, EXAMPLE_GOAL
+    from kimmy_swarm.swarm.llm import ScriptedChat
+    from kimmy_swarm.swarm.llm.types import ChatResponse
+    from kimmy_swarm.swarm.schema import Usage
+    from tests.support.orchestration import is_orchestrator
+
+    path = tmp_path / "c.jsonl"
+    path.write_text("\n".join(json.dumps({"id": i, "title": t, "abstract": a})
+                              for i, t, a in RECORDS) + "\n")  # fmt: skip
+    asked: list[tuple[list[dict[str, Any]], list[str]]] = []
+
+    def step(messages: list[dict[str, Any]], options: dict[str, Any]) -> ChatResponse:
+        assert is_orchestrator(options)
+        asked.append((messages, [t["function"]["name"] for t in options["tools"]]))
+        finish = {"id": "c", "type": "function",
+                  "function": {"name": "finish", "arguments": '{"answer": "none"}'}}  # fmt: skip
+        return ChatResponse(tool_calls=[finish], finish_reason="tool_calls",
+                            usage=Usage(prompt_tokens=900, completion_tokens=9,
+                                        total_tokens=909, model_calls=1))  # fmt: skip
+
+    out = run_solve(SolveConfig(goal="Find dropout papers", out=tmp_path / "o", corpus=path,
+                                model=ScriptedChat.always(step), context_tokens=context,
+                                runs_dir=tmp_path / "r"))  # fmt: skip
+    assert out.status == "completed", out.answer
+    messages, tools = asked[0]
+    shown_example = any(EXAMPLE_GOAL in str(m.get("content")) for m in messages)
+    assert shown_example is not compact
+    assert ("assign_task" in tools) is not compact and "fan_out" in tools
+    assert (messages[0]["content"] == COMPACT_ORCHESTRATOR_PROMPT) is compact
+    assert "Goal: Find dropout papers" in messages[-1]["content"]
