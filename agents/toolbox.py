@@ -107,18 +107,23 @@ class Tool:
         params: the pydantic model of its arguments.
         fn: the function; called with the validated arguments as keywords (a coroutine
             function makes an async tool: calling it gives the awaitable).
+        schema: the JSON schema of its arguments when another program defines them (an
+            MCP server's tool): shown to the model instead of `params`', and the arguments
+            are that program's to check (`parse` only asks for a JSON object).
     """
 
     name: str
     description: str
     params: type[BaseModel]
     fn: Callable[..., Any]
+    schema: Mapping[str, Any] | None = None
 
     def spec(self) -> dict[str, Any]:
         """The OpenAI `tools` entry for this tool: its name, its description and the JSON
         schema of its arguments (the argument model's own title and docstring left out: the
         tool's name and description say them)."""
-        schema = compact_schema(inline_refs(self.params.model_json_schema()))
+        given = dict(self.schema) if self.schema is not None else self.params.model_json_schema()
+        schema = compact_schema(inline_refs(given))
         schema.pop("description", None)
         return function_tool(self.name, self.description, schema)
 
@@ -137,6 +142,8 @@ class Tool:
                 raise ToolError(f"tool {self.name!r}: arguments are not JSON ({exc})") from None
         if not isinstance(arguments, Mapping):
             raise ToolError(f"tool {self.name!r}: arguments must be a JSON object")
+        if self.schema is not None:
+            return dict(arguments)
         try:
             parsed = self.params.model_validate(dict(arguments))
         except ValidationError as exc:

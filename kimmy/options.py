@@ -31,6 +31,7 @@ __all__ = [
     "ContextTokens",
     "Json",
     "Local",
+    "McpConfigFile",
     "ModelName",
     "NativeTools",
     "Probe",
@@ -59,6 +60,15 @@ RunsDir = Annotated[
     ),
 ]
 Json = Annotated[bool, typer.Option("--json", help="JSON lines on stdout instead of a view.")]
+McpConfigFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--mcp-config",
+        help='MCP servers whose tools sub-agents may use: an {"mcpServers": …} file '
+        "(Claude Desktop's format); their tools are named server.tool.",
+        dir_okay=False,
+    ),
+]
 BaseUrl = Annotated[
     str | None,
     typer.Option("--base-url", help="OpenAI-compatible API root [env KIMMY_BASE_URL]."),

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from kimmy_swarm.agents.pipeline_record import PipelineSettings
+from kimmy_swarm.agents.tools.mcp.config import McpConfig, as_mcp_config
 from kimmy_swarm.swarm.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -47,6 +48,8 @@ class AnalysisConfig:
         briefs: with a model, each sub-agent is given what its subtask needs (gathered with
             its role's tools) and answers under a JSON schema made for that subtask
             (`agents.brief`), as a small model needs; False: the model calls the tools itself.
+        mcp: MCP servers whose tools the run's sub-agents may use (an `McpConfig`, or the
+            path of an `{"mcpServers": …}` file); their tools are named `server.tool`.
 
     Raises:
         ConfigError: no dataset, or a count below 1.
@@ -62,8 +65,10 @@ class AnalysisConfig:
     threads: int = 16
     fallback: bool = True
     briefs: bool = True
+    mcp: McpConfig | None = None
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "mcp", as_mcp_config(self.mcp))
         for name in ("datasets", "questions"):
             value = getattr(self, name)
             if isinstance(value, str):  # a str is a Sequence[str]: one letter per dataset
@@ -94,6 +99,7 @@ class AnalysisConfig:
             threads=self.threads,
             fallback=self.fallback,
             briefs=self.briefs,
+            mcp=self.mcp.without_secrets() if self.mcp is not None else None,
         )
 
     @classmethod

@@ -42,6 +42,7 @@ from kimmy_swarm.agents.pipeline import (
 from kimmy_swarm.agents.pipeline_record import PIPELINE_KEY, PipelineSettings
 from kimmy_swarm.agents.roles import builtin_roles
 from kimmy_swarm.agents.subagent import install
+from kimmy_swarm.agents.tools.mcp.config import McpConfig, as_mcp_config
 from kimmy_swarm.swarm.errors import ConfigError
 from kimmy_swarm.swarm.llm.budget import DEFAULT_CHARS_PER_TOKEN, context_tokens
 from kimmy_swarm.swarm.schema import Plan, Subtask
@@ -104,6 +105,8 @@ class SolveConfig:
             the server's default; above 0 for varied rollouts, e.g. for RL).
         max_total_tokens: the most tokens (prompt and completion) the whole run may spend
             (None: no cap).
+        mcp: MCP servers whose tools the run's sub-agents may use (an `McpConfig`, or the
+            path of an `{"mcpServers": …}` file); their tools are named `server.tool`.
     """
 
     goal: str
@@ -124,8 +127,10 @@ class SolveConfig:
     threads: int = 8
     temperature: float | None = 0.0
     max_total_tokens: int | None = None
+    mcp: McpConfig | None = None
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "mcp", as_mcp_config(self.mcp))
         if not self.goal.strip():
             raise ConfigError("the goal is empty: say in words what the swarm should do")
         if isinstance(self.datasets, str):
@@ -151,6 +156,7 @@ class SolveConfig:
             defaults=dict(self.defaults) if self.defaults is not None else None,
             logprobs=self.logprobs, threads=self.threads, temperature=self.temperature,
             max_total_tokens=self.max_total_tokens,
+            mcp=self.mcp.without_secrets() if self.mcp is not None else None,
         )  # fmt: skip
 
     @classmethod

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from kimmy_swarm.agents.pipeline_record import PipelineSettings
+from kimmy_swarm.agents.tools.mcp.config import McpConfig, as_mcp_config
 from kimmy_swarm.agents.tools.search import Relevance
 from kimmy_swarm.swarm.errors import ConfigError
 
@@ -60,6 +61,8 @@ class ReviewConfig:
         briefs: with a model, each sub-agent is given what its subtask needs (gathered with
             its role's tools) and answers under a JSON schema made for that subtask
             (`agents.brief`), as a small model needs; False: the model calls the tools itself.
+        mcp: MCP servers whose tools the run's sub-agents may use (an `McpConfig`, or the
+            path of an `{"mcpServers": …}` file); their tools are named `server.tool`.
 
     Raises:
         ConfigError: a count below 1 or an unknown researcher role.
@@ -79,8 +82,10 @@ class ReviewConfig:
     relevance: Relevance = field(default_factory=Relevance)
     fallback: bool = True
     briefs: bool = True
+    mcp: McpConfig | None = None
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "mcp", as_mcp_config(self.mcp))
         object.__setattr__(self, "corpus", Path(self.corpus))
         if isinstance(self.relevance, Mapping):  # as stored in `ReviewSettings`
             object.__setattr__(self, "relevance", Relevance(**self.relevance))
@@ -119,6 +124,7 @@ class ReviewConfig:
             relevance=self.relevance,
             fallback=self.fallback,
             briefs=self.briefs,
+            mcp=self.mcp.without_secrets() if self.mcp is not None else None,
         )
 
     @classmethod

@@ -26,6 +26,7 @@ from kimmy_swarm.cli.options import (
     Json,
     Local,
     MaxTokens,
+    McpConfigFile,
     ModelName,
     NativeTools,
     Probe,
@@ -191,6 +192,7 @@ def review(
     store: Store = True,
     fallback: Fallback = True,
     briefs: Briefs = True,
+    mcp_config: McpConfigFile = None,
     json_lines: Json = False,
 ) -> None:
     """Literature review of a corpus: review.md, references.bib, report.html, claims.jsonl."""
@@ -209,6 +211,7 @@ def review(
         "defaults": {"year": year} if year is not None else None,
         "fallback": fallback,
         "briefs": briefs,
+        "mcp": mcp_config,
     }
     ReviewConfig(**options)  # a bad option fails before a model server is asked
     honours = {"structured_output": structured_output, "tools": tools}
@@ -245,6 +248,7 @@ def analyze(
     store: Store = True,
     fallback: Fallback = True,
     briefs: Briefs = True,
+    mcp_config: McpConfigFile = None,
     json_lines: Json = False,
 ) -> None:
     """Batch data analysis: one analyst per (dataset, question), all in parallel."""
@@ -258,6 +262,7 @@ def analyze(
         "runs_dir": runs_dir if store else None,
         "fallback": fallback,
         "briefs": briefs,
+        "mcp": mcp_config,
     }
     AnalysisConfig(**options)  # a bad option fails before a model server is asked
     honours = {"structured_output": structured_output, "tools": tools}

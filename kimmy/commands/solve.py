@@ -27,6 +27,7 @@ from kimmy_swarm.cli.options import (
     CallTimeout,
     Json,
     Local,
+    McpConfigFile,
     ModelName,
     RunsDir,
     at_least,
@@ -179,6 +180,7 @@ def swarm_cmd(
     ] = False,
     runs_dir: RunsDir = DEFAULT_RUNS_DIR,
     store: Annotated[bool, typer.Option(help="Store the run durably (resumable).")] = True,
+    mcp_config: McpConfigFile = None,
     json_lines: Json = False,
 ) -> None:
     """A goal in words: the orchestrator creates sub-agents, runs them in parallel, answers."""
@@ -189,7 +191,7 @@ def swarm_cmd(
         goal=goal, out=out, corpus=corpus, datasets=tuple(data or ()),
         runs_dir=runs_dir if store else None, max_subagents=max_subagents,
         max_concurrency=max_concurrency, max_turns=max_turns,
-        defaults={"year": year} if year is not None else None,
+        defaults={"year": year} if year is not None else None, mcp=mcp_config,
     )  # fmt: skip
     if source["kind"] == "offline" and config.corpus is None and not config.datasets:
         from kimmy_swarm.agents.orchestrator import offline_rules
