@@ -380,11 +380,17 @@ def resume_solve(
     runs_dir: Path,
     model: ChatModel | None = None,
     sinks: Sequence[EventSink] = (),
+    mcp: McpConfig | str | Path | None = None,
 ) -> SolveOutcome:
     """Continue a stored `run_solve` run (the orchestrator's conversation is restored).
 
+    Args:
+        mcp: the run's MCP servers again (an `McpConfig` or its file): the stored settings
+            keep none of their `env` and `headers` values (None: the stored config).
+
     Raises:
-        ConfigError: the run was not made by `run_solve`, or by an earlier version.
+        ConfigError: the run was not made by `run_solve`, or by an earlier version; its
+            MCP servers need values that were not stored and `mcp` was not given.
     """
     from kimmy_swarm.swarm.store import RunStore
 
@@ -396,7 +402,10 @@ def resume_solve(
             "settings under 'solve', not in a pipeline record); this version cannot resume "
             "it: run it again"
         )
-    return _outcome(resume_pipeline(SOLVE, stored, runs_dir=runs_dir, model=model, sinks=sinks))
+    changes = {"mcp": as_mcp_config(mcp)} if mcp is not None else {}
+    return _outcome(
+        resume_pipeline(SOLVE, stored, runs_dir=runs_dir, model=model, sinks=sinks, **changes)
+    )
 
 
 __all__ = [

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Protocol, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Protocol, TypeVar
 
 import typer
 
@@ -328,6 +328,7 @@ def resume_pipeline_run(
     context_tokens: int | None = None,
     max_concurrency: int | None = None,
     call_timeout: float | None = None,
+    mcp_config: Path | None = None,
 ) -> None:
     """`kimmy resume` of a `kimmy review` / `kimmy analyze` run: the same roles and model,
     finished subtasks reused, the files written as an unbroken run writes them."""
@@ -335,7 +336,11 @@ def resume_pipeline_run(
 
     record = pipeline_record(settings)
     assert record is not None
-    changes = {"max_concurrency": max_concurrency} if max_concurrency is not None else {}
+    changes: dict[str, Any] = {}
+    if max_concurrency is not None:
+        changes["max_concurrency"] = max_concurrency
+    if mcp_config is not None:
+        changes["mcp"] = mcp_config
     client = _resume_client(record, run_id, base_url, model, api_key, context_tokens, call_timeout)
     if record.settings.kind == "review":
         _quiet_readers()

@@ -25,6 +25,7 @@ from kimmy_swarm.cli.options import (
     ContextTokens,
     Json,
     Local,
+    McpConfigFile,
     ModelName,
     RunsDir,
     at_least,
@@ -250,6 +251,7 @@ def resume(
         typer.Option("--max-concurrency", callback=at_least(1), help="Most sub-agents in flight."),
     ] = None,
     runs_dir: RunsDir = DEFAULT_RUNS_DIR,
+    mcp_config: McpConfigFile = None,
     json_lines: Json = False,
 ) -> None:
     """Continue a stored run: finished subtasks are reused, the rest runs."""
@@ -263,7 +265,8 @@ def resume(
     if kind == "solve" or "solve" in stored.settings:  # `kimmy swarm`: its orchestrator goes on
         from kimmy_swarm.cli.commands.solve import resume_swarm
 
-        resume_swarm(stored.run_id, runs_dir, stored.settings, json_lines, api_key, call_timeout)
+        resume_swarm(stored.run_id, runs_dir, stored.settings, json_lines, api_key, call_timeout,
+                     mcp_config=mcp_config)  # fmt: skip
         return
     if kind is not None:  # a `kimmy review` / `kimmy analyze` run
         from kimmy_swarm.cli.commands.pipelines import resume_pipeline_run
@@ -271,7 +274,7 @@ def resume(
         resume_pipeline_run(
             stored.run_id, runs_dir, stored.settings, json_lines, base_url=base_url,
             model=model, api_key=api_key, context_tokens=context_tokens,
-            max_concurrency=max_concurrency, call_timeout=call_timeout,
+            max_concurrency=max_concurrency, call_timeout=call_timeout, mcp_config=mcp_config,
         )  # fmt: skip
         return
     given: dict[str, Any] = {"max_concurrency": max_concurrency}

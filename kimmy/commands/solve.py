@@ -215,7 +215,8 @@ def swarm_cmd(
 
 
 def resume_swarm(run_id: str, runs_dir: Path, settings: dict[str, Any], json_lines: bool,
-                 api_key: str | None, call_timeout: float | None = None) -> None:  # fmt: skip
+                 api_key: str | None, call_timeout: float | None = None,
+                 mcp_config: Path | None = None) -> None:  # fmt: skip
     """`kimmy resume` of a `kimmy swarm` run: the same model, the conversation restored."""
     from kimmy_swarm.agents.orchestrator import SolveSettings, resume_solve
     from kimmy_swarm.agents.pipeline_record import parse_record
@@ -225,7 +226,9 @@ def resume_swarm(run_id: str, runs_dir: Path, settings: dict[str, Any], json_lin
     client = open_model(_source_of(record.endpoint if record else ModelEndpoint()), api_key,
                         call_timeout)  # fmt: skip
     run_with_progress(
-        lambda sinks: resume_solve(run_id, runs_dir=runs_dir, model=client, sinks=sinks),
+        lambda sinks: resume_solve(
+            run_id, runs_dir=runs_dir, model=client, sinks=sinks, mcp=mcp_config
+        ),
         client,
         json_lines,
         True,

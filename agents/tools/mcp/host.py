@@ -262,7 +262,8 @@ class McpHost:
         if missing:
             raise ConfigError(
                 "the MCP servers' env and header values are not stored with a run (they "
-                f"hold API keys): {'; '.join(missing)}; give the MCP config again"
+                f"hold API keys): {'; '.join(missing)}; give the MCP config again "
+                "(kimmy resume RUN --mcp-config FILE)"
             )
         self.log_dir.mkdir(parents=True, exist_ok=True)
         loop = asyncio.new_event_loop()

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from kimmy_swarm.agents.orchestrator import SolveConfig, run_solve
+from kimmy_swarm.agents.orchestrator import SolveConfig, resume_solve, run_solve
 from kimmy_swarm.agents.pipeline_record import PIPELINE_KEY
 from kimmy_swarm.agents.tools.mcp import NOT_STORED, McpConfig, McpHost
 from kimmy_swarm.swarm.errors import ConfigError
@@ -78,9 +78,16 @@ def test_a_created_sub_agent_calls_an_mcp_servers_tool(tmp_path: Path) -> None:
     assert stored["servers"]["calc"]["env"] == {"SECRET_TOKEN": NOT_STORED}
     assert "s3cr3t" not in json.dumps(run.settings)
     assert (tmp_path / "out" / "mcp-logs" / "mcp-calc.log").exists()
-    # the stored config cannot start a server whose secrets it lacks, and says so
+    # the stored config cannot start a server whose secrets it lacks, and says so; a resume
+    # given the file again starts it
     with pytest.raises(ConfigError, match="server 'calc': env SECRET_TOKEN; give the MCP config"):
         McpHost(McpConfig.model_validate(stored)).start()
+    model = ScriptedChat.always(step)
+    with pytest.raises(ConfigError, match="kimmy resume RUN --mcp-config FILE"):
+        resume_solve(out.run_id, runs_dir=tmp_path / "runs", model=model)
+    again = resume_solve(out.run_id, runs_dir=tmp_path / "runs", model=model,
+                         mcp=_mcp_file(tmp_path))  # fmt: skip
+    assert again.status == "completed" and again.answer == out.answer
 
 
 @pytest.mark.parametrize("command", [["swarm", "Add 2 and 3"], ["analyze", "statsmodels:fair"],
