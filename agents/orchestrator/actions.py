@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import ValidationError
 
 from kimmy_swarm.agents.orchestrator.agent_specs import AgentSpec
-from kimmy_swarm.agents.orchestrator.conditions import Condition
+from kimmy_swarm.agents.orchestrator.conditions import Condition, goal_conditions
 from kimmy_swarm.agents.orchestrator.corpus_view import (
     CorpusView,
     NothingMeetsError,
@@ -101,6 +101,9 @@ class Actions:
     turn_spawned: int = 0
     #: Tools not offered (`SMALL_CONTEXT_LEAVES_OUT` for a model with a small context).
     leave_out: Collection[str] = ()
+    #: Check each fan-out against the conditions the goal reader finds in the goal (a
+    #: model's plans; the offline planner's are the reader's own).
+    check_goal: bool = False
 
     #: The orchestrator's tools, carried out by this attempt's handlers below.
     toolbox: ToolBox = field(init=False, repr=False)
@@ -248,6 +251,8 @@ class Actions:
         where, dropped = _asked_for(self._goal(), where)
         spec = self.state.agents.get(agent)
         columns = spec.output_columns if spec is not None else None
+        if self.check_goal:
+            self._keeps_the_goals_conditions(query, where, task, spec)
         if query is not None:
             docs = view.matching(query)
             if not docs:
@@ -289,6 +294,30 @@ class Actions:
         if dropped:
             told["dropped"] = dropped
         return Outcome(json.dumps(told), spawned)
+
+    def _keeps_the_goals_conditions(
+        self, query: str | None, where: list[Condition], task: str, spec: AgentSpec | None
+    ) -> None:
+        """Refuse a fan-out that names nowhere (its query, where, task, agent's prompt, or a
+        search made before it) a condition the goal reader finds in the goal: the 1.5B
+        dropped "an author at google.com" and answered with every RL paper.
+
+        Raises:
+            ToolError: what it leaves out, and the `where` that states it.
+        """
+        said = json.dumps([
+            query, [c.words() for c in where], task,
+            spec.system_prompt if spec is not None else "", list(self.state.searches),
+        ]).lower()  # fmt: skip
+        left_out = [c for c in goal_conditions(self._goal()) if not c.said_in(said)]
+        if not left_out:
+            return
+        fixes = [c.model_dump() for g in left_out for c in g.where or ()]
+        raise ToolError(
+            "the goal also asks for " + "; ".join(g.words for g in left_out)
+            + ", which this fan-out leaves out: "
+            + (f"add it to where, e.g. {json.dumps(fixes)}" if fixes else "say it in the task")
+        )  # fmt: skip
 
     async def _wait(
         self, ids: list[str] | Literal["all", "any"], timeout_s: float | None

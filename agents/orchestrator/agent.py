@@ -266,6 +266,7 @@ class OrchestratorAgent:
             digest_chars=self.budget_chars, context_tokens=self.context_tokens,
             max_tokens=self.max_tokens, corpus=self.corpus,
             leave_out=SMALL_CONTEXT_LEAVES_OUT if compact else (),
+            check_goal=self.policy.name == "model",
         )  # fmt: skip
 
     async def __call__(self, ctx: SubtaskContext) -> OrchestratorOutput:

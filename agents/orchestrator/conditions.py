@@ -12,6 +12,8 @@ are searched or fanned out; sub-agents are left the judgements only a reader can
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -82,4 +84,57 @@ class Condition(BaseModel):
         return f"{self.field} {self.op} {self.value!r}"
 
 
-__all__ = ["Condition", "Operator", "as_number", "field_text"]
+@dataclass(frozen=True)
+class GoalCondition:
+    """A condition the goal's words set, as the offline goal reader reads it: in words, the
+    `where` that states it (None when `where` cannot: "an author at cmu.edu or stanford.edu"),
+    and the words of which a plan that keeps it names one (in its query, where, task or
+    agent prompt)."""
+
+    words: str
+    where: list[Condition] | None
+    keys: tuple[str, ...]
+
+    def said_in(self, text: str) -> bool:
+        """Whether `text` (lower case) names one of this condition's keys."""
+        return any(key in text for key in self.keys)
+
+
+#: Words of a decision that tell none apart ("Invite to Workshop Track": workshop).
+_DECISION_FILLER = frozenset({"accept", "invite", "to", "track"})
+
+
+def goal_conditions(goal: str) -> list[GoalCondition]:
+    """The conditions on the records' fields that the offline goal reader finds in `goal`
+    (authors' e-mail domains, a decision, numeric thresholds); [] for a goal it does not
+    read whole. A small model drops one of them from its fan-out now and then ("an author at
+    google.com" in the goal, nowhere in its plan), and the answer then lists papers the
+    user did not ask for."""
+    from kimmy_swarm.agents.widesearch.goal_reader import GoalNotUnderstood, read_wide_goal
+
+    try:
+        task = read_wide_goal(goal)
+    except GoalNotUnderstood:
+        return []
+    found = []
+    domains = task.email_domains
+    if domains:
+        where = [Condition(field="emails", op="contains", value=domains[0])]
+        found.append(GoalCondition(
+            "an author's e-mail at " + " or ".join(domains), where if len(domains) == 1 else None,
+            tuple(d.split(".")[0].lower() for d in domains),
+        ))  # fmt: skip
+    if task.decision is not None:
+        words = re.findall(r"[a-z]+", task.decision.lower())
+        key = next((w for w in words if w not in _DECISION_FILLER), words[0] if words else "")
+        decision = Condition(field="decision", op="contains", value=task.decision)
+        found.append(GoalCondition(decision.words(), [decision], (key,)))
+    for threshold in task.filters:
+        value = threshold.value
+        number = f"{int(value)}" if float(value).is_integer() else f"{value:g}"
+        condition = Condition(field=threshold.field, op=threshold.op, value=value)
+        found.append(GoalCondition(condition.words(), [condition], (number,)))
+    return [c for c in found if all(c.keys)]
+
+
+__all__ = ["Condition", "GoalCondition", "Operator", "as_number", "field_text", "goal_conditions"]

@@ -286,3 +286,43 @@ def test_a_list_fields_values_are_named_by_item(tmp_path: Path) -> None:
     lists = CorpusView(corpus, SearchIndex(corpus.documents))
     hint = lists.where_else(_c("emails", "==", "mit.edu"), lists.ids)
     assert hint == "emails is one of: cmu.edu, cs.cmu.edu, gmail.com"
+
+
+def test_a_fan_out_that_leaves_out_a_condition_of_the_goal_is_refused(view: CorpusView) -> None:
+    # the 1.5B fanned out over 'reinforcement learning' for "every paper with an author at a
+    # google.com address that mentions 'reinforcement learning'", and its table held every
+    # RL paper (item-F1 0.57)
+    ctx: Any = _Ctx()
+    goal = ("Give me every paper with an author at a google.com address that mentions "
+            "'reinforcement learning', with title and citations.")  # fmt: skip
+    ctx.inputs = {"goal": goal}
+    actions = Actions(ctx, OrchestratorState(), roles=("extractor",), tools=(), corpus=view,
+                      check_goal=True)  # fmt: skip
+    fan = {"agent": "extractor", "task": "Rows.", "query": "'reinforcement learning'"}
+    refused = _call(actions, "fan_out", fan)
+    assert refused == (
+        "error: the goal also asks for an author's e-mail at google.com, which this fan-out "
+        'leaves out: add it to where, e.g. [{"field": "emails", "op": "contains", '
+        '"value": "google.com"}]'
+    )
+    assert ctx.spawned == []
+    google = [{"field": "emails", "op": "contains", "value": "google.com"}]
+    told = json.loads(_call(actions, "fan_out", {**fan, "where": google}))
+    assert told["documents"] == 1  # p1: RL and an author at google.com
+    # said in the task instead (the sub-agent judges it), or searched before: kept
+    assert "error" not in _call(actions, "fan_out", {**fan, "task": "Rows of google.com authors."})
+    json.loads(_call(actions, "search", {"query": "'reinforcement learning'", "where": google}))
+    assert "error" not in _call(actions, "fan_out", {"agent": "extractor", "task": "R.",
+                                                     "ids": ["p1"]})  # fmt: skip
+    # two domains cannot be one where (its conditions all hold): the task must say them
+    ctx.inputs = {"goal": "List the papers with an author at cmu.edu or stanford.edu that "
+                          "mention 'dropout', with titles."}  # fmt: skip
+    actions = Actions(ctx, OrchestratorState(), roles=("extractor",), tools=(), corpus=view,
+                      check_goal=True)  # fmt: skip
+    either = _call(actions, "fan_out", {"agent": "extractor", "task": "R.", "query": "'dropout'"})
+    assert either.endswith("cmu.edu or stanford.edu, which this fan-out leaves out: say it in "
+                           "the task")  # fmt: skip
+    # a goal the reader does not read whole sets no such check
+    ctx.inputs = {"goal": "Summarize the zebra literature"}
+    assert "error" not in _call(actions, "fan_out", {"agent": "extractor", "task": "R.",
+                                                     "all_documents": True})  # fmt: skip
