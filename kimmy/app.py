@@ -48,6 +48,7 @@ COMMANDS: dict[str, str] = {
     "models": "kimmy_swarm.cli.commands.models",
     "serve": "kimmy_swarm.cli.commands.serve",
     "dashboard": "kimmy_swarm.cli.commands.dashboard",
+    "mcp": "kimmy_swarm.cli.commands.mcp",
     "train": "kimmy_swarm.cli.commands.train",
 }
 
