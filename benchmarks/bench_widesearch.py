@@ -132,8 +132,11 @@ def page(
         "Goals (issue 33): mean item-F1 ≥ 0.8 for the swarm, ≥ +0.15 over the single agent, "
         "≥ 3× less wall-clock.",
         "",
-        *(f"- {name}, swarm ({w['status']}): {' '.join(str(w['answer']).split())[:300]}"
-          for name, w, _ in rows if w["status"] != "completed"),  # fmt: skip
+        *(
+            f"- {name}, swarm ({w['status']}): {' '.join(str(w['answer']).split())[:300]}"
+            for name, w, _ in rows
+            if w["status"] != "completed"
+        ),
         *(f"- {name}, single agent: {s['error']}" for name, _, s in rows if s.get("error")),
         "",
     ]
