@@ -27,6 +27,7 @@ any other tool's; nothing in it is read by the runtime.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import json
 import shutil
@@ -245,6 +246,7 @@ class McpHost:
         self._links: dict[str, _Link] = {}
         self._holders: list[asyncio.Task[None]] = []
         self._logs: list[IO[str]] = []
+        self._calls: set[concurrent.futures.Future[str]] = set()
 
     # --- life -----------------------------------------------------------------------------
 
@@ -302,6 +304,8 @@ class McpHost:
         if loop is None or thread is None:
             return
         self._loop = self._thread = None
+        for call in list(self._calls):  # a caller waiting on a call is told, not left hanging
+            call.cancel()
 
         async def stop() -> None:
             for link in self._links.values():
@@ -349,12 +353,17 @@ class McpHost:
         if loop is None or link is None:
             raise ToolError(f"MCP server {server!r} is not running in this run")
         future = asyncio.run_coroutine_threadsafe(link.call(tool, arguments or {}), loop)
+        self._calls.add(future)
         try:
             return future.result()
         except ToolError:
             raise
+        except concurrent.futures.CancelledError:
+            raise ToolError(f"{server}.{tool}: the run's MCP servers were closed") from None
         except Exception as exc:  # noqa: BLE001  (the host closed under the call)
             raise ToolError(f"{server}.{tool}: {_describe(exc)}") from None
+        finally:
+            self._calls.discard(future)
 
     def toolbox(self) -> ToolBox:
         """Every server's tools, named `server.tool`, with the server's own JSON schemas."""

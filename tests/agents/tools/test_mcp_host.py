@@ -210,3 +210,15 @@ def test_the_reference_git_server_on_a_repository_made_here(tmp_path: Path) -> N
         outside.mkdir()
         with pytest.raises(ToolError, match=r"git\.git_status"):
             host.call("git", "git_status", {"repo_path": str(outside)})
+
+
+def test_a_call_waiting_when_the_host_closes_is_told(tmp_path: Path) -> None:
+    host = McpHost(_config(tmp_path, timeout_s=120)).start()
+    with ThreadPoolExecutor(1) as pool:
+        waiting = pool.submit(host.call, "t", "hang")
+        time.sleep(1.0)
+        t0 = time.perf_counter()
+        host.close()
+        with pytest.raises(ToolError, match=r"t\.hang: the run's MCP servers were closed"):
+            waiting.result(timeout=30)
+    assert time.perf_counter() - t0 < 20
