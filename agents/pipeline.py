@@ -60,7 +60,8 @@ if TYPE_CHECKING:
 class PipelineConfig(Protocol):
     """What `run_pipeline` reads of a pipeline's config (`ReviewConfig`, `AnalysisConfig`,
     `SolveConfig`, …): the model, where the run is stored, its sizes, its files' folder and
-    its settings as stored."""
+    its settings as stored. A config may also have `mcp` (an `McpConfig`): the MCP servers
+    whose tools join the run's (`agents.tools.mcp`)."""
 
     @property
     def model(self) -> ChatModel | None: ...
@@ -76,9 +77,6 @@ class PipelineConfig(Protocol):
 
     @property
     def max_concurrency(self) -> int: ...
-
-    @property
-    def mcp(self) -> McpConfig | None: ...
 
     def settings(self) -> PipelineSettings: ...
 
@@ -356,9 +354,10 @@ def _run(
     mcp: McpHost | None = None
     try:
         resources = pipeline.load(config, executor)
-        if config.mcp is not None and config.mcp.servers:
+        servers: McpConfig | None = getattr(config, "mcp", None)  # a config may have none
+        if servers is not None and servers.servers:
             # started before the roles are installed: its tools are theirs to name
-            mcp = McpHost(config.mcp, log_dir=config.out / "mcp-logs").start()
+            mcp = McpHost(servers, log_dir=config.out / "mcp-logs").start()
             resources.add_tools(mcp.toolbox())
         run_config = pipeline.run_config(config)
         with Swarm(config=run_config, model=config.model, runs_dir=config.runs_dir) as swarm:

@@ -25,7 +25,6 @@ from pydantic import (
     ValidationError,
 )
 
-from kimmy_swarm.agents.tools.mcp.config import McpConfig
 from kimmy_swarm.swarm.errors import ConfigError
 from kimmy_swarm.swarm.llm.endpoint import ModelEndpoint
 
@@ -46,9 +45,6 @@ class PipelineSettings(_Frozen):
     """
 
     kind: str
-    #: The MCP servers whose tools the run's sub-agents may use, as stored: without the
-    #: values of their `env` and `headers` (`McpConfig.without_secrets`).
-    mcp: McpConfig | None = None
 
 
 class PipelineRecord(_Frozen):

@@ -27,6 +27,9 @@ class AnalysisSettings(PipelineSettings):
     threads: int = 16
     fallback: bool = True
     briefs: bool = True
+    #: The MCP servers whose tools the run's sub-agents may use, as stored: without the
+    #: values of their `env` and `headers` (`McpConfig.without_secrets`).
+    mcp: McpConfig | None = None
 
 
 @dataclass(frozen=True)

@@ -77,6 +77,9 @@ class SolveSettings(PipelineSettings):
     threads: int = 8
     temperature: float | None = 0.0
     max_total_tokens: int | None = None
+    #: The MCP servers whose tools the run's sub-agents may use, as stored: without the
+    #: values of their `env` and `headers` (`McpConfig.without_secrets`).
+    mcp: McpConfig | None = None
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,9 @@ class ReviewSettings(PipelineSettings):
     relevance: Relevance = Relevance()
     fallback: bool = True
     briefs: bool = True
+    #: The MCP servers whose tools the run's sub-agents may use, as stored: without the
+    #: values of their `env` and `headers` (`McpConfig.without_secrets`).
+    mcp: McpConfig | None = None
 
 
 @dataclass(frozen=True)

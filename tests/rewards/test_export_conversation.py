@@ -76,7 +76,8 @@ def test_the_record_is_the_orchestrators_own_conversation(solved, tmp_path: Path
     # exactly what the model was sent on its last turn, then that turn and its tool result
     sent = [msgs for msgs, options in model.calls if is_orchestrator(options)]
     assert len(sent) == 2 and [m["role"] for m in sent[0]] == ["system", "user"]
-    last = _step(sent[1], {"tools": [{"function": {"name": "assign_task"}}]}).message.to_openai()
+    as_orchestrator = {"tools": [{"function": {"name": "create_subagent"}}]}
+    last = _step(sent[1], as_orchestrator).message.to_openai()
     assert rec.messages[: len(sent[1])] == sent[1]
     assert rec.messages[len(sent[1])] == last
     assert rec.messages[len(sent[1]) + 1 :] == [
