@@ -18,9 +18,7 @@ import argparse
 import datetime as dt
 import os
 import platform
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -35,6 +33,7 @@ if str(ROOT) not in sys.path:
 from benchmarks._results import add_out_option, publish  # noqa: E402
 from kimmy_swarm.agents.toolbox import make_tool  # noqa: E402
 from kimmy_swarm.agents.tools.mcp import McpConfig, McpHost  # noqa: E402
+from tests.support.mcp_processes import serving_http  # noqa: E402
 
 SERVER = ROOT / "tests" / "support" / "mcp_test_server.py"
 
@@ -68,12 +67,6 @@ def row(name: str, seconds: list[float], native: float, wall: float | None) -> s
     return f"| {name} | {median * 1e3:.3f} | {p95 * 1e3:.3f} | {over} | {shared_wall} |"
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=500)
@@ -92,18 +85,7 @@ def main() -> None:
             over_stdio = timed(lambda: tool(arguments), args.calls)
             wall = shared(lambda i: tool(arguments))
         rows.append(row("MCP, stdio", over_stdio, native_median, wall))
-        port = free_port()
-        proc = subprocess.Popen(
-            [sys.executable, str(SERVER), tmp, "http", str(port)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        try:
-            for _ in range(300):
-                with socket.socket() as sock:
-                    if sock.connect_ex(("127.0.0.1", port)) == 0:
-                        break
-                time.sleep(0.1)
-            url = f"http://127.0.0.1:{port}/mcp"
+        with serving_http(Path(tmp)) as url:
             web = {"h": {"url": url, "max_in_flight": 8}}
             with McpHost(McpConfig.from_json({"mcpServers": web})) as host:
                 tool = host.toolbox()["h.add"]
@@ -111,9 +93,6 @@ def main() -> None:
                 over_http = timed(lambda: tool(arguments), args.calls)
                 wall = shared(lambda i: tool(arguments))
             rows.append(row("MCP, streamable HTTP", over_http, native_median, wall))
-        finally:
-            proc.terminate()
-            proc.wait(10)
     page = "\n".join([
         "# MCP tool calls vs a native tool (`python benchmarks/bench_mcp.py`)",
         "",

@@ -19,8 +19,9 @@ The SDK (`mcp`, the `mcp` extra) is imported with this module: only `kimmy mcp` 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -276,6 +277,16 @@ class KimmyMcp:
         return path.read_text(encoding="utf-8", errors="replace")
 
 
+@contextlib.contextmanager
+def _as_tool_error() -> Iterator[None]:
+    """A user error (a bad path, an unknown run) as the MCP tool error its client is shown
+    (the SDK shows other exceptions as "Error executing tool")."""
+    try:
+        yield
+    except UserError as exc:
+        raise ToolError(str(exc)) from None
+
+
 def bearer_guard(app: Any, key: str) -> Any:
     """`app` (ASGI) answering only HTTP requests that carry `Authorization: Bearer <key>`;
     any other gets 401 (compared in constant time; lifespan events pass through)."""
@@ -312,9 +323,6 @@ def build_server(settings: McpServerSettings) -> MCPServer:
     kimmy = KimmyMcp(settings)
     server = MCPServer("kimmy-swarm", version=__version__)
 
-    def told(error: Exception) -> ToolError:
-        return ToolError(str(error))
-
     @server.tool()
     async def swarm(
         goal: str, ctx: Context, corpus: str | None = None, data: list[str] | None = None,
@@ -324,10 +332,8 @@ def build_server(settings: McpServerSettings) -> MCPServer:
         in parallel over the corpus (a folder of .md/.txt/.pdf, or a .bib/.jsonl/.json file)
         and the datasets (CSV/Parquet paths, or bundled names like statsmodels:fair), then
         answers. Paths are relative to the server's root."""
-        try:
+        with _as_tool_error():
             return await kimmy.swarm(ctx, goal, corpus, data, out)
-        except UserError as exc:
-            raise told(exc) from None
 
     @server.tool()
     async def review(
@@ -335,10 +341,8 @@ def build_server(settings: McpServerSettings) -> MCPServer:
     ) -> str:
         """A literature review of a corpus on a topic: themes, claims checked against the
         papers, references (review.md, references.bib, report.html)."""
-        try:
+        with _as_tool_error():
             return await kimmy.review(ctx, corpus, topic, max_papers, out)
-        except UserError as exc:
-            raise told(exc) from None
 
     @server.tool()
     async def analyze(
@@ -347,10 +351,8 @@ def build_server(settings: McpServerSettings) -> MCPServer:
     ) -> str:  # fmt: skip
         """Batch data analysis: one analyst per dataset and question, all in parallel, each
         number checked by recomputation (report.md, report.html)."""
-        try:
+        with _as_tool_error():
             return await kimmy.analyze(ctx, datasets, questions, out)
-        except UserError as exc:
-            raise told(exc) from None
 
     @server.tool()
     def runs(limit: int = 20) -> str:
@@ -361,18 +363,14 @@ def build_server(settings: McpServerSettings) -> MCPServer:
     def show_run(run_id: str, subtask: str | None = None) -> str:
         """A stored run (an id, a unique prefix, or 'latest'): status, counts, files; with
         `subtask`, that subtask's output."""
-        try:
+        with _as_tool_error():
             return kimmy.show_run(run_id, subtask)
-        except UserError as exc:
-            raise told(exc) from None
 
     @server.tool()
     async def resume(run_id: str, ctx: Context) -> str:
         """Continue a stored run that stopped (finished sub-agents are not run again)."""
-        try:
+        with _as_tool_error():
             return await kimmy.resume(ctx, run_id)
-        except UserError as exc:
-            raise told(exc) from None
 
     @server.resource("kimmy://runs/{run_id}/files/{name}", mime_type="text/plain")
     def run_file(run_id: str, name: str) -> str:

@@ -41,6 +41,7 @@ __all__ = [
     "command_group",
     "fail",
     "int_option",
+    "key_from_file",
     "model_client",
     "model_endpoint",
     "positive_seconds",
@@ -177,6 +178,22 @@ def at_least(low: int) -> Callable[[int | None], int | None]:
 def int_option(help_text: str, *, low: int = 1) -> Any:
     """An integer option of at least `low` (click's range check and message)."""
     return typer.Option(help=help_text, min=low)
+
+
+def key_from_file(path: Path, option: str = "--api-key-file") -> str:
+    """A secret from the first line of a file (a mounted secret), for `option`.
+
+    Raises:
+        typer.Exit: the file cannot be read, or its first line is empty (one line, exit 2).
+    """
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise fail(f"{option} {path}: cannot read it ({e})") from e
+    key = lines[0].strip() if lines else ""
+    if not key:
+        raise fail(f"{option} {path}: the first line is empty; it holds the key")
+    return key
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:

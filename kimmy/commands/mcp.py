@@ -23,6 +23,7 @@ from kimmy_swarm.cli.options import (
     RunsDir,
     command_group,
     fail,
+    key_from_file,
 )
 
 app = command_group()
@@ -107,11 +108,4 @@ def _http_key(api_key_file: Path | None) -> str | None:
 
     if api_key_file is None:
         return os.environ.get("KIMMY_MCP_API_KEY") or None
-    try:
-        lines = api_key_file.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as e:
-        raise fail(f"--api-key-file {api_key_file}: cannot read it ({e})") from e
-    key = lines[0].strip() if lines else ""
-    if not key:
-        raise fail(f"--api-key-file {api_key_file}: the first line is empty; it holds the key")
-    return key
+    return key_from_file(api_key_file)

@@ -34,7 +34,7 @@ from typing import Annotated
 
 import typer
 
-from kimmy_swarm.cli.options import command_group, fail, int_option
+from kimmy_swarm.cli.options import command_group, fail, int_option, key_from_file
 
 app = command_group()
 
@@ -115,14 +115,7 @@ def _api_key(ctx: typer.Context, api_key: str | None, api_key_file: Path | None)
         return api_key
     if from_cli:
         raise fail("give the key once: --api-key or --api-key-file, not both")
-    try:
-        lines = api_key_file.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as e:
-        raise fail(f"--api-key-file {api_key_file}: cannot read it ({e})") from e
-    key = lines[0].strip() if lines else ""
-    if not key:
-        raise fail(f"--api-key-file {api_key_file}: the first line is empty; it holds the key")
-    return key  # the file wins over KIMMY_API_KEY, as a flag wins over the environment
+    return key_from_file(api_key_file)  # it wins over KIMMY_API_KEY, as a flag over the env
 
 
 ModelArg = Annotated[

@@ -84,25 +84,16 @@ def test_an_mcp_client_runs_a_goal_and_reads_it_back(tmp_path: Path) -> None:
     assert seen["escape"] != "read"
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_over_http_the_server_wants_its_key(tmp_path: Path) -> None:
     import os
-    import socket
     import subprocess
-    import time
 
     import httpx
 
     from kimmy_swarm.agents.tools.mcp import McpConfig, McpHost
+    from tests.support.ports import free_port, wait_for_port
 
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "KIMMY_MCP_API_KEY": "k-123"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "kimmy_swarm.cli", "mcp", "--http", "--port", str(port),
@@ -110,12 +101,7 @@ def test_over_http_the_server_wants_its_key(tmp_path: Path) -> None:
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            with socket.socket() as sock:
-                if sock.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.2)
+        wait_for_port(port)
         url = f"http://127.0.0.1:{port}/mcp"
         refused = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
         assert refused.status_code == 401 and "Bearer" in refused.json()["error"]

@@ -3,6 +3,8 @@
     python tests/support/mcp_test_server.py [STATE_DIR]            # stdio
     python tests/support/mcp_test_server.py STATE_DIR http PORT    # streamable HTTP
 
+`tests.support.mcp_processes.serving_http(state)` runs it over HTTP for a test.
+
 Tools: `add`, `echo_slow` (answers after a pause, counting how many calls were in it at
 once), `fail` (a tool error), `hang` (never answers), `crash_once` (the process exits in the
 middle of its first call, once per STATE_DIR), `big` (a long text), `starts` (how many times

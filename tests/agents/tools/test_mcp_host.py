@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ import pytest
 from kimmy_swarm.agents.toolbox import ToolError
 from kimmy_swarm.agents.tools.mcp import MAX_RESULT_CHARS, McpConfig, McpHost
 from kimmy_swarm.swarm.errors import ConfigError
+from tests.support.mcp_processes import serving_http
 
 pytest.importorskip("mcp", reason="the MCP client needs the `mcp` extra")
 
@@ -144,33 +144,12 @@ def test_a_server_that_does_not_start_is_named_with_its_stderr(tmp_path: Path) -
     assert "its stderr ended: cannot open the database" in message
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_a_server_over_streamable_http(tmp_path: Path) -> None:
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, str(SERVER), str(tmp_path), "http", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            with socket.socket() as sock:
-                if sock.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.1)
-        url = f"http://127.0.0.1:{port}/mcp"
+    with serving_http(tmp_path) as url:
         config = McpConfig.from_json({"mcpServers": {"h": {"url": url}}})
         with McpHost(config) as host:
             assert "h.add" in host.toolbox()
             assert host.call("h", "add", {"a": 20, "b": 22}) == "42"
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 def _reference(name: str) -> str:
