@@ -133,7 +133,7 @@ class _Link:
             try:
                 async with self._streams() as (read, write), ClientSession(read, write) as session:
                     await session.initialize()
-                    self.tools = list((await session.list_tools()).tools)
+                    self.tools = await _all_tools(session)
                     self.session, self.failure, self.timeouts_in_a_row = session, None, 0
                     self.ready.set()
                     self.tried.set()
@@ -383,6 +383,21 @@ class McpHost:
         text = listed.description or getattr(listed, "title", None) or tool_name
         return Tool(f"{server}.{tool_name}", " ".join(str(text).split()), _AnyArguments,
                     call, schema=schema)  # fmt: skip
+
+
+async def _all_tools(session: ClientSession) -> list[Any]:
+    """Every tool a server lists, page after page (a large server paginates)."""
+    from mcp import types
+
+    tools: list[Any] = []
+    cursor: str | None = None
+    while True:
+        params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+        page = await session.list_tools(params=params)
+        tools += page.tools
+        cursor = page.next_cursor
+        if not cursor:
+            return tools
 
 
 def result_text(result: Any) -> str:
