@@ -251,8 +251,9 @@ class Actions:
         where, dropped = _asked_for(self._goal(), where)
         spec = self.state.agents.get(agent)
         columns = spec.output_columns if spec is not None else None
+        added: list[str] = []
         if self.check_goal:
-            self._keeps_the_goals_conditions(query, where, task, spec)
+            where, task, added = self._with_the_goals_conditions(query, where, task, spec)
         if query is not None:
             docs = view.matching(query)
             if not docs:
@@ -293,31 +294,33 @@ class Actions:
             told["read_as"] = read_as
         if dropped:
             told["dropped"] = dropped
+        if added:
+            told["added"] = added
         return Outcome(json.dumps(told), spawned)
 
-    def _keeps_the_goals_conditions(
+    def _with_the_goals_conditions(
         self, query: str | None, where: list[Condition], task: str, spec: AgentSpec | None
-    ) -> None:
-        """Refuse a fan-out that names nowhere (its query, where, task, agent's prompt, or a
-        search made before it) a condition the goal reader finds in the goal: the 1.5B
-        dropped "an author at google.com" and answered with every RL paper.
-
-        Raises:
-            ToolError: what it leaves out, and the `where` that states it.
-        """
+    ) -> tuple[list[Condition], str, list[str]]:
+        """The fan-out's `where` and task with each condition the goal reader finds in the
+        goal that the fan-out names nowhere (its query, where, task, agent's prompt, or a
+        search made before it): in `where` when one condition states it, else said in the
+        task; and a note for each. The 1.5B dropped "an author at google.com" and answered
+        with every RL paper; refused, it gave one sub-agent all 40 documents and an invented
+        row. Returns the where, the task and the notes."""
         said = json.dumps([
             query, [c.words() for c in where], task,
             spec.system_prompt if spec is not None else "", list(self.state.searches),
         ]).lower()  # fmt: skip
-        left_out = [c for c in goal_conditions(self._goal()) if not c.said_in(said)]
-        if not left_out:
-            return
-        fixes = [c.model_dump() for g in left_out for c in g.where or ()]
-        raise ToolError(
-            "the goal also asks for " + "; ".join(g.words for g in left_out)
-            + ", which this fan-out leaves out: "
-            + (f"add it to where, e.g. {json.dumps(fixes)}" if fixes else "say it in the task")
-        )  # fmt: skip
+        added = []
+        for missing in goal_conditions(self._goal()):
+            if missing.said_in(said):
+                continue
+            if missing.where:
+                where = [*where, *missing.where]
+            else:
+                task = f"{task}\n\nOnly documents with {missing.words} meet the condition."
+            added.append(f"{missing.words} (the goal asks for it; this fan-out did not say it)")
+        return where, task, added
 
     async def _wait(
         self, ids: list[str] | Literal["all", "any"], timeout_s: float | None
@@ -408,12 +411,15 @@ class Actions:
         if pending:
             raise ToolError(f"tasks {pending[:10]} have not finished: wait for them first")
         outputs = [r.output for r in results.values() if r is not None and r.error is None]
-        built = assemble(spec, outputs)
+        titles = self.corpus.title_keys if self.corpus is not None else None
+        built = assemble(spec, outputs, titles=titles)
         note = answer.strip()
         self.state.answer = (note + "\n\n" if note else "") + built.markdown
         failed = len(keys) - len(outputs)
         told = {"finished": True, "rows": len(built.rows), "repeats_dropped": built.dropped,
                 "failed_tasks": failed}  # fmt: skip
+        if built.unknown:
+            told["rows_naming_no_document"] = built.unknown
         return Outcome(json.dumps(told))
 
 

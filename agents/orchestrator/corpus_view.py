@@ -339,6 +339,13 @@ class CorpusView:
             blocks.append("\n".join(lines))
         return "\n\n".join(blocks)
 
+    @cached_property
+    def title_keys(self) -> frozenset[str]:
+        """Every document's title as `title_key` (how a table's rows are matched)."""
+        from kimmy_swarm.agents.widesearch.answer import title_key
+
+        return frozenset(title_key(d.title) for d in self.corpus.documents)
+
     def titles(self, ids: Sequence[str]) -> list[dict[str, str]]:
         """The documents `ids` as {"id", "title"} (what a task's inputs name them by)."""
         return [{"id": d, "title": self.corpus.get(d).title} for d in ids]

@@ -15,7 +15,7 @@ compare by letters and digits only) and sorted by `sort_by` when given.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -68,6 +68,8 @@ class Table:
     rows: list[dict[str, Any]]
     dropped: int
     outputs: int
+    #: Rows left out because their title names no document of the corpus.
+    unknown: int = 0
 
 
 def _rows_of(output: Any, field: str) -> list[dict[str, Any]]:
@@ -77,15 +79,26 @@ def _rows_of(output: Any, field: str) -> list[dict[str, Any]]:
     return [{column_id(str(k)): v for k, v in r.items()} for r in value if isinstance(r, dict)]
 
 
-def assemble(spec: TableSpec, outputs: Sequence[Any]) -> Table:
-    """The table of `spec` from `outputs` (the named tasks' outputs, in task order)."""
+def assemble(
+    spec: TableSpec, outputs: Sequence[Any], *, titles: Collection[str] | None = None
+) -> Table:
+    """The table of `spec` from `outputs` (the named tasks' outputs, in task order). With
+    `titles` (the corpus's, as `title_key`s) and a title column, a row whose title is none
+    of them is left out and counted: a sub-agent given 40 documents in one task invented
+    "Reinforcement Learning: A Survey", and the answer listed it."""
+    from kimmy_swarm.agents.widesearch.answer import title_key
+
     key_column = spec.dedup_by or spec.columns[0]
     seen: set[Any] = set()
     rows: list[dict[str, Any]] = []
-    dropped = 0
+    dropped = unknown = 0
+    known = titles if "title" in spec.columns else None
     for output in outputs:
         for raw in _rows_of(output, spec.field):
             if raw.get(MEETS) is False:  # a document judged not to meet the condition
+                continue
+            if known is not None and title_key(str(raw.get("title") or "")) not in known:
+                unknown += 1
                 continue
             key = normalize_cell(key_column, raw.get(key_column))
             if key in (None, "") or key in seen:
@@ -95,7 +108,7 @@ def assemble(spec: TableSpec, outputs: Sequence[Any]) -> Table:
             rows.append({c: raw.get(c, "") for c in spec.columns})
     if spec.sort_by is not None:
         rows = sort_rows(rows, spec.sort_by, descending=spec.descending)
-    return Table(rows_markdown(tuple(spec.columns), rows), rows, dropped, len(outputs))
+    return Table(rows_markdown(tuple(spec.columns), rows), rows, dropped, len(outputs), unknown)
 
 
 __all__ = ["Table", "TableSpec", "assemble"]

@@ -147,9 +147,10 @@ def test_finish_assembles_the_table_from_the_rows_by_reference(view: CorpusView)
     early = _run(actions, "finish", {"table": {"columns": ["title"]}})
     assert early.text.startswith("error: tasks ['t1', 't2', 't3'] have not finished")
     actions.ctx.results.update({
-        "t1": _done("t1", {"rows": [{"Title": "B paper", "citations": 3},
-                                    {"title": "A paper", "citations": "12"}]}),
-        "t2": _done("t2", {"rows": [{"title": "a  PAPER", "citations": 99}]}),  # a repeat
+        "t1": _done("t1", {"rows": [{"Title": "Memory networks", "citations": 3},
+                                    {"title": "GANs for images", "citations": "12"}]}),
+        "t2": _done("t2", {"rows": [{"title": "gans  FOR images", "citations": 99},  # a repeat
+                                    {"title": "An imagined paper", "citations": 7}]}),
         "t3": _done("t3", {"rows": []}),
     })  # fmt: skip
     out = _run(
@@ -165,9 +166,10 @@ def test_finish_assembles_the_table_from_the_rows_by_reference(view: CorpusView)
         },
     )
     assert json.loads(out.text) == {"finished": True, "rows": 2, "repeats_dropped": 1,
-                                    "failed_tasks": 0}  # fmt: skip
+                                    "failed_tasks": 0, "rows_naming_no_document": 1}  # fmt: skip
     assert actions.state.answer == (
-        "Two papers.\n\n| title | citations |\n|---|---|\n| A paper | 12 |\n| B paper | 3 |\n"
+        "Two papers.\n\n| title | citations |\n|---|---|\n| GANs for images | 12 |\n"
+        "| Memory networks | 3 |\n"
     )
     neither = _run(_actions(view), "finish", {})
     assert "give the answer text, or a table to assemble" in neither.text
