@@ -301,25 +301,28 @@ class Actions:
     def _with_the_goals_conditions(
         self, query: str | None, where: list[Condition], task: str, spec: AgentSpec | None
     ) -> tuple[list[Condition], str, list[str]]:
-        """The fan-out's `where` and task with each condition the goal reader finds in the
-        goal that the fan-out names nowhere (its query, where, task, agent's prompt, or a
-        search made before it): in `where` when one condition states it, else said in the
-        task; and a note for each. The 1.5B dropped "an author at google.com" and answered
-        with every RL paper; refused, it gave one sub-agent all 40 documents and an invented
-        row. Returns the where, the task and the notes."""
+        """The fan-out's `where` and task with the conditions the goal reader finds in the
+        goal: one that a `where` states (an e-mail domain, a decision, a threshold) and that
+        neither this `where` nor a search made before it has is added to `where` — the
+        runtime checks it exactly, where a sub-agent told it in words misjudges (the 1.5B's
+        extractors passed papers cited 6 and 24 times as "more than 100"); one no single
+        condition states is said in the task unless the fan-out says it somewhere. A note
+        for each. (The 1.5B dropped "an author at google.com" and answered with every RL
+        paper; refused instead, it gave one sub-agent all 40 documents and an invented row.)
+        Returns the where, the task and the notes."""
+        in_where = json.dumps([[c.words() for c in where], list(self.state.searches)]).lower()
         said = json.dumps([
-            query, [c.words() for c in where], task,
-            spec.system_prompt if spec is not None else "", list(self.state.searches),
+            query, task, spec.system_prompt if spec is not None else "", in_where,
         ]).lower()  # fmt: skip
         added = []
         for missing in goal_conditions(self._goal()):
-            if missing.said_in(said):
-                continue
-            if missing.where:
+            if missing.where and not missing.said_in(in_where):
                 where = [*where, *missing.where]
-            else:
+            elif not missing.where and not missing.said_in(said):
                 task = f"{task}\n\nOnly documents with {missing.words} meet the condition."
-            added.append(f"{missing.words} (the goal asks for it; this fan-out did not say it)")
+            else:
+                continue
+            added.append(f"{missing.words} (the goal asks for it; this fan-out did not state it)")
         return where, task, added
 
     async def _wait(

@@ -304,12 +304,17 @@ def test_a_fan_out_that_leaves_out_a_condition_of_the_goal_gets_it_added(
     told = json.loads(_call(actions, "fan_out", fan))
     assert told["documents"] == 1  # p1 only: RL and an author at google.com
     assert told["added"] == ["an author's e-mail at google.com (the goal asks for it; this "
-                             "fan-out did not say it)"]  # fmt: skip
-    # said already (in where, in the task, or by an earlier search): nothing added
+                             "fan-out did not state it)"]  # fmt: skip
+    # in where already, or in an earlier search's: nothing added
     google = [{"field": "emails", "op": "contains", "value": "google.com"}]
     assert "added" not in json.loads(_call(actions, "fan_out", {**fan, "where": google}))
+    # said only in words (the task): checked by the runtime all the same
     said = json.loads(_call(actions, "fan_out", {**fan, "task": "Rows of google.com authors."}))
-    assert "added" not in said and said["documents"] == 2  # the sub-agent judges it
+    assert said["documents"] == 1 and len(said["added"]) == 1
+    json.loads(_call(actions, "search", {"query": "'reinforcement learning'", "where": google}))
+    by_ids = json.loads(_call(actions, "fan_out", {"agent": "extractor", "task": "R.",
+                                                   "ids": ["p1"]}))  # fmt: skip
+    assert "added" not in by_ids  # the search that found the ids had it
     # two domains cannot be one where (its conditions all hold): the task says them
     ctx.inputs = {"goal": "List the papers with an author at cmu.edu or stanford.edu that "
                           "mention 'dropout', with titles."}  # fmt: skip
