@@ -93,7 +93,7 @@ def test_a_hung_call_is_cancelled_at_its_limit_and_the_session_goes_on(tmp_path:
         t0 = time.perf_counter()
         with pytest.raises(ToolError, match=r"t\.hang: no answer within 1 s"):
             host.call("t", "hang")
-        assert time.perf_counter() - t0 < 5
+        assert time.perf_counter() - t0 < 15  # the limit, not the default 60 s
         assert host.call("t", "add", {"a": 1, "b": 1}) == "2"
         assert host.stats("t").timeouts == 1 and host.stats("t").restarts == 0
         # three in a row: taken for hung, started again
