@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -213,7 +213,7 @@ class KimmyMcp:
         return json.dumps({
             "run_id": stored.run_id, "status": stored.status.value, "goal": stored.plan.goal,
             "subtasks": len(stored.plan.subtasks), "results": statuses,
-            "stop_reason": stored.stop_reason, "files": sorted(self._files(stored.run_id)),
+            "stop_reason": stored.stop_reason, "files": _files(_out_dir(stored.settings)),
         })  # fmt: skip
 
     async def resume(self, ctx: Context, run_id: str) -> str:
@@ -246,35 +246,37 @@ class KimmyMcp:
 
     # --- files ----------------------------------------------------------------------------
 
-    def _out_dir(self, run_id: str) -> Path:
-        """The output folder a run's stored settings name (plain data: any pipeline's)."""
-        from kimmy_swarm.agents.pipeline_record import PIPELINE_KEY
+    def read_file(self, run_id: str, name: str) -> str:
         from kimmy_swarm.swarm.store import RunStore
 
         with RunStore(self.settings.runs_dir, create=False) as store:
             stored = store.load_run(run_id)
-        record = stored.settings.get(PIPELINE_KEY)
-        out = record.get("settings", {}).get("out") if isinstance(record, dict) else None
-        if not isinstance(out, str) or not out:
+        out = _out_dir(stored.settings)
+        if out is None:
             raise UserError(f"run {stored.run_id} has no files")
-        return Path(out).expanduser().resolve()
-
-    def _files(self, run_id: str) -> list[str]:
-        try:
-            out = self._out_dir(run_id)
-        except UserError:
-            return []
-        return [p.name for p in out.iterdir() if p.is_file()] if out.is_dir() else []
-
-    def read_file(self, run_id: str, name: str) -> str:
-        out = self._out_dir(run_id)
         path = (out / name).resolve()
         if path.parent != out or not path.is_file():
-            have = ", ".join(sorted(self._files(run_id))) or "(none)"
+            have = ", ".join(_files(out)) or "(none)"
             raise UserError(f"run {run_id} has no file {name!r}; its files: {have}")
         if path.stat().st_size > MAX_FILE_BYTES:
             raise UserError(f"{name} is larger than {MAX_FILE_BYTES:,} bytes: read it from {path}")
         return path.read_text(encoding="utf-8", errors="replace")
+
+
+def _out_dir(settings: Mapping[str, Any]) -> Path | None:
+    """The output folder a run's stored settings name (plain data: any pipeline's)."""
+    from kimmy_swarm.agents.pipeline_record import PIPELINE_KEY
+
+    record = settings.get(PIPELINE_KEY)
+    out = record.get("settings", {}).get("out") if isinstance(record, dict) else None
+    return Path(out).expanduser().resolve() if isinstance(out, str) and out else None
+
+
+def _files(out: Path | None) -> list[str]:
+    """The names of the files in a run's output folder, sorted."""
+    if out is None or not out.is_dir():
+        return []
+    return sorted(p.name for p in out.iterdir() if p.is_file())
 
 
 @contextlib.contextmanager
