@@ -61,7 +61,8 @@ class PipelineConfig(Protocol):
     """What `run_pipeline` reads of a pipeline's config (`ReviewConfig`, `AnalysisConfig`,
     `SolveConfig`, …): the model, where the run is stored, its sizes, its files' folder and
     its settings as stored. A config may also have `mcp` (an `McpConfig`): the MCP servers
-    whose tools join the run's (`agents.tools.mcp`)."""
+    whose tools join the run's (`agents.tools.mcp`), and `approvals` (an `ApprovalPolicy`):
+    which calls wait for a person (`swarm.approvals`)."""
 
     @property
     def model(self) -> ChatModel | None: ...
@@ -360,6 +361,9 @@ def _run(
             mcp = McpHost(servers, log_dir=config.out / "mcp-logs").start()
             resources.add_tools(mcp.toolbox())
         run_config = pipeline.run_config(config)
+        approvals = getattr(config, "approvals", None)  # a config may have none
+        if approvals is not None:
+            run_config = run_config.replace(approvals=approvals)
         with Swarm(config=run_config, model=config.model, runs_dir=config.runs_dir) as swarm:
             pipeline.install(swarm, resources, executor, config=config)
             swarm.settings = {**extra_settings, PIPELINE_KEY: record.model_dump(mode="json")}

@@ -94,6 +94,7 @@ class Role:
     max_steps: int = 8
     max_tokens: int = 1_024
     brief: Brief | None = None
+    requires_approval: bool = False
 
     def __post_init__(self) -> None:
         if not re.fullmatch(ROLE_PATTERN, self.name):

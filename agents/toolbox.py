@@ -90,6 +90,11 @@ class ToolError(UserError):
     message goes back to the model that called it, so it can correct the call."""
 
 
+class CallDenied(ToolError):
+    """A person denied the call (`swarm.approvals`), or nobody answered in the run's time:
+    the model is told why, and the sub-agent goes on without the call."""
+
+
 class ToolArgs(BaseModel):
     """The base of every tool's argument model: an argument the tool does not take is an
     error the model is shown, not silently dropped."""
@@ -110,6 +115,8 @@ class Tool:
         schema: the JSON schema of its arguments when another program defines them (an
             MCP server's tool): shown to the model instead of `params`', and the arguments
             are that program's to check (`parse` only asks for a JSON object).
+        requires_approval: every call waits for a person to approve, edit or deny it
+            (`swarm.approvals`); the run's `ApprovalPolicy` may name more tools.
     """
 
     name: str
@@ -117,6 +124,7 @@ class Tool:
     params: type[BaseModel]
     fn: Callable[..., Any]
     schema: Mapping[str, Any] | None = None
+    requires_approval: bool = False
 
     def spec(self) -> dict[str, Any]:
         """The OpenAI `tools` entry for this tool: its name, its description and the JSON
@@ -156,8 +164,15 @@ class Tool:
         return self.fn(**self.parse(kwargs if arguments is None else arguments))
 
 
-def make_tool(fn: Callable[..., Any], *, name: str | None = None, description: str = "") -> Tool:
-    """A `Tool` from a function: its signature gives the parameters, its docstring the text.
+def make_tool(
+    fn: Callable[..., Any],
+    *,
+    name: str | None = None,
+    description: str = "",
+    requires_approval: bool = False,
+) -> Tool:
+    """A `Tool` from a function: its signature gives the parameters, its docstring the text
+    (`requires_approval`: every call waits for a person).
 
     Raises:
         ConfigError: a parameter has no type annotation, or is *args / **kwargs.
@@ -174,7 +189,8 @@ def make_tool(fn: Callable[..., Any], *, name: str | None = None, description: s
         fields[param.name] = (hints[param.name], default)
     params = create_model(f"{tool_name}_args", __base__=ToolArgs, **fields)
     text = description or inspect.getdoc(fn) or ""
-    return Tool(tool_name, text.split("\n\n")[0].strip(), params, fn)
+    summary = text.split("\n\n")[0].strip()
+    return Tool(tool_name, summary, params, fn, requires_approval=requires_approval)
 
 
 class ToolBox(Mapping[str, Tool]):
@@ -191,10 +207,17 @@ class ToolBox(Mapping[str, Tool]):
         self._tools[tool.name] = tool
         return tool
 
-    def tool(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        """Decorator: add a function as a tool (named after it); returns the function."""
-        self.add(make_tool(fn))
-        return fn
+    def tool(self, fn: Callable[..., Any] | None = None, *, requires_approval: bool = False) -> Any:
+        """Decorator: add a function as a tool (named after it); returns the function.
+
+        `@box.tool(requires_approval=True)` adds one whose every call waits for a person.
+        """
+
+        def add(f: Callable[..., Any]) -> Callable[..., Any]:
+            self.add(make_tool(f, requires_approval=requires_approval))
+            return f
+
+        return add if fn is None else add(fn)
 
     def get_tool(self, name: str) -> Tool:
         """The tool called `name` (raises `ToolError` listing the known tools)."""
@@ -223,6 +246,7 @@ class ToolBox(Mapping[str, Tool]):
 
 
 __all__ = [
+    "CallDenied",
     "Tool",
     "ToolArgs",
     "ToolBox",

@@ -19,6 +19,7 @@ from rich.text import Text
 
 from kimmy_swarm.swarm.store import RunStore
 from kimmy_swarm.swarm.transcripts import (
+    ApprovalEntry,
     AttemptTranscript,
     Entry,
     FinishedEntry,
@@ -176,6 +177,8 @@ def _line(entry: Entry) -> Text | Panel:
             )
         tools = f" ({', '.join(entry.tools)})" if entry.tools else ""
         return Text(f"step {entry.step} [{entry.policy}]: {entry.outcome}{tools}", style="dim")
+    if isinstance(entry, ApprovalEntry):
+        return _approval_line(entry)
     if isinstance(entry, RetryEntry):
         return Text(
             f"retry in {entry.delay_s:.1f}s after {entry.error.type}: {entry.error.message}",
@@ -188,6 +191,16 @@ def _line(entry: Entry) -> Text | Panel:
     if entry.output is not None:
         return Panel(Text(entry.output), title=text, title_align="left", border_style="blue")
     return Text(text, style="bold")
+
+
+def _approval_line(entry: ApprovalEntry) -> Text:
+    args = json.dumps(entry.arguments) if entry.arguments is not None else ""
+    if entry.verdict is None:
+        return Text(f"{entry.call_id}: {entry.tool} waits for approval {args}", style="magenta")
+    how = "approved" if entry.verdict == "approve" else "denied"
+    edit = f" with arguments {args}" if entry.arguments is not None else ""
+    why = f": {entry.reason}" if entry.reason else ""
+    return Text(f"{entry.call_id}: {how} by {entry.by}{edit}{why}", style="bold magenta")
 
 
 __all__ = ["print_transcript", "show_transcript"]

@@ -2,6 +2,8 @@
 model clients, durable runs and progress. `import kimmy_swarm.swarm` stays light (no torch).
 """
 
+from kimmy_swarm.swarm.approval_policy import ApprovalPolicy
+from kimmy_swarm.swarm.approval_records import Approval, ApprovalError, Decision
 from kimmy_swarm.swarm.config import RunConfig
 from kimmy_swarm.swarm.context import SubtaskContext
 from kimmy_swarm.swarm.dag import (
@@ -48,10 +50,14 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AdaptiveLimit",
+    "Approval",
+    "ApprovalError",
+    "ApprovalPolicy",
     "Backoff",
     "Budget",
     "ConfigError",
     "CycleError",
+    "Decision",
     "ErrorInfo",
     "Event",
     "EventFold",

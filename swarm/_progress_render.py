@@ -109,6 +109,8 @@ class StatsSnapshot:
     spawned: int
     spawn_refused: int
     retries: int
+    #: Calls waiting for a person to approve or deny them (`kimmy approvals`).
+    awaiting_approval: int
     model_calls: int
     failed_model_calls: int
     tokens: int
@@ -162,8 +164,16 @@ def format_line(s: StatsSnapshot) -> str:
         f"[{fmt_duration(s.elapsed_s)}] {prefix}{s.finished:,}/{s.total:,} finished"
         f" · {s.counts[SubtaskStatus.FAILED.value]:,} failed{_stopped_text(s)}"
         f" · {s.in_flight:,} in flight{_limit_text(s)}"
-        f" · {s.model_calls:,} calls"
+        f" · {s.model_calls:,} calls{_awaiting_text(s)}"
     )
+
+
+def _awaiting_text(s: StatsSnapshot) -> str:
+    """` · 2 calls waiting for approval (kimmy approvals)`, when any wait."""
+    n = s.awaiting_approval
+    if not n:
+        return ""
+    return f" · {n:,} call{'s' if n != 1 else ''} waiting for approval (kimmy approvals)"
 
 
 def _header(s: StatsSnapshot, *, live: bool) -> Text:
@@ -250,6 +260,8 @@ def _activity(s: StatsSnapshot) -> Text:
     failed = f" ({s.failed_model_calls:,} failed)" if s.failed_model_calls else ""
     text.append(f"\nmodel calls {s.model_calls:,}{failed} · tokens {s.tokens:,}")
     text.append(f" · {s.subtasks_per_s:,.1f} subtasks/s · {s.calls_per_s:,.1f} calls/s")
+    if s.awaiting_approval:
+        text.append(f"\n{_awaiting_text(s).removeprefix(' · ')}", "bold magenta")
     if s.budget_reason:
         text.append(f"\nbudget exhausted: {s.budget_reason}", "bold yellow")
     if s.stop_reason and s.stop_reason != s.budget_reason:

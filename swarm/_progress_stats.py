@@ -25,6 +25,8 @@ from kimmy_swarm.swarm._progress_render import (
 )
 from kimmy_swarm.swarm.event_fold import EventFold
 from kimmy_swarm.swarm.events import (
+    ApprovalDecided,
+    ApprovalRequested,
     BudgetExhausted,
     ConcurrencyChanged,
     Event,
@@ -126,6 +128,8 @@ class RunStats(RunCounters, EventFold):
         #: start order, so the first entries are the oldest (`longest_running` is O(k)).
         self._running: dict[str, tuple[float, str]] = {}
         self._backing_off: set[str] = set()
+        #: Calls waiting for a person (`swarm.approvals`), by call id.
+        self._awaiting: set[str] = set()
         self._finished: set[str] = set()
         self._by_status: dict[SubtaskStatus, int] = dict.fromkeys(_FINISHED_STATUSES, 0)
         self._final_counts: dict[str, int] | None = None
@@ -208,6 +212,12 @@ class RunStats(RunCounters, EventFold):
 
     def on_spawn_refused(self, ev: SpawnRefused) -> None:
         self.count_spawn_refused()
+
+    def on_approval_requested(self, ev: ApprovalRequested) -> None:
+        self._awaiting.add(ev.call_id)
+
+    def on_approval_decided(self, ev: ApprovalDecided) -> None:
+        self._awaiting.discard(ev.call_id)
 
     def on_concurrency_changed(self, ev: ConcurrencyChanged) -> None:
         self.limit_changed(ev.limit)
@@ -346,6 +356,7 @@ class RunStats(RunCounters, EventFold):
             spawned=self.spawned,
             spawn_refused=self.spawn_refused,
             retries=self.retries,
+            awaiting_approval=len(self._awaiting),
             model_calls=self.model_calls,
             failed_model_calls=self.failed_model_calls,
             tokens=self.tokens,

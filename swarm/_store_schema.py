@@ -57,6 +57,22 @@ CREATE TABLE IF NOT EXISTS results (
     committed_at REAL NOT NULL,
     PRIMARY KEY (run_id, id)
 );
+-- Calls that asked a person (`swarm.approvals`): the request is written with its
+-- `approval_requested` event; the decision by whoever answers first (verdict NULL: waiting).
+CREATE TABLE IF NOT EXISTS approvals (
+    run_id TEXT NOT NULL,
+    call_id TEXT NOT NULL,
+    subtask_id TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    arguments TEXT NOT NULL,
+    requested_at REAL NOT NULL,
+    verdict TEXT,
+    edited_arguments TEXT,
+    reason TEXT,
+    decided_by TEXT,
+    decided_at REAL,
+    PRIMARY KEY (run_id, call_id)
+);
 -- One row per commit: the JSON array of the events it wrote, seq first_seq..last_seq.
 -- (A row per event costs SQLite several times more at 10,000 sub-agents.)
 CREATE TABLE IF NOT EXISTS events (

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kimmy_swarm.swarm.approval_policy import ApprovalPolicy
 from kimmy_swarm.swarm.dag import DEFAULT_MAX_SUBTASKS
 from kimmy_swarm.swarm.errors import ConfigError
 from kimmy_swarm.swarm.limits import Backoff, Budget, RateLimit
@@ -79,6 +80,9 @@ class RunConfig:
             sizes only). Default: from `KIMMY_TRANSCRIPTS` (`full` or `off`), full.
         temperature: the sampling temperature of every model call that sets none (0:
             greedy; None: the server's default, 1.0 for OpenAI-compatible servers).
+        approvals: which tool calls wait for a person, and for how long
+            (`ApprovalPolicy`; a mapping of its fields is read as one). Default: none but
+            those of tools and roles that ask themselves.
     """
 
     max_concurrency: int = 64
@@ -99,8 +103,10 @@ class RunConfig:
     ray_hosts: int | None = None
     transcripts: TranscriptCapture = field(default_factory=TranscriptCapture.from_env)
     temperature: float | None = None
+    approvals: ApprovalPolicy = field(default_factory=ApprovalPolicy)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "approvals", ApprovalPolicy.coerce(self.approvals))
         if self.temperature is not None and (
             isinstance(self.temperature, bool)
             or not isinstance(self.temperature, int | float)
@@ -108,6 +114,11 @@ class RunConfig:
         ):
             raise ConfigError(
                 f"temperature must be a number >= 0 (0: greedy) or None, got {self.temperature!r}"
+            )
+        if self.executor == "ray" and self.approvals.active:
+            raise ConfigError(
+                "approvals need the local executor (a sub-agent on a Ray host cannot wait "
+                "for a person yet): drop --approve-* or use --executor local"
             )
         check_executor(self.executor)
         _int_at_least("max_concurrency", self.max_concurrency, 1)
@@ -176,7 +187,7 @@ class RunConfig:
         out: dict[str, Any] = {}
         for name in self.fields():
             value = getattr(self, name)
-            if isinstance(value, RateLimit | Backoff | TranscriptCapture):
+            if isinstance(value, RateLimit | Backoff | TranscriptCapture | ApprovalPolicy):
                 value = dataclasses.asdict(value)
             elif isinstance(value, FailurePolicy):
                 value = value.value

@@ -13,11 +13,13 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import ValidationError
 
+from kimmy_swarm.swarm.approval_policy import ApprovalPolicy
 from kimmy_swarm.swarm.errors import ConfigError, SpawnError, validation_problems
 from kimmy_swarm.swarm.events import AgentStep, ToolCalled
 from kimmy_swarm.swarm.schema import NO_USAGE, Subtask, SubtaskResult, Usage
 
 if TYPE_CHECKING:
+    from kimmy_swarm.swarm.approval_records import Decision
     from kimmy_swarm.swarm.call_meter import MeteredModel
     from kimmy_swarm.swarm.events import AgentTurn
     from kimmy_swarm.swarm.transcript_capture import TranscriptCapture
@@ -51,8 +53,13 @@ WaitFn = Callable[
     [Subtask, Sequence[str], Literal["all", "any"], float | None],
     Awaitable[dict[str, SubtaskResult]],
 ]
+#: Asks a person about one call of the subtask and waits: `(tool, arguments) -> Decision`.
+ApproveFn = Callable[[str, Mapping[str, Any]], Awaitable["Decision"]]
 #: Records one event of the run: `emit(EventClass, **fields)` (seq, run id, time added).
 EmitFn = Callable[..., None]
+
+
+_NO_APPROVALS = ApprovalPolicy()
 
 
 class SubtaskContext:
@@ -71,12 +78,14 @@ class SubtaskContext:
     """
 
     __slots__ = (
+        "_approve",
         "_capture",
         "_emit",
         "_model",
         "_spawn",
         "_turns",
         "_wait",
+        "approval_policy",
         "attempt",
         "retries_left",
         "run_id",
@@ -98,6 +107,8 @@ class SubtaskContext:
         turns: TurnRecorder | None = None,
         capture: TranscriptCapture | None = None,
         retries_left: int = 0,
+        approve: ApproveFn | None = None,
+        approval_policy: ApprovalPolicy | None = None,
     ) -> None:
         self.subtask = subtask
         self.run_id = run_id
@@ -111,6 +122,9 @@ class SubtaskContext:
         self._turns = turns
         #: What tool calls record of their arguments and results (None: nothing).
         self._capture = capture
+        self._approve = approve
+        #: Which calls of the run wait for a person (`needs_approval`).
+        self.approval_policy = approval_policy or _NO_APPROVALS
 
     @property
     def id(self) -> str:
@@ -202,6 +216,29 @@ class SubtaskContext:
         if self._wait is None:
             raise ConfigError(f"subtask {self.subtask.id!r}: this executor cannot wait")
         return await self._wait(self.subtask, list(ids), mode, timeout_s)
+
+    def needs_approval(self, tool: str, *, asks: bool = False) -> bool:
+        """Whether a call of `tool` by this sub-agent waits for a person: the tool (or the
+        role) asks itself (`asks`), or the run's `ApprovalPolicy` names the tool or role."""
+        return asks or self.approval_policy.covers(tool, self.subtask.role)
+
+    async def approval(self, tool: str, arguments: Mapping[str, Any]) -> Decision:
+        """Ask a person about a call of `tool` with `arguments`, and wait for the answer.
+
+        While it waits the sub-agent does not count against the run's concurrency and its
+        deadline stops (`swarm.approvals`). A call answered before (the same tool and
+        arguments, in this run) gets that answer at once.
+
+        Raises:
+            ConfigError: this executor cannot ask (no run loop behind the context).
+            ApprovalTimeoutError: nobody answered in the policy's time, which says `fail`.
+        """
+        if self._approve is None:
+            raise ConfigError(
+                f"subtask {self.subtask.id!r}: tool {tool!r} needs approval, but this "
+                "executor cannot ask for it"
+            )
+        return await self._approve(tool, arguments)
 
     @property
     def history(self) -> tuple[AgentTurn, ...]:

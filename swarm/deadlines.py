@@ -54,6 +54,15 @@ class Deadlines:
             return True
         return False
 
+    def pause(self, task: asyncio.Task[object]) -> float | None:
+        """Disarm `task`'s deadline for a while (it waits for a person); returns the seconds
+        it had left, for `arm` to continue with (None: it had no deadline armed)."""
+        when = self._armed.get(task)
+        if when is None:
+            return None
+        self.disarm(task)
+        return max(0.0, when - asyncio.get_running_loop().time())
+
     def _fire(self, when: float) -> None:
         for task in self._buckets.pop(when, ()):
             self._armed.pop(task, None)

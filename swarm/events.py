@@ -132,6 +132,33 @@ class AgentTurn(_Event):
     logprobs: list[JsonValue] | None = None
 
 
+class ApprovalRequested(_Event):
+    """A sub-agent's call waits for a person (`swarm.approvals`); the sub-agent is parked."""
+
+    type: Literal["approval_requested"] = "approval_requested"
+    subtask_id: str
+    #: The call's id in the run (`a1`, `a2`, …), as `kimmy approve RUN CALL` names it.
+    call_id: str
+    tool: str
+    arguments: dict[str, JsonValue] = Field(default_factory=dict)
+
+
+class ApprovalDecided(_Event):
+    """A waiting call was answered, and its sub-agent goes on."""
+
+    type: Literal["approval_decided"] = "approval_decided"
+    subtask_id: str
+    call_id: str
+    tool: str
+    #: `approve` or `deny`.
+    verdict: str
+    #: The arguments the call runs with, when a person edited them.
+    arguments: dict[str, JsonValue] | None = None
+    reason: str | None = None
+    #: Who answered: `cli`, `dashboard`, `python`, `timeout`, …
+    by: str = ""
+
+
 class SubtaskRetrying(_Event):
     type: Literal["subtask_retrying"] = "subtask_retrying"
     subtask_id: str
@@ -190,6 +217,8 @@ Event = Annotated[
     | AgentStep
     | AgentTurn
     | ToolCalled
+    | ApprovalRequested
+    | ApprovalDecided
     | SubtaskRetrying
     | SubtaskFinished
     | SubtasksSpawned
@@ -226,6 +255,8 @@ def parse_events(data: str | bytes) -> list[Event]:
 __all__ = [
     "AgentStep",
     "AgentTurn",
+    "ApprovalDecided",
+    "ApprovalRequested",
     "BudgetExhausted",
     "ConcurrencyChanged",
     "Event",

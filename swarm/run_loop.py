@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from kimmy_swarm.swarm import events as ev
 from kimmy_swarm.swarm.agent_turns import TurnLog
+from kimmy_swarm.swarm.approvals import Approvals
 from kimmy_swarm.swarm.call_meter import CallMeter
 from kimmy_swarm.swarm.deadlines import Deadlines
 from kimmy_swarm.swarm.errors import BudgetExceededError, SpawnError
@@ -92,17 +93,23 @@ class RunLoop:
         self._on_cancelled = self.on_cancelled
         self.tasks: dict[asyncio.Task[None], Subtask] = {}
         self.waits = Waits(self.state, on_parked=self.dispatch)
+        deadlines = Deadlines()
+        self.store = store
+        self.approvals = Approvals(
+            run_id, config.approvals, self.journal, store, deadlines, on_parked=self.dispatch
+        )
         self.runner = SubtaskRunner(
             run_id=run_id,
             config=config,
             workforce=workforce,
             state=self.state,
             journal=self.journal,
-            deadlines=Deadlines(),
+            deadlines=deadlines,
             meter=self.meter,
             rng=random.Random(config.seed),
             spawn=self.spawn,
             wait=self.waits.wait,
+            approvals=self.approvals,
             turns=TurnLog(self.journal, history),
             tasks=self.tasks,
             finished=self.finished,
@@ -147,6 +154,7 @@ class RunLoop:
         self.journal.on_fatal = _ignore_after_end
         self.meter.close()
         self.waits.close()
+        self.approvals.close()
         self.runner.finished = self.runner.fail = self.runner.halt = _ignore_after_end
         self._on_cancelled = _ignore_after_end
         if self.state.stop_reason is None:  # nothing may start in a run that has ended
@@ -161,6 +169,8 @@ class RunLoop:
             settings=settings,
             roles=dict(Counter(st.role for st in self.state.subtasks.values())),
         )
+        if resumed and self.store is not None:
+            self._load_approvals(self.store)
         loop = asyncio.get_running_loop()
         deadline = self.cfg.deadline_s
         handle = loop.call_later(deadline, self.on_deadline) if deadline else None
@@ -182,6 +192,17 @@ class RunLoop:
         if self.halted is not None:
             await self.stop_in_flight(self.halted, RunStatus.CANCELLED)
         return await self.finish()
+
+    def _load_approvals(self, store: RunStore) -> None:
+        """The calls earlier sessions asked a person about (still waiting, or answered)."""
+        earlier = store.approvals(self.run_id)
+        if earlier:
+            announced = {
+                e.call_id
+                for e in store.events(self.run_id, types=["approval_decided"])
+                if isinstance(e, ev.ApprovalDecided)
+            }
+            self.approvals.load(earlier, announced)
 
     async def stop_in_flight(self, reason: str, status: RunStatus) -> None:
         """Cancel every running sub-agent and wait until each has recorded its result."""
@@ -237,7 +258,7 @@ class RunLoop:
         state = self.state
         if state.stop_reason is not None or not state.ready:
             return
-        room = self.meter.limit() - state.running + self.waits.parked
+        room = self.meter.limit() - state.running + self.waits.parked + self.approvals.parked
         cap = self.cfg.max_subagents
         if cap is not None:
             room = min(room, cap - state.started)

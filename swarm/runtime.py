@@ -1,12 +1,12 @@
 """`Swarm`: the Python entry point — register roles, then execute, stream or resume plans.
 
-    swarm = Swarm(max_concurrency=256, runs_dir="runs")
+swarm = Swarm(max_concurrency=256, runs_dir="runs")
 
-    @swarm.role("summarizer", output=Summary)
-    async def summarize(ctx: SubtaskContext) -> Summary:
-        ...
+@swarm.role("summarizer", output=Summary)
+async def summarize(ctx: SubtaskContext) -> Summary:
+    ...
 
-    result = swarm.run_sync(plan)
+result = swarm.run_sync(plan)
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from kimmy_swarm.swarm.approval_records import Approval, Decision
 from kimmy_swarm.swarm.config import RunConfig
 from kimmy_swarm.swarm.dag import check_plan, validate_plan
 from kimmy_swarm.swarm.errors import ConfigError, UnknownRoleError
@@ -101,9 +102,7 @@ class Swarm:
 
     # --- roles ------------------------------------------------------------------------
 
-    def add_role(
-        self, name: str, worker: Worker, *, output: type[BaseModel] | None = None
-    ) -> None:
+    def add_role(self, name: str, worker: Worker, *, output: type[BaseModel] | None = None) -> None:
         """Register `worker` for role `name`; `output` becomes the role's default schema."""
         if not re.fullmatch(ROLE_PATTERN, name):
             raise ConfigError(
@@ -246,6 +245,54 @@ class Swarm:
 
             self._store = RunStore(self.runs_dir)
         return self._store
+
+    # --- approvals (see `swarm.approvals`) ----------------------------------------------
+
+    def _approval_store(self) -> RunStore:
+        store = self._open_store()
+        if store is None:
+            raise ConfigError(
+                "approvals are kept in the run store: give the swarm a runs directory "
+                "(Swarm(runs_dir=…))"
+            )
+        return store
+
+    def approvals(self, run_id: str, *, pending: bool = False) -> list[Approval]:
+        """The calls of a stored run that asked a person (only those waiting: `pending`).
+
+        Raises:
+            ConfigError: the swarm has no runs directory.
+            RunNotFoundError: no such run.
+        """
+        return self._approval_store().approvals(run_id, pending=pending)
+
+    def approve(
+        self,
+        run_id: str,
+        call_id: str,
+        *,
+        arguments: Mapping[str, Any] | None = None,
+        reason: str | None = None,
+        by: str = "python",
+    ) -> Approval:
+        """Approve a waiting call (with edited `arguments`, or as asked); its sub-agent goes
+        on within `swarm.approvals.POLL_S`, in this process or the one running the run.
+
+        Raises:
+            ApprovalError: no such call waits (the message names those that do).
+        """
+        edited = dict(arguments) if arguments is not None else None
+        return self._approval_store().decide(
+            run_id, call_id, Decision("approve", edited, reason, by)
+        )
+
+    def deny(self, run_id: str, call_id: str, reason: str, *, by: str = "python") -> Approval:
+        """Deny a waiting call; its sub-agent is told `reason` and goes on without it.
+
+        Raises:
+            ApprovalError: no such call waits.
+        """
+        return self._approval_store().decide(run_id, call_id, Decision("deny", None, reason, by))
 
     def close(self) -> None:
         """Close the run store and stop Ray hosts (both restart if the swarm runs again)."""

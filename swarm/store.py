@@ -25,10 +25,12 @@ from typing import Any
 
 from kimmy_swarm.swarm import events as ev
 from kimmy_swarm.swarm._store_schema import SCHEMA, UPSERT_RESULT, RunSummary, StoredRun
+from kimmy_swarm.swarm.approval_records import Approval, ApprovalError, Decision
 from kimmy_swarm.swarm.errors import ConfigError, RunNotFoundError
 from kimmy_swarm.swarm.schema import Plan, RunStatus, Subtask, SubtaskResult
 
 DB_NAME = "kimmy.db"
+
 
 def _with_edges(subtasks: list[Subtask], edges: list[tuple[str, str]]) -> list[Subtask]:
     """The subtasks with the dependencies that spawns added to them (`feeds`)."""
@@ -57,6 +59,27 @@ def _alive(pid: int | None, host: str | None) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def _approval(row: tuple[Any, ...]) -> Approval:
+    """An `approvals` row (the table's column order) as an `Approval`."""
+    run_id, call_id, subtask_id, tool, arguments, requested_at = row[:6]
+    verdict, edited, reason, by, decided_at = row[6:11]
+    decision = None
+    if verdict is not None:
+        decision = Decision(
+            verdict, json.loads(edited) if edited is not None else None, reason, by or ""
+        )
+    return Approval(
+        run_id,
+        call_id,
+        subtask_id,
+        tool,
+        json.loads(arguments),
+        requested_at,
+        decision,
+        decided_at,
+    )
 
 
 class RunStore:
@@ -188,6 +211,12 @@ class RunStore:
                     attempts.append((run_id, e.subtask_id, e.attempt, session, e.ts))
                 elif kind == "subtasks_spawned":
                     self._write_spawn(db, run_id, e)
+                elif kind == "approval_requested":
+                    db.execute(
+                        "INSERT OR IGNORE INTO approvals (run_id, call_id, subtask_id, tool,"
+                        " arguments, requested_at) VALUES (?, ?, ?, ?, ?, ?)",
+                        (run_id, e.call_id, e.subtask_id, e.tool, json.dumps(e.arguments), e.ts),
+                    )
                 elif kind == "run_finished":
                     db.execute(
                         "UPDATE runs SET status = ?, stop_reason = ?, usage = ?, updated_at = ?"
@@ -235,9 +264,7 @@ class RunStore:
                 for i, s in enumerate(e.subtasks)
             ),
         )
-        db.executemany(
-            "INSERT INTO edges VALUES (?, ?, ?)", ((run_id, d, t) for d, t in e.edges)
-        )
+        db.executemany("INSERT INTO edges VALUES (?, ?, ?)", ((run_id, d, t) for d, t in e.edges))
 
     class _Tx:
         """One transaction; the lock keeps threads sharing the store from interleaving."""
@@ -263,6 +290,41 @@ class RunStore:
 
     def _tx(self) -> RunStore._Tx:
         return RunStore._Tx(self._db, self._lock)
+
+    def decide(self, run_id: str, call_id: str, decision: Decision) -> Approval:
+        """Answer a waiting call (the first answer wins); returns it, answered.
+
+        Whoever answers writes here — `kimmy approve`/`deny`, the dashboard, Python, or the
+        run itself when the policy's timeout came — and the run that waits reads it.
+
+        Raises:
+            RunNotFoundError: no such run.
+            ApprovalError: the run has no call `call_id`, or it was answered already.
+        """
+        run_id = self.resolve(run_id)
+        edited = json.dumps(decision.arguments) if decision.arguments is not None else None
+        with self._tx() as db:
+            changed = db.execute(
+                "UPDATE approvals SET verdict = ?, edited_arguments = ?, reason = ?,"
+                " decided_by = ?, decided_at = ? WHERE run_id = ? AND call_id = ?"
+                " AND verdict IS NULL",
+                (decision.verdict, edited, decision.reason, decision.by, time.time(),
+                 run_id, call_id),
+            ).rowcount  # fmt: skip
+        if changed:
+            return self.approval(run_id, call_id)
+        known = {a.call_id: a for a in self.approvals(run_id)}
+        found = known.get(call_id)
+        if found is None:
+            waiting = ", ".join(a.call_id for a in known.values() if a.pending) or "(none)"
+            raise ApprovalError(
+                f"run {run_id} has no call {call_id!r} asking for approval; waiting: {waiting}"
+            )
+        assert found.decision is not None
+        done = "approved" if found.decision.verdict == "approve" else "denied"
+        raise ApprovalError(
+            f"call {call_id} of run {run_id} was {done} already (by {found.decision.by})"
+        )
 
     # --- reading ----------------------------------------------------------------------
 
@@ -446,9 +508,7 @@ class RunStore:
 
     # --- reading raw rows (for live views that poll the store: `swarm.dashboard`) ---------
 
-    def event_batches_after(
-        self, run_id: str, seq: int = -1
-    ) -> list[tuple[int, int, str]]:
+    def event_batches_after(self, run_id: str, seq: int = -1) -> list[tuple[int, int, str]]:
         """The run's committed batches whose events come after `seq`, oldest first, each as
         `(first_seq, last_seq, JSON array)` unparsed: a poller reads only what is new and
         parses it as cheaply as it likes (-1: every batch)."""
@@ -458,6 +518,43 @@ class RunStore:
                 " ORDER BY first_seq",
                 (run_id, seq),
             ).fetchall()
+
+    def approvals(self, run_id: str, *, pending: bool = False) -> list[Approval]:
+        """The calls of a run that asked for approval, in the order they asked (only those
+        still waiting with `pending`)."""
+        run_id = self.resolve(run_id)
+        query = "SELECT * FROM approvals WHERE run_id = ?" + (
+            " AND verdict IS NULL" if pending else ""
+        )
+        with self._snapshot() as db:
+            rows = db.execute(query + " ORDER BY requested_at, rowid", (run_id,)).fetchall()
+        return [_approval(r) for r in rows]
+
+    def answered(self, run_id: str, call_ids: Sequence[str]) -> list[Approval]:
+        """Those of `call_ids` (of the run `run_id`, its full id) that have an answer: what
+        a waiting run polls for."""
+        found: list[Approval] = []
+        ids = list(call_ids)
+        with self._snapshot() as db:
+            for at in range(0, len(ids), 500):  # SQLite's bound-parameter limit
+                part = ids[at : at + 500]
+                rows = db.execute(
+                    "SELECT * FROM approvals WHERE run_id = ? AND verdict IS NOT NULL"
+                    f" AND call_id IN ({', '.join('?' * len(part))})",
+                    (run_id, *part),
+                ).fetchall()
+                found += [_approval(r) for r in rows]
+        return found
+
+    def approval(self, run_id: str, call_id: str) -> Approval:
+        """One call that asked for approval (raises `ApprovalError` when there is none)."""
+        with self._snapshot() as db:
+            row = db.execute(
+                "SELECT * FROM approvals WHERE run_id = ? AND call_id = ?", (run_id, call_id)
+            ).fetchone()
+        if row is None:
+            raise ApprovalError(f"run {run_id} has no call {call_id!r} asking for approval")
+        return _approval(row)
 
     def run_record(self, run_id: str) -> dict[str, Any]:
         """The run's own row, unparsed where it is big: goal, status, stop_reason,

@@ -8,6 +8,7 @@ and call meter — and hands each finished result to the run loop through `finis
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import time
 from collections.abc import Mapping
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from kimmy_swarm.swarm.agent_turns import TurnLog
+    from kimmy_swarm.swarm.approvals import Approvals
     from kimmy_swarm.swarm.call_meter import CallMeter
     from kimmy_swarm.swarm.config import RunConfig
     from kimmy_swarm.swarm.deadlines import Deadlines
@@ -147,6 +149,7 @@ class SubtaskRunner:
         rng: the retry jitter.
         spawn: adds subtasks to the live DAG (the run loop's).
         wait: waits for subtasks a subtask spawned (the run loop's).
+        approvals: the run's calls that wait for a person.
         turns: the agents' recorded turns.
         tasks: the run's running tasks; a subtask's entry is removed once its result is in.
         finished: takes each subtask's final result.
@@ -166,6 +169,7 @@ class SubtaskRunner:
         rng: random.Random,
         spawn: SpawnFn,
         wait: WaitFn,
+        approvals: Approvals,
         turns: TurnLog,
         tasks: dict[asyncio.Task[None], Subtask],
         finished: Callable[[SubtaskResult], None],
@@ -182,6 +186,7 @@ class SubtaskRunner:
         self.rng = rng
         self.spawn = spawn
         self.wait = wait
+        self.approvals = approvals
         self.turns = turns
         self.tasks = tasks
         self.finished = finished
@@ -219,7 +224,12 @@ class SubtaskRunner:
         return delay
 
     def _new_context(
-        self, st: Subtask, attempt: int, upstream: Mapping[str, SubtaskResult], retries: int
+        self,
+        st: Subtask,
+        attempt: int,
+        upstream: Mapping[str, SubtaskResult],
+        retries: int,
+        task: asyncio.Task[None],
     ) -> SubtaskContext:
         journal = self.journal
         if journal.listened:
@@ -241,6 +251,8 @@ class SubtaskRunner:
             turns=self.turns,
             capture=self.meter.capture,
             retries_left=max(0, retries + 1 - attempt),
+            approve=functools.partial(self.approvals.request, st, task),
+            approval_policy=self.config.approvals,
         )
 
     def _timed_out(
@@ -280,7 +292,7 @@ class SubtaskRunner:
             try:
                 while True:
                     attempt += 1
-                    ctx = self._new_context(st, attempt, upstream, retries)
+                    ctx = self._new_context(st, attempt, upstream, retries, task)
                     deadlines.arm(task, timeout)
                     expired = False
                     try:

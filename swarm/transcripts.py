@@ -79,6 +79,21 @@ class RetryEntry(_Entry):
     delay_s: float
 
 
+class ApprovalEntry(_Entry):
+    """A call that waited for a person (`swarm.approvals`): once when it asked, once when it
+    was answered (`verdict` set)."""
+
+    kind: Literal["approval"] = "approval"
+    call_id: str
+    tool: str
+    #: The arguments asked for (when it asked); the edited ones (when approved with an edit).
+    arguments: dict[str, JsonValue] | None = None
+    #: None while it waits; `approve` or `deny` once answered.
+    verdict: str | None = None
+    reason: str | None = None
+    by: str | None = None
+
+
 class FinishedEntry(_Entry):
     kind: Literal["finished"] = "finished"
     status: SubtaskStatus
@@ -88,7 +103,7 @@ class FinishedEntry(_Entry):
 
 
 Entry = Annotated[
-    ModelCallEntry | ToolCallEntry | StepEntry | RetryEntry | FinishedEntry,
+    ModelCallEntry | ToolCallEntry | StepEntry | RetryEntry | ApprovalEntry | FinishedEntry,
     Field(discriminator="kind"),
 ]
 
@@ -210,6 +225,15 @@ class _TranscriptFold(EventFold):
         if event.subtask_id == self.subtask_id:
             self._add(_copied(RetryEntry, event))
 
+    def on_approval_requested(self, event: ev.ApprovalRequested) -> None:
+        if event.subtask_id == self.subtask_id:
+            self._add(ApprovalEntry(ts=event.ts, call_id=event.call_id, tool=event.tool,
+                                    arguments=event.arguments))  # fmt: skip
+
+    def on_approval_decided(self, event: ev.ApprovalDecided) -> None:
+        if event.subtask_id == self.subtask_id:
+            self._add(_copied(ApprovalEntry, event))
+
     def on_subtask_finished(self, event: ev.SubtaskFinished) -> None:
         r = event.result
         if r.id == self.subtask_id:
@@ -229,6 +253,7 @@ def _output_text(output: object, max_chars: int | None) -> str | None:
 
 
 __all__ = [
+    "ApprovalEntry",
     "AttemptTranscript",
     "Entry",
     "FinishedEntry",

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from kimmy_swarm.agents.pipeline_record import PipelineSettings
 from kimmy_swarm.agents.tools.mcp.config import McpConfig, as_mcp_config
+from kimmy_swarm.swarm.approval_policy import ApprovalPolicy
 from kimmy_swarm.swarm.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -30,6 +31,8 @@ class AnalysisSettings(PipelineSettings):
     #: The MCP servers whose tools the run's sub-agents may use, as stored: without the
     #: values of their `env` and `headers` (`McpConfig.without_secrets`).
     mcp: McpConfig | None = None
+    #: Which calls wait for a person (`swarm.approvals`).
+    approvals: ApprovalPolicy | None = None
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,9 @@ class AnalysisConfig:
             (`agents.brief`), as a small model needs; False: the model calls the tools itself.
         mcp: MCP servers whose tools the run's sub-agents may use (an `McpConfig`, or the
             path of an `{"mcpServers": …}` file); their tools are named `server.tool`.
+        approvals: which tool calls wait for a person, and the orchestrator's plan past
+            how many sub-agents (an `ApprovalPolicy`, or a mapping of its fields; None:
+            only tools and roles that ask themselves).
 
     Raises:
         ConfigError: no dataset, or a count below 1.
@@ -69,9 +75,12 @@ class AnalysisConfig:
     fallback: bool = True
     briefs: bool = True
     mcp: McpConfig | None = None
+    approvals: ApprovalPolicy | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mcp", as_mcp_config(self.mcp))
+        if self.approvals is not None:
+            object.__setattr__(self, "approvals", ApprovalPolicy.coerce(self.approvals))
         for name in ("datasets", "questions"):
             value = getattr(self, name)
             if isinstance(value, str):  # a str is a Sequence[str]: one letter per dataset
@@ -103,6 +112,7 @@ class AnalysisConfig:
             fallback=self.fallback,
             briefs=self.briefs,
             mcp=self.mcp.without_secrets() if self.mcp is not None else None,
+            approvals=self.approvals,
         )
 
     @classmethod

@@ -18,11 +18,14 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from kimmy_swarm.agents.loop.errors import error_text
+from kimmy_swarm.agents.toolbox import CallDenied, ToolError
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from kimmy_swarm.agents.brief import SubtaskBrief
     from kimmy_swarm.agents.roles import Role
-    from kimmy_swarm.agents.toolbox import ToolBox
+    from kimmy_swarm.agents.toolbox import Tool, ToolBox
     from kimmy_swarm.swarm.context import SubtaskContext
 
 
@@ -77,7 +80,11 @@ class Attempt:
         error: str | None = None
         result: Any = None
         try:
-            result = self.tools.get_tool(tool)(arguments)
+            found = self.tools.get_tool(tool)
+            kwargs = found.parse(arguments)
+            if self._needs_approval(found):
+                kwargs = self._approved_from_thread(found, kwargs)
+            result = found.fn(**kwargs)
             return result
         except Exception as exc:
             error = error_text(exc)
@@ -106,6 +113,8 @@ class Attempt:
         try:
             tool = self.tools.get_tool(name)
             kwargs = tool.parse(arguments)
+            if self._needs_approval(tool):
+                kwargs = await self._approved(tool, kwargs)
             loop = asyncio.get_running_loop()
             result = await loop.run_in_executor(executor, lambda: tool.fn(**kwargs))
             text = result if isinstance(result, str) else json.dumps(result, default=_jsonable)
@@ -122,6 +131,33 @@ class Attempt:
             result=text,
         )
         return text
+
+    def _needs_approval(self, tool: Tool) -> bool:
+        asks = tool.requires_approval or self.role.requires_approval
+        return self.ctx.needs_approval(tool.name, asks=asks)
+
+    async def _approved(self, tool: Tool, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """The arguments `tool` runs with once a person approved the call (edited ones
+        checked like the model's).
+
+        Raises:
+            CallDenied: the person denied it (or nobody answered and the run denies then).
+        """
+        decision = await self.ctx.approval(tool.name, kwargs)
+        if decision.verdict == "deny":
+            why = f": {decision.reason}" if decision.reason else ""
+            raise CallDenied(f"the call of {tool.name!r} was denied ({decision.by}){why}")
+        return tool.parse(decision.arguments) if decision.arguments is not None else dict(kwargs)
+
+    def _approved_from_thread(self, tool: Tool, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """`_approved` for a procedure running in a worker thread (it blocks that thread)."""
+        loop = self.loop
+        if loop is None or _on_loop(loop):
+            raise ToolError(
+                f"tool {tool.name!r} needs approval, which a procedure can wait for only in "
+                "a worker thread"
+            )
+        return asyncio.run_coroutine_threadsafe(self._approved(tool, kwargs), loop).result()
 
     def validate(self, answer: Any) -> BaseModel:
         """The answer as the role's schema, checked for meaning.

@@ -25,6 +25,7 @@ from kimmy_swarm.agents.orchestrator.corpus_view import (
     chunks,
 )
 from kimmy_swarm.agents.orchestrator.digest import digest, output_text, page
+from kimmy_swarm.agents.orchestrator.plan_approval import PlanGate
 from kimmy_swarm.agents.orchestrator.prompts import EXAMPLE_WHERE
 from kimmy_swarm.agents.orchestrator.state import OrchestratorState, TaskRecord
 from kimmy_swarm.agents.orchestrator.table import TableSpec, assemble
@@ -107,8 +108,13 @@ class Actions:
 
     #: The orchestrator's tools, carried out by this attempt's handlers below.
     toolbox: ToolBox = field(init=False, repr=False)
+    #: A person's approval of a turn's plan past `ApprovalPolicy.spawns_over`.
+    plan_gate: PlanGate = field(init=False, repr=False)
+    #: The id of the call being carried out.
+    _call_id: str | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
+        self.plan_gate = PlanGate(self.ctx)
         self.toolbox = orchestrator_tools(
             {
                 "create_subagent": self._create_subagent,
@@ -128,6 +134,7 @@ class Actions:
         """Carry out one tool call; errors become the text `error: …`."""
         name = call.function.name
         tool = self.toolbox.get(name)
+        self._call_id = call.id
         try:
             if tool is None:
                 raise ToolError(f"unknown tool {name!r}; tools: {', '.join(self.toolbox)}")
@@ -185,7 +192,9 @@ class Actions:
             out["role_spec"] = spec.model_dump(mode="json")
         return out
 
-    def _spawn(self, subtasks: list[dict[str, Any]]) -> list[str]:
+    async def _spawn(self, subtasks: list[dict[str, Any]]) -> list[str]:
+        """Spawn `subtasks` (once a person approved the turn's plan, when it needs that)."""
+        await self.plan_gate.check(self._call_id, len(self.state.tasks), len(subtasks))
         try:
             self.ctx.spawn(subtasks)
         except SpawnError as exc:
@@ -206,7 +215,7 @@ class Actions:
             raise ToolError(f"task id {id!r} is taken")
         key = id or self.state.new_task_id(set())
         st = self._subtask(agent, task, inputs, depends_on, key)
-        ids = self._spawn([st])
+        ids = await self._spawn([st])
         return Outcome(json.dumps({"task_id": ids[0]}), ids)
 
     async def _assign_tasks(
@@ -216,7 +225,7 @@ class Actions:
             self._subtask(agent, task, inputs, depends_on, self.state.new_task_id(set()))
             for inputs in inputs_list
         ]
-        ids = self._spawn(subtasks)
+        ids = await self._spawn(subtasks)
         return Outcome(json.dumps({"task_ids": ids}), ids)
 
     def _goal(self) -> str:
@@ -287,7 +296,7 @@ class Actions:
                 )
             key = self.state.new_task_id(set())
             subtasks.append(self._subtask(agent, job, given, depends_on, key))
-        spawned = self._spawn(subtasks)
+        spawned = await self._spawn(subtasks)
         told: dict[str, Any] = {"task_ids": spawned, "documents": len(docs),
                                 "tasks": len(spawned)}  # fmt: skip
         if read_as:

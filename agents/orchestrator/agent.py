@@ -232,6 +232,7 @@ class OrchestratorAgent:
         succeeded = False
         actions.turn_spawned = 0
         failed_at: int | None = None
+        actions.plan_gate.begin_turn(calls)
         for number, call in enumerate(calls, start=1):
             if failed_at is not None and call.function.name == "finish":
                 # the answer would not know what went wrong before it in the same turn

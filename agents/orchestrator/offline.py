@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from kimmy_swarm.agents.loop import calls_response
 from kimmy_swarm.agents.pipeline import OFFLINE_PLANS
-from kimmy_swarm.swarm.errors import ConfigError
+from kimmy_swarm.swarm.errors import ConfigError, UserError
 
 if TYPE_CHECKING:
     from kimmy_swarm.agents.orchestrator.actions import Actions
@@ -27,6 +27,11 @@ if TYPE_CHECKING:
     from kimmy_swarm.swarm.llm.types import ChatResponse
 
 NO_OFFLINE_PLAN = f"this goal needs a model to plan it: {OFFLINE_PLANS}"
+
+
+class PlanDeniedError(UserError):
+    """A person denied the offline planner's plan (`--approve-spawns-over`): its rules plan
+    each goal one way, so the orchestrator fails with the person's reason."""
 
 
 @dataclass
@@ -40,6 +45,12 @@ class OfflinePlanner:
         self, ctx: SubtaskContext, messages: Sequence[dict[str, Any]], actions: Actions
     ) -> ChatResponse:
         turn = actions.state.turns + 1  # counted over attempts and sessions
+        denied = actions.plan_gate.denied
+        if denied is not None:  # rules plan one way only: a denied plan ends the attempt
+            raise PlanDeniedError(
+                f"a person denied the plan ({denied}); the offline planner knows no other: "
+                f"{OFFLINE_PLANS}"
+            )
         return calls_response(await self.rules.calls(ctx, actions), turn)
 
 
@@ -59,4 +70,4 @@ def offline_rules(goal: str, resources: RunResources) -> tuple[Pipeline[Any, Any
     raise ConfigError(NO_OFFLINE_PLAN)
 
 
-__all__ = ["NO_OFFLINE_PLAN", "OfflinePlanner", "offline_rules"]
+__all__ = ["NO_OFFLINE_PLAN", "OfflinePlanner", "PlanDeniedError", "offline_rules"]

@@ -43,6 +43,7 @@ from kimmy_swarm.agents.pipeline_record import PIPELINE_KEY, PipelineSettings
 from kimmy_swarm.agents.roles import builtin_roles
 from kimmy_swarm.agents.subagent import install
 from kimmy_swarm.agents.tools.mcp.config import McpConfig, as_mcp_config
+from kimmy_swarm.swarm.approval_policy import ApprovalPolicy
 from kimmy_swarm.swarm.errors import ConfigError
 from kimmy_swarm.swarm.llm.budget import DEFAULT_CHARS_PER_TOKEN, context_tokens
 from kimmy_swarm.swarm.schema import Plan, Subtask
@@ -80,6 +81,8 @@ class SolveSettings(PipelineSettings):
     #: The MCP servers whose tools the run's sub-agents may use, as stored: without the
     #: values of their `env` and `headers` (`McpConfig.without_secrets`).
     mcp: McpConfig | None = None
+    #: Which calls wait for a person (`swarm.approvals`).
+    approvals: ApprovalPolicy | None = None
 
 
 @dataclass(frozen=True)
@@ -110,6 +113,9 @@ class SolveConfig:
             (None: no cap).
         mcp: MCP servers whose tools the run's sub-agents may use (an `McpConfig`, or the
             path of an `{"mcpServers": …}` file); their tools are named `server.tool`.
+        approvals: which tool calls wait for a person, and the orchestrator's plan past
+            how many sub-agents (an `ApprovalPolicy`, or a mapping of its fields; None:
+            only tools and roles that ask themselves).
     """
 
     goal: str
@@ -131,9 +137,12 @@ class SolveConfig:
     temperature: float | None = 0.0
     max_total_tokens: int | None = None
     mcp: McpConfig | None = None
+    approvals: ApprovalPolicy | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mcp", as_mcp_config(self.mcp))
+        if self.approvals is not None:
+            object.__setattr__(self, "approvals", ApprovalPolicy.coerce(self.approvals))
         if not self.goal.strip():
             raise ConfigError("the goal is empty: say in words what the swarm should do")
         if isinstance(self.datasets, str):
@@ -160,6 +169,7 @@ class SolveConfig:
             logprobs=self.logprobs, threads=self.threads, temperature=self.temperature,
             max_total_tokens=self.max_total_tokens,
             mcp=self.mcp.without_secrets() if self.mcp is not None else None,
+            approvals=self.approvals,
         )  # fmt: skip
 
     @classmethod

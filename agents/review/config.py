@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from kimmy_swarm.agents.pipeline_record import PipelineSettings
 from kimmy_swarm.agents.tools.mcp.config import McpConfig, as_mcp_config
 from kimmy_swarm.agents.tools.search import Relevance
+from kimmy_swarm.swarm.approval_policy import ApprovalPolicy
 from kimmy_swarm.swarm.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -37,6 +38,8 @@ class ReviewSettings(PipelineSettings):
     #: The MCP servers whose tools the run's sub-agents may use, as stored: without the
     #: values of their `env` and `headers` (`McpConfig.without_secrets`).
     mcp: McpConfig | None = None
+    #: Which calls wait for a person (`swarm.approvals`).
+    approvals: ApprovalPolicy | None = None
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,9 @@ class ReviewConfig:
             (`agents.brief`), as a small model needs; False: the model calls the tools itself.
         mcp: MCP servers whose tools the run's sub-agents may use (an `McpConfig`, or the
             path of an `{"mcpServers": …}` file); their tools are named `server.tool`.
+        approvals: which tool calls wait for a person, and the orchestrator's plan past
+            how many sub-agents (an `ApprovalPolicy`, or a mapping of its fields; None:
+            only tools and roles that ask themselves).
 
     Raises:
         ConfigError: a count below 1 or an unknown researcher role.
@@ -86,9 +92,12 @@ class ReviewConfig:
     fallback: bool = True
     briefs: bool = True
     mcp: McpConfig | None = None
+    approvals: ApprovalPolicy | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mcp", as_mcp_config(self.mcp))
+        if self.approvals is not None:
+            object.__setattr__(self, "approvals", ApprovalPolicy.coerce(self.approvals))
         object.__setattr__(self, "corpus", Path(self.corpus))
         if isinstance(self.relevance, Mapping):  # as stored in `ReviewSettings`
             object.__setattr__(self, "relevance", Relevance(**self.relevance))
@@ -128,6 +137,7 @@ class ReviewConfig:
             fallback=self.fallback,
             briefs=self.briefs,
             mcp=self.mcp.without_secrets() if self.mcp is not None else None,
+            approvals=self.approvals,
         )
 
     @classmethod

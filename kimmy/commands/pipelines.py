@@ -17,6 +17,14 @@ from typing import TYPE_CHECKING, Annotated, Any, Protocol, TypeVar
 
 import typer
 
+from kimmy_swarm.cli.approval_options import (
+    ApprovalTimeout,
+    ApproveSpawnsOver,
+    ApproveTools,
+    OnApprovalTimeout,
+    OnTimeout,
+    approval_policy,
+)
 from kimmy_swarm.cli.options import (
     DEFAULT_RUNS_DIR,
     ApiKey,
@@ -193,6 +201,10 @@ def review(
     fallback: Fallback = True,
     briefs: Briefs = True,
     mcp_config: McpConfigFile = None,
+    approve_tools: ApproveTools = None,
+    approve_spawns_over: ApproveSpawnsOver = None,
+    approval_timeout: ApprovalTimeout = None,
+    on_approval_timeout: OnApprovalTimeout = OnTimeout.deny,
     json_lines: Json = False,
 ) -> None:
     """Literature review of a corpus: review.md, references.bib, report.html, claims.jsonl."""
@@ -212,6 +224,9 @@ def review(
         "fallback": fallback,
         "briefs": briefs,
         "mcp": mcp_config,
+        "approvals": approval_policy(
+            approve_tools, approve_spawns_over, approval_timeout, on_approval_timeout
+        ),
     }
     ReviewConfig(**options)  # a bad option fails before a model server is asked
     honours = {"structured_output": structured_output, "tools": tools}
@@ -249,6 +264,10 @@ def analyze(
     fallback: Fallback = True,
     briefs: Briefs = True,
     mcp_config: McpConfigFile = None,
+    approve_tools: ApproveTools = None,
+    approve_spawns_over: ApproveSpawnsOver = None,
+    approval_timeout: ApprovalTimeout = None,
+    on_approval_timeout: OnApprovalTimeout = OnTimeout.deny,
     json_lines: Json = False,
 ) -> None:
     """Batch data analysis: one analyst per (dataset, question), all in parallel."""
@@ -263,6 +282,9 @@ def analyze(
         "fallback": fallback,
         "briefs": briefs,
         "mcp": mcp_config,
+        "approvals": approval_policy(
+            approve_tools, approve_spawns_over, approval_timeout, on_approval_timeout
+        ),
     }
     AnalysisConfig(**options)  # a bad option fails before a model server is asked
     honours = {"structured_output": structured_output, "tools": tools}

@@ -17,6 +17,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from kimmy_swarm.cli.approval_options import (
+    ApprovalTimeout,
+    ApproveSpawnsOver,
+    ApproveTools,
+    OnApprovalTimeout,
+    OnTimeout,
+    approval_policy,
+)
 from kimmy_swarm.cli.options import (
     DEFAULT_RUNS_DIR,
     ApiKey,
@@ -202,6 +210,10 @@ def run(
             "Default: $KIMMY_TRANSCRIPTS, else full.",
         ),
     ] = None,
+    approve_tools: ApproveTools = None,
+    approve_spawns_over: ApproveSpawnsOver = None,
+    approval_timeout: ApprovalTimeout = None,
+    on_approval_timeout: OnApprovalTimeout = OnTimeout.deny,
 ) -> None:
     """Run a plan: one sub-agent per subtask, dependencies first."""
     from kimmy_swarm.swarm import FailurePolicy, RateLimit, RunConfig
@@ -226,6 +238,9 @@ def run(
             TranscriptCapture.parse(transcripts)
             if transcripts is not None
             else TranscriptCapture.from_env()
+        ),
+        approvals=approval_policy(
+            approve_tools, approve_spawns_over, approval_timeout, on_approval_timeout
         ),
     )
     where = runs_dir if store else None

@@ -20,6 +20,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from kimmy_swarm.cli.approval_options import (
+    ApprovalTimeout,
+    ApproveSpawnsOver,
+    ApproveTools,
+    OnApprovalTimeout,
+    OnTimeout,
+    approval_policy,
+)
 from kimmy_swarm.cli.options import (
     DEFAULT_RUNS_DIR,
     ApiKey,
@@ -181,6 +189,10 @@ def swarm_cmd(
     runs_dir: RunsDir = DEFAULT_RUNS_DIR,
     store: Annotated[bool, typer.Option(help="Store the run durably (resumable).")] = True,
     mcp_config: McpConfigFile = None,
+    approve_tools: ApproveTools = None,
+    approve_spawns_over: ApproveSpawnsOver = None,
+    approval_timeout: ApprovalTimeout = None,
+    on_approval_timeout: OnApprovalTimeout = OnTimeout.deny,
     json_lines: Json = False,
 ) -> None:
     """A goal in words: the orchestrator creates sub-agents, runs them in parallel, answers."""
@@ -192,6 +204,9 @@ def swarm_cmd(
         runs_dir=runs_dir if store else None, max_subagents=max_subagents,
         max_concurrency=max_concurrency, max_turns=max_turns,
         defaults={"year": year} if year is not None else None, mcp=mcp_config,
+        approvals=approval_policy(
+            approve_tools, approve_spawns_over, approval_timeout, on_approval_timeout
+        ),
     )  # fmt: skip
     if source["kind"] == "offline" and config.corpus is None and not config.datasets:
         from kimmy_swarm.agents.orchestrator import offline_rules

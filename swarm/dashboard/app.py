@@ -10,9 +10,15 @@ Routes:
     GET /api/runs/{run}/agents              find sub-agents (?q=ID-PART&status=&group=&limit=)
     GET /api/runs/{run}/agents/{subtask}    a node's state and its sub-agent's transcript
     GET /api/runs/{run}/rewards             the rewards of a finished run (when scored)
+    GET /api/runs/{run}/approvals           the calls that asked a person (`swarm.approvals`)
+    POST /api/runs/{run}/approvals/{call}/approve   body {"arguments"?: {…}, "reason"?: …}
+    POST /api/runs/{run}/approvals/{call}/deny      body {"reason": …}
 
 Only requests to a loopback host or an allowed one are answered (`hosts.HostGuard`: DNS
-rebinding). Run and subtask ids from the URL are only ever looked up in the store (an unknown
+rebinding). An answer to a waiting call (POST) also needs the page's session token in the
+`X-Kimmy-Token` header (a new one each time the dashboard starts; the page carries it) and
+must come from this machine (127.0.0.1 / ::1), whatever address the dashboard is bound to.
+Run and subtask ids from the URL are only ever looked up in the store (an unknown
 one is a 404 naming it), never used as paths. Static files come from a fixed list read from the
 package folder at start.
 """
@@ -21,15 +27,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import FastAPI, HTTPException, Query, Request
-from fastapi.responses import FileResponse, StreamingResponse
+from fastapi.responses import FileResponse, HTMLResponse, StreamingResponse
+from pydantic import BaseModel, Field
 
-from kimmy_swarm.swarm.dashboard.hosts import HostGuard
+from kimmy_swarm.swarm.approval_records import ApprovalError, Decision
+from kimmy_swarm.swarm.dashboard.hosts import HostGuard, is_loopback
 from kimmy_swarm.swarm.dashboard.live import LiveRuns
 from kimmy_swarm.swarm.errors import RunNotFoundError, UserError
 from kimmy_swarm.swarm.schema import SubtaskStatus
@@ -81,13 +90,28 @@ class _Rewards:
             return self._cache[run_id]
 
 
-def _page_routes(app: FastAPI) -> None:
-    """`/` and `/static/{name}`: the page, its script and style (a fixed list of files)."""
+#: The header that carries the page's session token on a POST.
+TOKEN_HEADER = "X-Kimmy-Token"
+
+
+class _Approve(BaseModel):
+    arguments: dict[str, Any] | None = None
+    reason: str | None = None
+
+
+class _Deny(BaseModel):
+    reason: str = Field(min_length=1)
+
+
+def _page_routes(app: FastAPI, token: str) -> None:
+    """`/` and `/static/{name}`: the page (carrying the session token), its script and
+    style (a fixed list of files)."""
     static = {p.name: p for p in STATIC_DIR.iterdir() if p.suffix in _MEDIA}
+    page = static["index.html"].read_text(encoding="utf-8").replace("{{token}}", token)
 
     @app.get("/", include_in_schema=False)
-    def index() -> FileResponse:
-        return FileResponse(static["index.html"], media_type="text/html")
+    def index() -> HTMLResponse:
+        return HTMLResponse(page, headers={"Cache-Control": "no-store"})
 
     @app.get("/static/{name}", include_in_schema=False)
     def static_file(name: str) -> FileResponse:
@@ -95,6 +119,36 @@ def _page_routes(app: FastAPI) -> None:
         if path is None:
             raise _not_found(f"no static file {name!r}")
         return FileResponse(path, media_type=_MEDIA[path.suffix])
+
+
+def _approval_routes(
+    app: FastAPI, store: RunStore, token: str, run_id_of: Callable[[str], str]
+) -> None:
+    """The calls waiting for a person: listed, and answered from this machine's page."""
+
+    @app.get("/api/runs/{run}/approvals")
+    def approvals(run: str) -> list[dict[str, Any]]:
+        return [a.as_json() for a in store.approvals(run_id_of(run))]
+
+    def answer(request: Request, run: str, call: str, decision: Decision) -> dict[str, Any]:
+        client = request.client.host if request.client is not None else ""
+        if not is_loopback(client):
+            raise HTTPException(403, f"calls are answered from this machine only, not {client}")
+        if not secrets.compare_digest(request.headers.get(TOKEN_HEADER, ""), token):
+            raise HTTPException(403, f"missing or wrong {TOKEN_HEADER}: reload the page")
+        try:
+            return store.decide(run_id_of(run), call, decision).as_json()
+        except ApprovalError as exc:
+            raise HTTPException(409, str(exc)) from None
+
+    @app.post("/api/runs/{run}/approvals/{call}/approve")
+    def approve(run: str, call: str, body: _Approve, request: Request) -> dict[str, Any]:
+        return answer(request, run, call, Decision("approve", body.arguments, body.reason,
+                                                   "dashboard"))  # fmt: skip
+
+    @app.post("/api/runs/{run}/approvals/{call}/deny")
+    def deny(run: str, call: str, body: _Deny, request: Request) -> dict[str, Any]:
+        return answer(request, run, call, Decision("deny", None, body.reason, "dashboard"))
 
 
 def create_app(
@@ -122,8 +176,9 @@ def create_app(
     scores = _Rewards(rewards)
     app = FastAPI(title="Kimmy Swarm dashboard", docs_url=None, redoc_url=None)
     app.state.live = live
+    app.state.token = token = secrets.token_urlsafe(24)
     app.add_middleware(HostGuard, allowed=tuple(allowed_hosts))
-    _page_routes(app)
+    _page_routes(app, token)
 
     def run_id_of(run: str) -> str:
         try:
@@ -196,6 +251,8 @@ def create_app(
         run_id = run_id_of(run)
         return scores.get(run_id, live.refresh(run_id).finished)
 
+    _approval_routes(app, store, token, run_id_of)
+
     @app.get("/api/runs/{run}/stream")
     async def stream(run: str, request: Request, since: int = -1, layout: str = "") -> Any:
         run_id = await asyncio.to_thread(run_id_of, run)
@@ -234,4 +291,4 @@ async def _events(
         await asyncio.sleep(poll_s)
 
 
-__all__ = ["POLL_S", "STATIC_DIR", "RewardsFn", "create_app"]
+__all__ = ["POLL_S", "STATIC_DIR", "TOKEN_HEADER", "RewardsFn", "create_app"]

@@ -39,6 +39,23 @@ async function getJSON(url) {
   return resp.json();
 }
 
+const TOKEN = document.querySelector('meta[name="kimmy-token"]').content;
+
+async function postJSON(url, body) {
+  const resp = await fetch(url, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", "X-Kimmy-Token": TOKEN },
+    body: JSON.stringify(body),
+  });
+  let data = null;
+  try { data = await resp.json(); } catch (_) { /* not JSON */ }
+  if (!resp.ok) {
+    const detail = data && data.detail;
+    throw new Error(typeof detail === "string" ? detail : `${resp.status}: ${JSON.stringify(detail)}`);
+  }
+  return data;
+}
+
 function api(path) { return `/api/runs/${encodeURIComponent(state.run)}${path}`; }
 
 function when(ts) { return ts ? new Date(ts * 1000).toLocaleString() : ""; }
@@ -86,6 +103,7 @@ async function showRun(runId) {
   document.getElementById("run-title").textContent = run.run_id;
   document.getElementById("run-goal").textContent = run.goal || "";
   renderCounters(run.counters);
+  await renderApprovals();
   const graph = await drawGraph();
   renderRewards(run.counters.status);
   if (run.counters.status === "running" && !run.interrupted) openStream(graph);
@@ -257,6 +275,7 @@ function openStream(graph) {
   source.addEventListener("delta", async (msg) => {
     const d = JSON.parse(msg.data);
     renderCounters(d.counters);
+    renderApprovals();
     if (d.relayout) {
       await drawGraph();
       if (state.selected) markSelected(state.selected);
@@ -275,6 +294,65 @@ function closeStream() {
   const live = document.getElementById("live");
   live.textContent = "idle";
   live.className = "live off";
+}
+
+// --- calls waiting for a person: approve (as asked or edited) or deny ----------------
+
+async function renderApprovals() {
+  const box = document.getElementById("approvals");
+  const list = document.getElementById("approvals-list");
+  const waiting = (await getJSON(api("/approvals"))).filter((a) => a.status === "pending");
+  box.hidden = waiting.length === 0;
+  const shown = new Set(waiting.map((a) => a.call_id));
+  for (const card of [...list.children]) {  // answered ones go; ones being edited stay as they are
+    if (!shown.has(card.dataset.call)) card.remove();
+  }
+  for (const a of waiting) {
+    if (list.querySelector(`[data-call="${CSS.escape(a.call_id)}"]`)) continue;
+    list.append(approvalCard(a));
+  }
+}
+
+function approvalCard(a) {
+  const card = el("div", { class: "approval", "data-call": a.call_id });
+  card.append(el("div", { class: "meta" },
+    `${a.call_id} · ${a.subtask_id} → ${a.tool} · asked ${when(a.requested_at)}`));
+  const args = el("textarea", { class: "approval-args", rows: "4", spellcheck: "false",
+                                "aria-label": `arguments of ${a.call_id}` });
+  args.value = JSON.stringify(a.arguments, null, 2);
+  const reason = el("input", { class: "approval-reason", type: "text",
+                               placeholder: "reason (told to the sub-agent on a denial)" });
+  const approve = el("button", { type: "button", class: "approve" }, "Approve");
+  const deny = el("button", { type: "button", class: "deny" }, "Deny");
+  const note = el("div", { class: "err" });
+  const url = (what) => api(`/approvals/${encodeURIComponent(a.call_id)}/${what}`);
+  approve.addEventListener("click", async () => {
+    note.textContent = "";
+    let edited;
+    try { edited = JSON.parse(args.value); } catch (err) {
+      note.textContent = `the arguments are not JSON: ${err.message}`;
+      return;
+    }
+    const same = JSON.stringify(edited) === JSON.stringify(a.arguments);
+    try {
+      await postJSON(url("approve"), { arguments: same ? null : edited, reason: reason.value || null });
+      card.remove();
+      renderApprovals();
+    } catch (err) { note.textContent = err.message; }
+  });
+  deny.addEventListener("click", async () => {
+    note.textContent = "";
+    if (!reason.value.trim()) { note.textContent = "give a reason: the sub-agent is told it"; return; }
+    try {
+      await postJSON(url("deny"), { reason: reason.value });
+      card.remove();
+      renderApprovals();
+    } catch (err) { note.textContent = err.message; }
+  });
+  const buttons = el("div", { class: "approval-buttons" });
+  buttons.append(approve, deny);
+  card.append(args, reason, buttons, note);
+  return card;
 }
 
 // --- the side panel: a sub-agent's transcript ---------------------------------------
@@ -400,6 +478,13 @@ function entryView(e) {
   } else if (e.kind === "step") {
     box.append(el("div", { class: "meta" }, `step ${e.step} (${e.policy}): ${e.outcome}`));
     if (e.error) box.append(el("pre", { class: "err" }, e.error));
+  } else if (e.kind === "approval") {
+    const args = e.arguments ? ` ${JSON.stringify(e.arguments)}` : "";
+    const text = e.verdict === null || e.verdict === undefined
+      ? `${e.call_id}: ${e.tool} waits for approval${args}`
+      : `${e.call_id}: ${e.verdict === "approve" ? "approved" : "denied"} by ${e.by}` +
+        `${e.arguments ? ` with arguments${args}` : ""}${e.reason ? `: ${e.reason}` : ""}`;
+    box.append(el("div", { class: "meta approval-entry" }, text));
   } else if (e.kind === "retry") {
     box.append(el("pre", { class: "err" }, `retry in ${e.delay_s} s after ${e.error.type}: ${e.error.message}`));
   } else if (e.kind === "finished") {

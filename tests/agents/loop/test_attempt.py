@@ -31,6 +31,9 @@ class Ctx(SimpleNamespace):
     def record_step(self, step: int, **fields: Any) -> None:
         self.events.append(("step", step, fields, threading.current_thread().name))
 
+    def needs_approval(self, tool: str, *, asks: bool = False) -> bool:
+        return asks  # the run's policy names nothing
+
 
 def _attempt(tools: ToolBox | None = None, role: Role = SUMMER) -> tuple[Attempt, Ctx]:
     ctx = Ctx(key="primes")

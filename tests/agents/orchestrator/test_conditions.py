@@ -26,6 +26,7 @@ from kimmy_swarm.agents.orchestrator.state import OrchestratorState
 from kimmy_swarm.agents.orchestrator.table import TableSpec
 from kimmy_swarm.agents.tools.corpus import load_corpus
 from kimmy_swarm.agents.tools.search import SearchIndex
+from kimmy_swarm.swarm import ApprovalPolicy
 from kimmy_swarm.swarm.llm.types import FunctionCall, ToolCall
 
 RECORDS = [
@@ -93,7 +94,9 @@ def test_field_hints_say_what_values_look_like(view: CorpusView) -> None:
 
 class _Ctx(SimpleNamespace):
     def __init__(self) -> None:
-        super().__init__(inputs={"goal": "g"}, instructions="g", spawned=[])
+        super().__init__(
+            inputs={"goal": "g"}, instructions="g", spawned=[], approval_policy=ApprovalPolicy()
+        )
 
     def spawn(self, subtasks: list[dict[str, Any]]) -> None:
         self.spawned += subtasks

@@ -18,6 +18,7 @@ from kimmy_swarm.agents.orchestrator.table import TableSpec, assemble
 from kimmy_swarm.agents.orchestrator.tools import CORPUS_TOOLS, TOOLS
 from kimmy_swarm.agents.tools.corpus import load_corpus
 from kimmy_swarm.agents.tools.search import SearchIndex
+from kimmy_swarm.swarm import ApprovalPolicy
 from kimmy_swarm.swarm.llm.types import FunctionCall, ToolCall
 from kimmy_swarm.swarm.schema import SubtaskResult, SubtaskStatus
 
@@ -45,7 +46,13 @@ class Ctx(SimpleNamespace):
     """The part of a `SubtaskContext` the tools use: spawn, and finished results."""
 
     def __init__(self) -> None:
-        super().__init__(inputs={"goal": "g"}, instructions="g", spawned=[], results={})
+        super().__init__(
+            inputs={"goal": "g"},
+            instructions="g",
+            spawned=[],
+            approval_policy=ApprovalPolicy(),
+            results={},
+        )
 
     def spawn(self, subtasks: list[dict[str, Any]]) -> None:
         self.spawned += subtasks

@@ -16,6 +16,7 @@ from kimmy_swarm.agents.orchestrator.tools import (
     AssignTask,
     orchestrator_tools,
 )
+from kimmy_swarm.swarm import ApprovalPolicy
 from kimmy_swarm.swarm.llm.types import FunctionCall, ToolCall
 
 
@@ -23,7 +24,9 @@ class Ctx(SimpleNamespace):
     """The part of a `SubtaskContext` the tools use: spawn, and a run with nothing done."""
 
     def __init__(self) -> None:
-        super().__init__(inputs={"goal": "g"}, instructions="g", spawned=[])
+        super().__init__(
+            inputs={"goal": "g"}, instructions="g", spawned=[], approval_policy=ApprovalPolicy()
+        )
 
     def spawn(self, subtasks: list[dict[str, Any]]) -> None:
         self.spawned += subtasks

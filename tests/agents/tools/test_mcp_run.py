@@ -5,8 +5,11 @@ secret of the config; the CLI names a bad config file in one line."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +18,8 @@ import pytest
 from kimmy_swarm.agents.orchestrator import SolveConfig, resume_solve, run_solve
 from kimmy_swarm.agents.pipeline_record import PIPELINE_KEY
 from kimmy_swarm.agents.tools.mcp import NOT_STORED, McpConfig, McpHost
-from kimmy_swarm.swarm.errors import ConfigError
+from kimmy_swarm.swarm import ApprovalPolicy, Swarm
+from kimmy_swarm.swarm.errors import ConfigError, RunNotFoundError
 from kimmy_swarm.swarm.llm.scripted import ScriptedChat
 from kimmy_swarm.swarm.llm.types import ChatResponse, FunctionCall, ToolCall
 from kimmy_swarm.swarm.schema import Usage
@@ -42,8 +46,10 @@ def _calls(*calls: tuple[str, dict[str, Any]]) -> ChatResponse:
     return ChatResponse(tool_calls=made, finish_reason="tool_calls", usage=USAGE)
 
 
-def test_a_created_sub_agent_calls_an_mcp_servers_tool(tmp_path: Path) -> None:
-    offered: list[list[str]] = []
+def _adder(answer: str, offered: list[list[str]] | None = None) -> Any:
+    """The scripted model of a run that adds 20 and 22: the orchestrator creates an `adder`
+    with `calc.add` and finishes with `answer`; the adder calls `calc.add` and answers with
+    its result (`offered` keeps the tools each of its calls was offered)."""
 
     def step(messages: list[dict[str, Any]], options: dict[str, Any]) -> ChatResponse:
         if is_orchestrator(options):
@@ -56,13 +62,21 @@ def test_a_created_sub_agent_calls_an_mcp_servers_tool(tmp_path: Path) -> None:
                     ("assign_task", {"agent": "adder", "task": "What is 20 + 22?"}),
                     ("wait", {"ids": "all"}),
                 )  # fmt: skip
-            return _calls(("finish", {"answer": "20 + 22 = 42 (by calc.add)"}))
-        offered.append([t["function"]["name"] for t in options.get("tools") or ()])
+            return _calls(("finish", {"answer": answer}))
+        if offered is not None:
+            offered.append([t["function"]["name"] for t in options.get("tools") or ()])
         results = [m for m in messages if m["role"] == "tool"]
         if not results:
             return _calls(("calc.add", {"a": 20, "b": 22}))
         return ChatResponse(content=json.dumps({"answer": results[-1]["content"], "sources": []}),
                             finish_reason="stop", usage=USAGE)  # fmt: skip
+
+    return step
+
+
+def test_a_created_sub_agent_calls_an_mcp_servers_tool(tmp_path: Path) -> None:
+    offered: list[list[str]] = []
+    step = _adder("20 + 22 = 42 (by calc.add)", offered)
 
     config = SolveConfig(goal="Add 20 and 22 with the calculator", out=tmp_path / "out",
                          model=ScriptedChat.always(step), runs_dir=tmp_path / "runs",
@@ -108,3 +122,33 @@ def test_the_cli_names_a_bad_mcp_config_in_one_line(
     assert code == 2 and len(err) == 1, err
     assert err[0].startswith("kimmy: error: MCP config ")
     assert "server 'calc' needs exactly one of 'command'" in err[0]
+
+
+def test_an_mcp_servers_tool_waits_for_a_person_and_runs_the_edit(tmp_path: Path) -> None:
+    step = _adder("done")
+    runs = tmp_path / "runs"
+    config = SolveConfig(goal="Add 20 and 22 with the calculator", out=tmp_path / "out",
+                         model=ScriptedChat.always(step), runs_dir=runs,
+                         mcp=_mcp_file(tmp_path),
+                         approvals=ApprovalPolicy(tools=("calc.*",)))  # fmt: skip
+    box: dict[str, Any] = {}
+    runner = threading.Thread(target=lambda: box.update(out=run_solve(config)))
+    runner.start()
+    person = Swarm(runs_dir=runs)
+    try:
+        for _ in range(1500):
+            with contextlib.suppress(RunNotFoundError, ConfigError):
+                waiting = person.approvals("latest", pending=True)
+                if waiting:
+                    break
+            time.sleep(0.02)
+        (call,) = waiting
+        assert (call.tool, call.arguments) == ("calc.add", {"a": 20, "b": 22})
+        person.approve(call.run_id, call.call_id, arguments={"a": 1, "b": 2})
+    finally:
+        runner.join(120)
+    assert box["out"].status == "completed"
+    with RunStore(runs, create=False) as store:
+        (called,) = [e for e in store.events(call.run_id, types=["tool_called"])
+                     if e.tool == "calc.add"]  # fmt: skip
+    assert called.ok and called.result == "3"  # the edited call reached the server
