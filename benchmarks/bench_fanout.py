@@ -22,6 +22,12 @@ its own process, ratio to gather as above) and against the plain Ray-actor peer 
 `run.sh N ray` runs it). With `--out`, it appends its own section to that page (replacing
 an earlier Ray section there).
 
+`--stream` measures what streaming costs instead: with the store on, the swarm without and
+with `RunConfig(stream=True)`: each answer (7 words) then arrives as 7 pieces, each a
+`token_delta` event delivered to the run's sinks and the live files (`swarm.live_tokens`),
+against the same answers unstreamed. Issue 34's bar: streaming adds at most 10% to the
+fan-out overhead. With `--out` it writes its own page (`fanout_stream.md`).
+
 `--busy K` runs the measurements beside K processes that spin on the CPU (a busy machine:
 with K = the CPU count, the swarm's event loop, its store writer thread and the gather
 baseline all get a share of a saturated machine). The figures say which they were.
@@ -58,6 +64,9 @@ LATENCY_S = 0.05
 #: `--prompt-chars`: the size of each sub-agent's prompt (its answer is a quarter of it);
 #: the default is a token-sized exchange. Passed to the child processes in the environment.
 PROMPT_ENV = "KIMMY_BENCH_PROMPT_CHARS"
+#: Words of each answer, streamed a word per piece (`--stream`; 0: the usual answer).
+WORDS_ENV = "KIMMY_BENCH_STREAM_WORDS"
+STREAM_WORDS = 7
 
 
 def _prompt_chars() -> int:
@@ -79,20 +88,40 @@ def _response() -> Any:
     usage = Usage(prompt_tokens=12, completion_tokens=7, total_tokens=19, model_calls=1)
     chars = _prompt_chars()
     content = ("dolor sit " * (chars // 40 + 1))[: chars // 4] if chars else "ok"
+    if _stream_words():
+        content = "".join(_words())
     return ChatResponse(content=content, usage=usage, model="sleep")
 
 
+def _stream_words() -> int:
+    return int(os.environ.get(WORDS_ENV, "0") or 0)
+
+
+def _words() -> list[str]:
+    return [f"word{i} " for i in range(_stream_words())]
+
+
 class SleepChat:
-    """A model server stand-in whose every call takes `latency_s` (the benchmark contract)."""
+    """A model server stand-in whose every call takes `latency_s` (the benchmark contract);
+    asked to stream (`on_delta`), it then hands its answer on a word at a time, each word in
+    an event-loop iteration of its own (as a server's chunks arrive)."""
 
     name = "sleep"
+    streams = True
 
     def __init__(self, latency_s: float) -> None:
+        from kimmy_swarm.swarm.llm.stream_chunks import Delta
+
         self.latency_s = latency_s
         self.response = _response()
+        self.pieces = [Delta(w) for w in _words()]
 
-    async def chat(self, messages: Any, **options: Any) -> Any:
+    async def chat(self, messages: Any, on_delta: Any = None, **options: Any) -> Any:
         await asyncio.sleep(self.latency_s)
+        if on_delta is not None:
+            for piece in self.pieces:  # each in a loop iteration of its own, as chunks arrive
+                on_delta(piece)
+                await asyncio.sleep(0)
         return self.response
 
     async def aclose(self) -> None:
@@ -127,6 +156,7 @@ def _swarm_runner(
     runs_dir: str | None,
     executor: str = "local",
     transcripts: str = "full",
+    stream: bool = False,
 ) -> Any:
     from kimmy_swarm.swarm import Plan, Subtask, SubtaskContext, Swarm
 
@@ -136,6 +166,7 @@ def _swarm_runner(
         runs_dir=runs_dir,
         executor=executor,
         transcripts=transcripts,
+        stream=stream,
     )
     messages = [{"role": "user", "content": _prompt()}]
 
@@ -190,9 +221,11 @@ def child(mode: str, n: int, runs: int) -> dict[str, Any]:
         ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
         swarm_once = _swarm_runner(n, model, None, executor="ray")
     elif mode != "gather":
-        stored = mode in ("store", "store-sizes")
+        stored = mode in ("store", "store-sizes", "store-stream")
         transcripts = "off" if mode == "store-sizes" else "full"
-        swarm_once = _swarm_runner(n, model, tmp.name if stored else None, transcripts=transcripts)
+        streaming = mode == "store-stream"
+        where = tmp.name if stored else None
+        swarm_once = _swarm_runner(n, model, where, transcripts=transcripts, stream=streaming)
     walls, gathers = [], []
     for k in range(runs + 1):  # the first round is the warm-up
         g = _timed(gather_once, n, "gather")
@@ -434,6 +467,47 @@ def ray_main(args: argparse.Namespace) -> int:
     return 0
 
 
+def stream_main(args: argparse.Namespace) -> int:
+    """`--stream`: the store-on swarm without and with streaming, overhead for overhead."""
+    os.environ[WORDS_ENV] = str(STREAM_WORDS)  # both read the same 7-word answers
+    lines = [
+        "# Streaming's cost in the fan-out (`python benchmarks/bench_fanout.py --stream`)",
+        "",
+        f"N sub-agents, each one model call of {LATENCY_S * 1000:.0f} ms (asyncio.sleep) whose"
+        f" answer is {STREAM_WORDS} words, then a reduce; the store on (transcripts full)."
+        " *Streamed*: `RunConfig(stream=True)`, each answer handed on a word at a time first"
+        " (a `token_delta` event per word to the run's sinks: the live files of"
+        " `swarm.live_tokens`); *whole*: the same answers unstreamed. Each configuration in its"
+        f" own process, alternating with gather runs (median of {args.runs} after a warm-up)."
+        f" Python {platform.python_version()}, {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d')}.",
+        "",
+        "| N | whole: overhead / sub-agent (µs) | streamed: overhead / sub-agent (µs) |"
+        " streaming adds | whole wall (s) | streamed wall (s) |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    figures = []
+    for n in args.n:
+        gather = _measure("gather", n, args.runs)
+        whole = _row(n, gather, _measure("store", n, args.runs), store=True)
+        streamed = _row(n, gather, _measure("store-stream", n, args.runs), store=True)
+        # each overhead net of its own process's gather floor
+        net_whole = whole["overhead_us_per_agent"] - whole["gather_overhead_us_per_agent"]
+        net_streamed = streamed["overhead_us_per_agent"] - streamed["gather_overhead_us_per_agent"]
+        added = (net_streamed - net_whole) / net_whole if net_whole > 0 else float("nan")
+        figures.append({"n": n, "whole": whole, "streamed": streamed, "added": added})
+        lines.append(
+            f"| {n:,} | {net_whole:,.1f} | {net_streamed:,.1f} | {added:+.1%} |"
+            f" {whole['wall_s']:.4f} | {streamed['wall_s']:.4f} |"
+        )
+        if not args.json:
+            print(f"n={n:>6} whole={net_whole:.1f}µs streamed={net_streamed:.1f}µs ({added:+.1%})")
+    lines += ["", "Overheads are net of the gather floor of the same process; goal: ≤ +10%."]
+    publish("\n".join(lines) + "\n", args.out, echo=not args.json)
+    if args.json:
+        print(json.dumps(figures))
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, nargs="+", default=[100, 1000, 10000])
@@ -453,7 +527,12 @@ def main() -> int:
         help="each sub-agent's prompt in characters (its answer C/4); default: a word each",
     )
     parser.add_argument(
-        "--child", choices=["gather", "off", "store", "store-sizes", "ray"], help=argparse.SUPPRESS
+        "--child",
+        choices=["gather", "off", "store", "store-sizes", "store-stream", "ray"],
+        help=argparse.SUPPRESS,
+    )
+    parser.add_argument(
+        "--stream", action="store_true", help="what streaming adds (store on), not the table"
     )
     args = parser.parse_args()
     if args.prompt_chars < 0:
@@ -464,6 +543,8 @@ def main() -> int:
     os.environ[PROMPT_ENV] = str(args.prompt_chars)  # the children read it
     if args.executor == "ray":
         return ray_main(args)
+    if args.stream:
+        return stream_main(args)
     rows, peers = [], {}
     for n in args.n:
         with _BusyMachine(args.busy):

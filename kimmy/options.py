@@ -36,6 +36,7 @@ __all__ = [
     "NativeTools",
     "Probe",
     "RunsDir",
+    "Stream",
     "StructuredOutput",
     "at_least",
     "command_group",
@@ -68,6 +69,15 @@ McpConfigFile = Annotated[
         help='MCP servers whose tools sub-agents may use: an {"mcpServers": …} file '
         "(Claude Desktop's format); their tools are named server.tool.",
         dir_okay=False,
+    ),
+]
+Stream = Annotated[
+    bool,
+    typer.Option(
+        "--stream",
+        help="Sub-agents' model calls stream their answers: watch them being written with "
+        "kimmy show RUN --agent ID --follow, or in the dashboard (never stored: the store "
+        "keeps whole answers).",
     ),
 ]
 BaseUrl = Annotated[

@@ -45,6 +45,13 @@ def show_transcript(runs_dir: Path, run_id: str, subtask_id: str, *, json_lines:
 
 def print_transcript(console: Console, t: Transcript) -> None:
     """The transcript, readable: a heading, then each attempt's entries in order."""
+    print_heading(console, t)
+    for attempt in t.attempts:
+        print_entries(console, attempt)
+
+
+def print_heading(console: Console, t: Transcript) -> None:
+    """The transcript's heading: the sub-agent, its role and status, its task."""
     console.print(
         Text.assemble(
             ("sub-agent ", "bold"), (t.subtask_id, "bold cyan"), f" (role {t.role}) ",
@@ -61,16 +68,18 @@ def print_transcript(console: Console, t: Transcript) -> None:
         console.print("[yellow]this run was stored before transcripts: calls without content[/]")
     if not t.attempts:
         console.print("not started")
-    for attempt in t.attempts:
-        _print_attempt(console, attempt)
 
 
-def _print_attempt(console: Console, attempt: AttemptTranscript) -> None:
-    label = f"attempt {attempt.attempt}" if attempt.attempt else "not started"
-    console.rule(label)
+def print_entries(
+    console: Console, attempt: AttemptTranscript, *, start: int = 0, rule: bool = True
+) -> None:
+    """One attempt's entries from the `start`-th on (`kimmy show --follow` prints them as
+    they come), after the attempt's rule when `rule`."""
+    if rule:
+        console.rule(f"attempt {attempt.attempt}" if attempt.attempt else "not started")
     shown_results = {e.call_id for e in attempt.entries if isinstance(e, ToolCallEntry)}
-    call_no = 0
-    for entry in attempt.entries:
+    call_no = sum(isinstance(e, ModelCallEntry) for e in attempt.entries[:start])
+    for entry in attempt.entries[start:]:
         if isinstance(entry, ModelCallEntry):
             call_no += 1
             _print_call(console, entry, call_no, shown_results)
@@ -203,4 +212,4 @@ def _approval_line(entry: ApprovalEntry) -> Text:
     return Text(f"{entry.call_id}: {how} by {entry.by}{edit}{why}", style="bold magenta")
 
 
-__all__ = ["print_transcript", "show_transcript"]
+__all__ = ["print_entries", "print_heading", "print_transcript", "show_transcript"]

@@ -11,6 +11,7 @@ spent.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from kimmy_swarm.swarm.llm.capabilities import Capabilities
     from kimmy_swarm.swarm.llm.protocol import ChatModel
     from kimmy_swarm.swarm.llm.server_profile import ServerProfile
+    from kimmy_swarm.swarm.llm.stream_chunks import Delta
     from kimmy_swarm.swarm.llm.types import ChatResponse, MessageLike
     from kimmy_swarm.swarm.schema import Subtask
     from kimmy_swarm.swarm.transcript_capture import TranscriptCapture
@@ -46,6 +48,13 @@ class CallObserver(Protocol):
 
     #: What to record of each call's conversation (None: nothing, nobody listens).
     capture: TranscriptCapture | None
+    #: Whether calls stream their answers to `delta` (`RunConfig.stream`, and a sink listens).
+    streaming: bool
+
+    def delta(self, subtask: Subtask, call: int, piece: Delta) -> None:
+        """One piece of a streamed answer of `subtask`'s call number `call` (of this
+        attempt), as it arrived."""
+        ...
 
     async def before_call(self) -> None: ...
 
@@ -70,7 +79,16 @@ class CallObserver(Protocol):
 class MeteredModel:
     """A `ChatModel` that reports each call of one subtask to the scheduler."""
 
-    __slots__ = ("_inner", "_observer", "_sent", "_subtask", "_temperature", "name", "usage")
+    __slots__ = (
+        "_calls",
+        "_inner",
+        "_observer",
+        "_sent",
+        "_subtask",
+        "_temperature",
+        "name",
+        "usage",
+    )
 
     def __init__(
         self,
@@ -90,6 +108,8 @@ class MeteredModel:
         self.usage = NO_USAGE
         #: The messages of the previous call (the transcript records only what follows).
         self._sent: list[Any] | None = None
+        #: Streamed calls made so far (this attempt): numbers their pieces.
+        self._calls = 0
 
     async def chat(self, messages: Sequence[MessageLike], **options: Any) -> ChatResponse:
         if self._temperature is not None and options.get("temperature") is None:
@@ -99,7 +119,12 @@ class MeteredModel:
             await observer.before_call()
         t0 = time.perf_counter()
         try:
-            response = await self._inner.chat(messages, **options)
+            if observer.streaming and getattr(self._inner, "streams", False):
+                self._calls += 1
+                on_delta = functools.partial(observer.delta, self._subtask, self._calls)
+                response = await self._inner.chat(messages, **options, on_delta=on_delta)
+            else:
+                response = await self._inner.chat(messages, **options)
         except ModelError as exc:
             latency = time.perf_counter() - t0
             observer.after_call(
@@ -207,6 +232,14 @@ class CallMeter:
         self.throttler = Throttler(rl.calls, rl.period_s) if rl is not None else None
         #: What each call records of its conversation (nothing when nobody listens).
         self.capture = config.transcripts if journal.listened else None
+        #: Calls stream their answers' pieces to the sinks (`RunConfig.stream`).
+        self.streaming = config.stream and bool(journal.sinks)
+
+    def delta(self, subtask: Subtask, call: int, piece: Delta) -> None:
+        self.journal.publish(
+            ev.TokenDelta, type="token_delta", subtask_id=subtask.id, call=call, text=piece.text,
+            kind=piece.kind, index=piece.index,
+        )  # every field given: the event is built on the fast path  # fmt: skip
 
     def close(self) -> None:
         """Break the reference cycles (the gate and the callbacks point back here)."""

@@ -80,6 +80,10 @@ class RunConfig:
             sizes only). Default: from `KIMMY_TRANSCRIPTS` (`full` or `off`), full.
         temperature: the sampling temperature of every model call that sets none (0:
             greedy; None: the server's default, 1.0 for OpenAI-compatible servers).
+        stream: sub-agents' model calls stream their answers (`stream=True`, where the
+            client can): each piece goes to the run's sinks the moment it arrives, as a
+            `token_delta` event (`Swarm.stream` yields them; never stored: the store keeps
+            whole answers).
         approvals: which tool calls wait for a person, and for how long
             (`ApprovalPolicy`; a mapping of its fields is read as one). Default: none but
             those of tools and roles that ask themselves.
@@ -103,6 +107,7 @@ class RunConfig:
     ray_hosts: int | None = None
     transcripts: TranscriptCapture = field(default_factory=TranscriptCapture.from_env)
     temperature: float | None = None
+    stream: bool = False
     approvals: ApprovalPolicy = field(default_factory=ApprovalPolicy)
 
     def __post_init__(self) -> None:
@@ -134,6 +139,8 @@ class RunConfig:
             )
         if not isinstance(self.adaptive, bool):
             raise ConfigError(f"adaptive must be true or false, got {self.adaptive!r}")
+        if not isinstance(self.stream, bool):
+            raise ConfigError(f"stream must be true or false, got {self.stream!r}")
         Budget(self.max_subagents, self.max_total_tokens, self.deadline_s)  # checks them
         try:
             object.__setattr__(self, "failure_policy", FailurePolicy(self.failure_policy))

@@ -132,6 +132,24 @@ class AgentTurn(_Event):
     logprobs: list[JsonValue] | None = None
 
 
+class TokenDelta(_Event):
+    """A piece of a sub-agent's model answer, the moment the server sent it (`RunConfig.stream`).
+
+    Delivered to the run's sinks as it arrives and never stored (the store keeps the whole
+    answer, in `model_called`); its `seq` is the one the next stored event takes.
+    """
+
+    type: Literal["token_delta"] = "token_delta"
+    subtask_id: str
+    #: The model call of the sub-agent's attempt it belongs to (1 for its first call).
+    call: int = 1
+    text: str
+    #: `content`, `tool_name` or `tool_arguments` (`swarm.llm.stream_chunks.Delta`).
+    kind: str = "content"
+    #: The tool call a `tool_*` piece belongs to (0 for content).
+    index: int = 0
+
+
 class ApprovalRequested(_Event):
     """A sub-agent's call waits for a person (`swarm.approvals`); the sub-agent is parked."""
 
@@ -217,6 +235,7 @@ Event = Annotated[
     | AgentStep
     | AgentTurn
     | ToolCalled
+    | TokenDelta
     | ApprovalRequested
     | ApprovalDecided
     | SubtaskRetrying
@@ -268,6 +287,7 @@ __all__ = [
     "SubtaskRetrying",
     "SubtaskStarted",
     "SubtasksSpawned",
+    "TokenDelta",
     "ToolCalled",
     "dump_events",
     "parse_event",

@@ -70,6 +70,14 @@ class Journal:
         self._buffer.append(event)
         self._schedule()
 
+    def publish(self, cls: type[Any], **fields: Any) -> None:
+        """Deliver one event of type `cls` to the sinks now, without storing it (a token
+        delta: the store keeps whole answers); its seq is the next stored event's."""
+        if not self.sinks:
+            return
+        fields.update(run_id=self.run_id, seq=self.seq, ts=time.time())
+        self._deliver(trusted(cls, fields))
+
     def after_commit(self, fn: Callable[[], None]) -> None:
         """Run `fn` once every event emitted so far is durable."""
         if self.store is None:
@@ -127,8 +135,7 @@ class Journal:
         if exc is not None:  # nothing unstored may be acknowledged: drop the batch, stop
             assert self.store is not None
             error = StoreError(
-                f"cannot write run {self.run_id} to {self.store.path}: "
-                f"{type(exc).__name__}: {exc}"
+                f"cannot write run {self.run_id} to {self.store.path}: {type(exc).__name__}: {exc}"
             )
             error.__cause__ = exc
             self.on_fatal(error)

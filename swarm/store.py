@@ -343,16 +343,18 @@ class RunStore:
             rows = db.execute("SELECT run_id FROM runs ORDER BY created_at DESC").fetchall()
         return [r[0] for r in rows]
 
-    def list_runs(self, limit: int | None = None) -> list[RunSummary]:
-        """Runs, newest first, with their subtask counts."""
+    def list_runs(self, limit: int | None = None, *, run_id: str | None = None) -> list[RunSummary]:
+        """Runs, newest first, with their subtask counts (only `run_id`'s, when given)."""
+        where = "" if run_id is None else " WHERE r.run_id = ?"
         with self._snapshot() as db:
             rows = db.execute(
                 "SELECT r.run_id, r.goal, r.status, r.created_at, r.updated_at, r.stop_reason,"
                 " r.n_planned + (SELECT COUNT(*) FROM subtasks s WHERE s.run_id = r.run_id),"
                 " (SELECT COUNT(*) FROM results x WHERE x.run_id = r.run_id"
                 " AND x.status = 'done'), r.pid, r.host FROM runs r"
-                " ORDER BY r.created_at DESC LIMIT ?",
-                (-1 if limit is None else limit,),
+                + where
+                + " ORDER BY r.created_at DESC LIMIT ?",
+                (*(() if run_id is None else (run_id,)), -1 if limit is None else limit),
             ).fetchall()
         return [
             RunSummary(

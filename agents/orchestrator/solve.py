@@ -83,6 +83,7 @@ class SolveSettings(PipelineSettings):
     mcp: McpConfig | None = None
     #: Which calls wait for a person (`swarm.approvals`).
     approvals: ApprovalPolicy | None = None
+    stream: bool = False
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,8 @@ class SolveConfig:
         approvals: which tool calls wait for a person, and the orchestrator's plan past
             how many sub-agents (an `ApprovalPolicy`, or a mapping of its fields; None:
             only tools and roles that ask themselves).
+        stream: the model calls stream their answers (`RunConfig.stream`): `kimmy show
+            --follow` and the dashboard show them being written.
     """
 
     goal: str
@@ -138,6 +141,7 @@ class SolveConfig:
     max_total_tokens: int | None = None
     mcp: McpConfig | None = None
     approvals: ApprovalPolicy | None = None
+    stream: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mcp", as_mcp_config(self.mcp))
@@ -169,7 +173,7 @@ class SolveConfig:
             logprobs=self.logprobs, threads=self.threads, temperature=self.temperature,
             max_total_tokens=self.max_total_tokens,
             mcp=self.mcp.without_secrets() if self.mcp is not None else None,
-            approvals=self.approvals,
+            approvals=self.approvals, stream=self.stream,
         )  # fmt: skip
 
     @classmethod
@@ -268,6 +272,7 @@ class SolvePipeline(Pipeline[SolveConfig, SolveFiles]):
             failure_policy="continue",
             temperature=config.temperature,
             max_total_tokens=config.max_total_tokens,
+            stream=config.stream,
         )
 
     def install(

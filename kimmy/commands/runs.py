@@ -36,6 +36,7 @@ from kimmy_swarm.cli.options import (
     McpConfigFile,
     ModelName,
     RunsDir,
+    Stream,
     at_least,
     command_group,
     stored_base_url,
@@ -214,6 +215,7 @@ def run(
     approve_spawns_over: ApproveSpawnsOver = None,
     approval_timeout: ApprovalTimeout = None,
     on_approval_timeout: OnApprovalTimeout = OnTimeout.deny,
+    stream: Stream = False,
 ) -> None:
     """Run a plan: one sub-agent per subtask, dependencies first."""
     from kimmy_swarm.swarm import FailurePolicy, RateLimit, RunConfig
@@ -242,6 +244,7 @@ def run(
         approvals=approval_policy(
             approve_tools, approve_spawns_over, approval_timeout, on_approval_timeout
         ),
+        stream=stream,
     )
     where = runs_dir if store else None
     swarm = _swarm(config, where)
@@ -348,9 +351,24 @@ def show(
             "calls and results, invalid answers and repair turns).",
         ),
     ] = None,
+    follow: Annotated[
+        bool,
+        typer.Option(
+            "--follow",
+            help="With --agent: go on printing the conversation as it happens, and the "
+            "answer its model is writing (runs started with --stream), until it ends.",
+        ),
+    ] = False,
     json_lines: Json = False,
 ) -> None:
     """Show a stored run: status, counts by status and role, usage, failures."""
+    if follow:
+        if agent is None:
+            raise typer.BadParameter("--follow follows one sub-agent: give --agent ID")
+        from kimmy_swarm.cli.follow_transcript import follow_transcript
+
+        follow_transcript(runs_dir, run_id, agent)
+        return
     if agent is not None:
         from kimmy_swarm.cli.show_transcript import show_transcript
 

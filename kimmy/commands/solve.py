@@ -38,6 +38,7 @@ from kimmy_swarm.cli.options import (
     McpConfigFile,
     ModelName,
     RunsDir,
+    Stream,
     at_least,
     command_group,
 )
@@ -193,6 +194,7 @@ def swarm_cmd(
     approve_spawns_over: ApproveSpawnsOver = None,
     approval_timeout: ApprovalTimeout = None,
     on_approval_timeout: OnApprovalTimeout = OnTimeout.deny,
+    stream: Stream = False,
     json_lines: Json = False,
 ) -> None:
     """A goal in words: the orchestrator creates sub-agents, runs them in parallel, answers."""
@@ -207,6 +209,7 @@ def swarm_cmd(
         approvals=approval_policy(
             approve_tools, approve_spawns_over, approval_timeout, on_approval_timeout
         ),
+        stream=stream,
     )  # fmt: skip
     if source["kind"] == "offline" and config.corpus is None and not config.datasets:
         from kimmy_swarm.agents.orchestrator import offline_rules

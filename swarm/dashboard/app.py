@@ -9,6 +9,7 @@ Routes:
     GET /api/runs/{run}/stream              server-sent events: what changed (`live.py`)
     GET /api/runs/{run}/agents              find sub-agents (?q=ID-PART&status=&group=&limit=)
     GET /api/runs/{run}/agents/{subtask}    a node's state and its sub-agent's transcript
+    GET /api/runs/{run}/agents/{subtask}/live   what its model is writing now (streamed runs)
     GET /api/runs/{run}/rewards             the rewards of a finished run (when scored)
     GET /api/runs/{run}/approvals           the calls that asked a person (`swarm.approvals`)
     POST /api/runs/{run}/approvals/{call}/approve   body {"arguments"?: {…}, "reason"?: …}
@@ -41,6 +42,7 @@ from kimmy_swarm.swarm.approval_records import ApprovalError, Decision
 from kimmy_swarm.swarm.dashboard.hosts import HostGuard, is_loopback
 from kimmy_swarm.swarm.dashboard.live import LiveRuns
 from kimmy_swarm.swarm.errors import RunNotFoundError, UserError
+from kimmy_swarm.swarm.live_tokens import read_live
 from kimmy_swarm.swarm.schema import SubtaskStatus
 from kimmy_swarm.swarm.store import RunStore
 from kimmy_swarm.swarm.transcripts import read_transcript
@@ -231,13 +233,16 @@ def create_app(
         except KeyError:
             raise _not_found(f"run {run_id} has no group {group!r} in its graph") from None
 
+    def node_of(run_id: str, subtask: str) -> dict[str, Any]:
+        try:
+            return live.node(run_id, subtask)
+        except KeyError:
+            raise _not_found(f"run {run_id} has no sub-agent {subtask!r}") from None
+
     @app.get("/api/runs/{run}/agents/{subtask}")
     def agent(run: str, subtask: str) -> dict[str, Any]:
         run_id = run_id_of(run)
-        try:
-            node = live.node(run_id, subtask)
-        except KeyError:
-            raise _not_found(f"run {run_id} has no sub-agent {subtask!r}") from None
+        node = node_of(run_id, subtask)
         # a turn of an orchestrator shows the orchestrator's conversation
         owner = node["parent"] if node["kind"] == "turn" else subtask
         try:
@@ -245,6 +250,12 @@ def create_app(
         except UserError as exc:
             raise _not_found(str(exc)) from None
         return {"node": node, "transcript": transcript}
+
+    @app.get("/api/runs/{run}/agents/{subtask}/live")
+    def agent_live(run: str, subtask: str) -> dict[str, Any]:
+        run_id = run_id_of(run)
+        status = node_of(run_id, subtask)["status"]
+        return {"status": status, "text": read_live(store.runs_dir, run_id, subtask)}
 
     @app.get("/api/runs/{run}/rewards")
     def run_rewards(run: str) -> dict[str, Any]:

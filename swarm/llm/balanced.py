@@ -47,6 +47,11 @@ class BalancedChat:
         self.calls = [0] * len(members)
 
     @property
+    def streams(self) -> bool:
+        """Whether `chat` can stream (`on_delta`): when every member can."""
+        return all(getattr(m, "streams", False) for m in self.models)
+
+    @property
     def context_length(self) -> int | None:
         """The smallest context length its members know (a call may go to any of them)."""
         known = [n for m in self.models if isinstance(n := getattr(m, "context_length", None), int)]

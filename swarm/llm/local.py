@@ -27,6 +27,7 @@ from kimmy_swarm.swarm.llm.types import ChatResponse, MessageLike
 if TYPE_CHECKING:
     from kimmy_swarm.swarm.llm.capabilities import Capabilities
     from kimmy_swarm.swarm.llm.server_profile import ServerProfile
+    from kimmy_swarm.swarm.llm.stream_chunks import DeltaFn
 
 __all__ = ["LocalModel"]
 
@@ -52,6 +53,9 @@ class LocalModel:
     Raises:
         ConfigError: a bad answer cap.
     """
+
+    #: `chat` streams its answer when given `on_delta` (through its `OpenAIChat`).
+    streams = True
 
     def __init__(
         self,
@@ -186,8 +190,10 @@ class LocalModel:
         seed: int | None = None,
         logprobs: bool = False,
         top_logprobs: int | None = None,
+        on_delta: DeltaFn | None = None,
     ) -> ChatResponse:
-        """One chat completion through the local server (see `OpenAIChat.chat`)."""
+        """One chat completion through the local server (see `OpenAIChat.chat`; streamed
+        to `on_delta` when given)."""
         if self._client is None:
             raise RuntimeError("LocalModel is not started: use `async with` or `await start()`")
         return await self._client.chat(
@@ -201,6 +207,7 @@ class LocalModel:
             seed=seed,
             logprobs=logprobs,
             top_logprobs=top_logprobs,
+            on_delta=on_delta,
         )
 
     async def aclose(self) -> None:

@@ -14,10 +14,12 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import os
 import ssl
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import urlsplit
@@ -46,6 +48,7 @@ from kimmy_swarm.swarm.llm.call_timeout import CallLimit, CallTimeoutPolicy, Cal
 from kimmy_swarm.swarm.llm.circuit import CircuitBreaker, CircuitSettings
 from kimmy_swarm.swarm.llm.redact import redact_url
 from kimmy_swarm.swarm.llm.server_profile import ServerProfile
+from kimmy_swarm.swarm.llm.stream_chunks import ChunkAssembler, DeltaFn, StreamError, sse_data
 from kimmy_swarm.swarm.llm.types import ChatResponse, MessageLike
 
 if TYPE_CHECKING:
@@ -110,6 +113,9 @@ class OpenAIChat:
     Raises:
         ConfigError: A bad URL, model, timeout, pool size, context length or answer cap.
     """
+
+    #: `chat` streams its answer when given `on_delta` (`swarm.llm.stream_chunks`).
+    streams = True
 
     def __init__(
         self,
@@ -240,8 +246,13 @@ class OpenAIChat:
         seed: int | None = None,
         logprobs: bool = False,
         top_logprobs: int | None = None,
+        on_delta: DeltaFn | None = None,
     ) -> ChatResponse:
         """POST one chat completion; options left as `None` are not sent.
+
+        With `on_delta` the answer is streamed (`stream=True`): each piece of its text and of
+        its tool calls goes to `on_delta` as it arrives, and the `ChatResponse` returned is
+        the one a call without it would return (`swarm.llm.stream_chunks`).
 
         Raises:
             ModelRateLimitedError: 429 or 503 (`retry_after` from the `Retry-After` header).
@@ -273,16 +284,20 @@ class OpenAIChat:
             "top_logprobs": top_logprobs,
         }
         body.update({key: value for key, value in options.items() if value is not None})
+        if on_delta is not None:
+            body.update(stream=True, stream_options={"include_usage": True})
         url = endpoint(self.base_url, "chat/completions")
         circuit = self.circuit
         while True:
             probe = await circuit.admit()  # waits while the server refuses connections
             try:
                 if self.call_timeouts is not None:
-                    answer = await self._timed_chat(self.call_timeouts, url, body, max_tokens)
+                    answer = await self._timed_chat(
+                        self.call_timeouts, url, body, max_tokens, on_delta
+                    )
                 else:
-                    response, data = await self._send(self._http(), "POST", url, body)
-                    answer = parse_completion(data, redact_url(url), response.status_code)
+                    status, data = await self._post(url, body, None, on_delta)
+                    answer = parse_completion(data, redact_url(url), status)
             except ModelError as exc:
                 circuit.failed(exc, probe=probe)
                 if isinstance(exc, ModelConnectionError) and not circuit.closed:
@@ -354,7 +369,12 @@ class OpenAIChat:
     # --- internals ---------------------------------------------------------------------
 
     async def _timed_chat(
-        self, timeouts: CallTimeouts, url: str, body: dict[str, Any], max_tokens: int | None
+        self,
+        timeouts: CallTimeouts,
+        url: str,
+        body: dict[str, Any],
+        max_tokens: int | None,
+        on_delta: DeltaFn | None = None,
     ) -> ChatResponse:
         """POST `body` under its own read timeout (`CallTimeouts.limit`) and learn from it:
         the time it took (pool waits included: a longer limit, never a shorter one) and the
@@ -365,11 +385,11 @@ class OpenAIChat:
         try:
             limit = timeouts.limit(prompt_tokens, max_tokens, load=self._calls_in_flight)
             started = time.monotonic()
-            response, data = await self._send(self._http(), "POST", url, body, limit)
+            status, data = await self._post(url, body, limit, on_delta)
             seconds = time.monotonic() - started
         finally:
             self._calls_in_flight -= 1
-        answer = parse_completion(data, redact_url(url), response.status_code)
+        answer = parse_completion(data, redact_url(url), status)
         timeouts.observe(prompt_tokens, answer.usage, seconds, load=limit.load)
         return answer
 
@@ -459,26 +479,13 @@ class OpenAIChat:
         printed.
         """
         shown = redact_url(url)
-        try:
+        with self._transport_errors(url, limit, "no HTTP status"):
             if limit is None:
                 response = await client.request(method, url, json=body)
             else:  # only the pool takes None: to httpx it means no limit at all
                 response = await client.request(
                     method, url, json=body, timeout=self._timeout_for(limit)
                 )
-        except httpx.TimeoutException as exc:
-            within, why = self._timed_out(exc, limit)
-            raise ModelTimeoutError(
-                f"no answer from model server at {shown} within {within} "
-                f"({type(exc).__name__}; no HTTP status{why})",
-                status=None,
-            ) from exc
-        except httpx.TransportError as exc:
-            raise ModelConnectionError(
-                f"cannot reach model server at {shown}: {type(exc).__name__}: "
-                f"{str(exc).replace(url, shown)}",
-                status=None,
-            ) from exc
         if not response.is_success:
             raise status_error(response, shown)
         try:
@@ -488,6 +495,75 @@ class OpenAIChat:
                 f"model server at {shown} answered HTTP {response.status_code} with a body that "
                 f"is not JSON: {snippet(response.text)}",
                 status=response.status_code,
+            ) from exc
+
+    async def _post(
+        self, url: str, body: dict[str, Any], limit: CallLimit | None, on_delta: DeltaFn | None
+    ) -> tuple[int, Any]:
+        """POST a chat completion (streamed when `on_delta` is given); its status and JSON."""
+        if on_delta is None:
+            response, data = await self._send(self._http(), "POST", url, body, limit)
+            return response.status_code, data
+        return await self._send_streamed(url, body, limit, on_delta)
+
+    async def _send_streamed(
+        self, url: str, body: dict[str, Any], limit: CallLimit | None, on_delta: DeltaFn
+    ) -> tuple[int, Any]:
+        """`_send` for `stream=True`: the chunks go to `on_delta` as they arrive; returns the
+        status and the completion they add up to. Failures are the `ModelError`s of `_send`
+        (a stream cut short or reporting an error is a `ModelResponseError`)."""
+        shown = redact_url(url)
+        timeout = None if limit is None else self._timeout_for(limit)
+        assembler = ChunkAssembler()
+        try:
+            with self._transport_errors(url, limit, "streamed"):
+                async with self._http().stream("POST", url, json=body, timeout=timeout) as response:
+                    if not response.is_success:
+                        await response.aread()
+                        raise status_error(response, shown)
+                    status, done = response.status_code, False
+                    async for line in response.aiter_lines():
+                        data = sse_data(line)
+                        if data is None or not data:
+                            continue
+                        if data == "[DONE]":
+                            done = True
+                            break
+                        for delta in assembler.add(json.loads(data)):
+                            on_delta(delta)
+        except (StreamError, ValueError) as exc:  # json.JSONDecodeError is a ValueError
+            raise ModelResponseError(
+                f"model server at {shown} broke off its streamed answer: "
+                f"{type(exc).__name__}: {exc}",
+                status=200,
+            ) from exc
+        if not done:
+            raise ModelResponseError(
+                f"model server at {shown} ended its streamed answer without [DONE] "
+                f"after {assembler.chunks} chunks",
+                status=status,
+            )
+        return status, assembler.completion()
+
+    @contextlib.contextmanager
+    def _transport_errors(self, url: str, limit: CallLimit | None, what: str) -> Iterator[None]:
+        """httpx's timeouts and transport failures as `ModelError`s naming the URL with its
+        credentials masked (`what`: said of the request in a timeout's message)."""
+        shown = redact_url(url)
+        try:
+            yield
+        except httpx.TimeoutException as exc:
+            within, why = self._timed_out(exc, limit)
+            raise ModelTimeoutError(
+                f"no answer from model server at {shown} within {within} "
+                f"({type(exc).__name__}; {what}{why})",
+                status=None,
+            ) from exc
+        except httpx.TransportError as exc:
+            raise ModelConnectionError(
+                f"cannot reach model server at {shown}: {type(exc).__name__}: "
+                f"{str(exc).replace(url, shown)}",
+                status=None,
             ) from exc
 
     def _timed_out(self, exc: httpx.TimeoutException, limit: CallLimit | None) -> tuple[str, str]:
@@ -543,9 +619,9 @@ class _ShardedClient:
         self._free = asyncio.Semaphore(max_connections)
         self._pool_timeout_s = pool_timeout_s
 
-    async def request(
-        self, method: str, url: str, *, json: Any = None, timeout: httpx.Timeout | None = None
-    ) -> httpx.Response:
+    @contextlib.asynccontextmanager
+    async def _slot(self) -> AsyncIterator[httpx.AsyncClient]:
+        """A free connection's client, held until the block ends."""
         if self._free.locked():
             try:
                 async with asyncio.timeout(self._pool_timeout_s):
@@ -560,14 +636,29 @@ class _ShardedClient:
             index = min(range(len(self._in_flight)), key=self._in_flight.__getitem__)
             self._in_flight[index] += 1
             try:
-                client = self.clients[index]
-                if timeout is None:
-                    return await client.request(method, url, json=json)
-                return await client.request(method, url, json=json, timeout=timeout)
+                yield self.clients[index]
             finally:
                 self._in_flight[index] -= 1
         finally:
             self._free.release()
+
+    async def request(
+        self, method: str, url: str, *, json: Any = None, timeout: httpx.Timeout | None = None
+    ) -> httpx.Response:
+        async with self._slot() as client:
+            if timeout is None:
+                return await client.request(method, url, json=json)
+            return await client.request(method, url, json=json, timeout=timeout)
+
+    @contextlib.asynccontextmanager
+    async def stream(
+        self, method: str, url: str, *, json: Any = None, timeout: httpx.Timeout | None = None
+    ) -> AsyncIterator[httpx.Response]:
+        """A request whose body is read as it arrives; the connection is held until then."""
+        async with self._slot() as client:
+            extra = {} if timeout is None else {"timeout": timeout}
+            async with client.stream(method, url, json=json, **extra) as response:
+                yield response
 
     async def aclose(self) -> None:
         for client in self.clients:

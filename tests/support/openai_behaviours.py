@@ -40,6 +40,10 @@ class Reply:
     delay_s: float = 0.0
     #: Close the connection without answering at all.
     disconnect: bool = False
+    #: Send these pieces one at a time, `piece_delay_s` apart, as a server-sent event
+    #: stream (the connection closes after the last); `body` is then ignored.
+    pieces: Sequence[bytes] = ()
+    piece_delay_s: float = 0.0
 
 
 Behaviour: TypeAlias = Callable[[ServerRequest], Reply]
@@ -130,6 +134,33 @@ def tool_call(
 ) -> Behaviour:
     """Answer with one tool call (`id="call_0"`) and no content."""
     return reply(None, usage=usage, tool_calls=[(name, arguments)])
+
+
+def streamed(
+    chunks: Sequence[Mapping[str, Any] | str], *, done: bool = True, delay_s: float = 0.0
+) -> Behaviour:
+    """Answer a `stream=True` call: each chunk as one `data:` line of a server-sent event
+    stream (a str is sent as it is), then `data: [DONE]` (unless `done` is False: a stream
+    cut short); with `delay_s`, one line at a time, that long apart."""
+    lines = [c if isinstance(c, str) else json.dumps(c) for c in chunks]
+    if done:
+        lines.append("[DONE]")
+    events = [f"data: {line}\n\n".encode() for line in lines]
+    if delay_s > 0:
+        return lambda request: Reply(pieces=events, piece_delay_s=delay_s)
+    return lambda request: Reply(body=b"".join(events))
+
+
+def streamed_text(words: Sequence[str], *, delay_s: float = 0.0) -> Behaviour:
+    """A streamed answer whose content is `words`, one chunk each, with a usage chunk."""
+    chunks: list[Mapping[str, Any]] = [
+        {"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}
+    ]
+    chunks += [{"choices": [{"index": 0, "delta": {"content": w}}]} for w in words]
+    chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    usage = {"prompt_tokens": 5, "completion_tokens": len(words), "total_tokens": 5 + len(words)}
+    chunks.append({"choices": [], "usage": usage})
+    return streamed(chunks, delay_s=delay_s)
 
 
 def status(code: int, body: Any = None, headers: Mapping[str, str] | None = None) -> Behaviour:
@@ -345,6 +376,8 @@ __all__ = [
     "probes_honoured",
     "reply",
     "status",
+    "streamed",
+    "streamed_text",
     "together",
     "tool_call",
 ]

@@ -241,6 +241,9 @@ class _Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 self.connection.shutdown(socket.SHUT_RDWR)
                 return
+            if answer.pieces:
+                self._send_pieces(owner, answer.pieces, answer.piece_delay_s)
+                return
             self.send_response(answer.status)
             self.send_header("Content-Type", "application/json")
             for name, value in answer.headers.items():
@@ -251,6 +254,19 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
         finally:
             owner._leave()
+
+    def _send_pieces(self, owner: OpenAIServer, pieces: Sequence[bytes], delay_s: float) -> None:
+        """A server-sent event stream written a piece at a time; the connection then closes."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.flush()
+        for piece in pieces:
+            self.wfile.write(piece)
+            self.wfile.flush()
+            owner._wait(delay_s)
+        self.close_connection = True
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: tests read `srv.requests`, not a log."""

@@ -13,7 +13,8 @@ const COUNTERS = [
   ["subtasks_per_s", "subtasks/s"], ["total", "subtasks"],
 ];
 
-const state = { run: null, source: null, elements: new Map(), graph: null, selected: null };
+const state = { run: null, source: null, elements: new Map(), graph: null, selected: null,
+                liveTimer: null };
 
 function el(tag, attrs = {}, text = null) {
   const node = document.createElement(tag);
@@ -427,6 +428,33 @@ async function showAgent(id) {
     return;
   }
   renderTranscript(body, data.node, data.transcript);
+  followLive(id, data.transcript.status);
+}
+
+// What the selected sub-agent's model is writing now (runs started with streaming on):
+// polled while it runs; the panel is drawn again when a call is recorded or it finishes.
+function followLive(id, status) {
+  clearInterval(state.liveTimer);
+  state.liveTimer = null;
+  if (status !== "running") return;
+  const box = el("pre", { class: "writing", id: "writing" });
+  box.hidden = true;
+  document.getElementById("panel-body").append(box);
+  let shown = "";
+  state.liveTimer = setInterval(async () => {
+    if (state.selected !== id) { clearInterval(state.liveTimer); return; }
+    let live;
+    try { live = await getJSON(api(`/agents/${encodeURIComponent(id)}/live`)); } catch (_) { return; }
+    const recorded = shown && !live.text.startsWith(shown);  // its answer went to the store
+    if (live.status !== "running" || recorded) {
+      clearInterval(state.liveTimer);
+      showAgent(id);
+      return;
+    }
+    shown = live.text;
+    box.hidden = !live.text;
+    box.textContent = live.text;
+  }, 400);
 }
 
 function renderTranscript(body, node, t) {
