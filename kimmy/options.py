@@ -13,6 +13,7 @@ import asyncio
 import os
 import sys
 from collections.abc import Callable
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, overload
 
@@ -21,11 +22,15 @@ import typer
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from kimmy_swarm.swarm import ApprovalPolicy
     from kimmy_swarm.swarm.llm import Capabilities, LocalModel, ModelEndpoint, OpenAIChat
 
 __all__ = [
     "DEFAULT_RUNS_DIR",
     "ApiKey",
+    "ApprovalTimeout",
+    "ApproveSpawnsOver",
+    "ApproveTools",
     "BaseUrl",
     "CallTimeout",
     "ContextTokens",
@@ -34,10 +39,13 @@ __all__ = [
     "McpConfigFile",
     "ModelName",
     "NativeTools",
+    "OnApprovalTimeout",
+    "OnTimeout",
     "Probe",
     "RunsDir",
     "Stream",
     "StructuredOutput",
+    "approval_policy",
     "at_least",
     "command_group",
     "fail",
@@ -183,6 +191,64 @@ def at_least(low: int) -> Callable[[int | None], int | None]:
         return value
 
     return check
+
+
+# --- approvals (`swarm.approvals`): the flags of the commands that start runs ----------
+
+
+class OnTimeout(StrEnum):
+    """What a call that waited `--approval-timeout` gets."""
+
+    deny = "deny"
+    approve = "approve"
+    fail = "fail"
+
+
+ApproveTools = Annotated[
+    str | None,
+    typer.Option(
+        "--approve-tools",
+        help="Tools whose every call waits for a person (kimmy approvals / approve / deny): "
+        "NAME,… (server.tool for an MCP server's tool; git.* for all of one server's).",
+    ),
+]
+ApproveSpawnsOver = Annotated[
+    int | None,
+    typer.Option(
+        "--approve-spawns-over",
+        callback=at_least(0),
+        help="The orchestrator asks a person before spawning past N sub-agents.",
+    ),
+]
+ApprovalTimeout = Annotated[
+    float | None,
+    typer.Option(
+        "--approval-timeout",
+        callback=positive_seconds,
+        help="Seconds a call may wait for an answer [default: no limit].",
+    ),
+]
+OnApprovalTimeout = Annotated[
+    OnTimeout,
+    typer.Option("--on-approval-timeout", help="What a call gets after --approval-timeout."),
+]
+
+
+def approval_policy(
+    tools: str | None,
+    spawns_over: int | None,
+    timeout_s: float | None,
+    on_timeout: OnTimeout | str = OnTimeout.deny,
+) -> ApprovalPolicy | None:
+    """The flags as one policy (None: no flag asks for approvals)."""
+    if tools is None and spawns_over is None and timeout_s is None:
+        return None
+    from kimmy_swarm.swarm import ApprovalPolicy
+
+    how = on_timeout.value if isinstance(on_timeout, OnTimeout) else on_timeout
+    return ApprovalPolicy(
+        tools=tools or (), spawns_over=spawns_over, timeout_s=timeout_s, on_timeout=how
+    )
 
 
 def int_option(help_text: str, *, low: int = 1) -> Any:

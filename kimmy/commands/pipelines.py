@@ -17,17 +17,12 @@ from typing import TYPE_CHECKING, Annotated, Any, Protocol, TypeVar
 
 import typer
 
-from kimmy_swarm.cli.approval_options import (
-    ApprovalTimeout,
-    ApproveSpawnsOver,
-    ApproveTools,
-    OnApprovalTimeout,
-    OnTimeout,
-    approval_policy,
-)
 from kimmy_swarm.cli.options import (
     DEFAULT_RUNS_DIR,
     ApiKey,
+    ApprovalTimeout,
+    ApproveSpawnsOver,
+    ApproveTools,
     BaseUrl,
     CallTimeout,
     ContextTokens,
@@ -37,9 +32,12 @@ from kimmy_swarm.cli.options import (
     McpConfigFile,
     ModelName,
     NativeTools,
+    OnApprovalTimeout,
+    OnTimeout,
     Probe,
     RunsDir,
     StructuredOutput,
+    approval_policy,
     at_least,
     command_group,
 )

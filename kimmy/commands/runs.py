@@ -17,17 +17,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from kimmy_swarm.cli.approval_options import (
-    ApprovalTimeout,
-    ApproveSpawnsOver,
-    ApproveTools,
-    OnApprovalTimeout,
-    OnTimeout,
-    approval_policy,
-)
 from kimmy_swarm.cli.options import (
     DEFAULT_RUNS_DIR,
     ApiKey,
+    ApprovalTimeout,
+    ApproveSpawnsOver,
+    ApproveTools,
     BaseUrl,
     CallTimeout,
     ContextTokens,
@@ -35,8 +30,11 @@ from kimmy_swarm.cli.options import (
     Local,
     McpConfigFile,
     ModelName,
+    OnApprovalTimeout,
+    OnTimeout,
     RunsDir,
     Stream,
+    approval_policy,
     at_least,
     command_group,
     stored_base_url,

@@ -20,25 +20,23 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from kimmy_swarm.cli.approval_options import (
-    ApprovalTimeout,
-    ApproveSpawnsOver,
-    ApproveTools,
-    OnApprovalTimeout,
-    OnTimeout,
-    approval_policy,
-)
 from kimmy_swarm.cli.options import (
     DEFAULT_RUNS_DIR,
     ApiKey,
+    ApprovalTimeout,
+    ApproveSpawnsOver,
+    ApproveTools,
     BaseUrl,
     CallTimeout,
     Json,
     Local,
     McpConfigFile,
     ModelName,
+    OnApprovalTimeout,
+    OnTimeout,
     RunsDir,
     Stream,
+    approval_policy,
     at_least,
     command_group,
 )

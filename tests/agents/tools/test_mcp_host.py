@@ -1,15 +1,19 @@
 """`McpHost` against real MCP servers run as subprocesses: one written here with the SDK
 (`tests/support/mcp_test_server.py`, over stdio and streamable HTTP) and the reference
-servers from PyPI (`mcp-server-time`, `mcp-server-git` on a repository the test makes).
+servers from PyPI (`mcp-server-time`, `mcp-server-git` on a repository the test makes,
+`mcp-server-fetch` on a page served on loopback).
 A server that fails a call, hangs, or crashes mid-call gives its caller a tool error and is
 started again; many callers share one session under its `max_in_flight`."""
 
 from __future__ import annotations
 
+import functools
+import http.server
 import json
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -189,6 +193,27 @@ def test_the_reference_git_server_on_a_repository_made_here(tmp_path: Path) -> N
         outside.mkdir()
         with pytest.raises(ToolError, match=r"git\.git_status"):
             host.call("git", "git_status", {"repo_path": str(outside)})
+
+
+def test_the_reference_fetch_server_on_a_loopback_page(tmp_path: Path) -> None:
+    (tmp_path / "page.html").write_text(
+        "<html><head><title>Notes</title></head><body><h1>Kimmy notes</h1>"
+        "<p>Swarm runs keep whole answers.</p></body></html>"
+    )
+    (tmp_path / "robots.txt").write_text("User-agent: *\nAllow: /\n")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as web:
+        threading.Thread(target=web.serve_forever, daemon=True).start()
+        url = f"http://127.0.0.1:{web.server_address[1]}"
+        # the server refuses private addresses unless told (its own guard against SSRF)
+        fetch = {"command": _reference("mcp-server-fetch"), "args": ["--allow-private-ips"]}
+        with McpHost(McpConfig.from_json({"mcpServers": {"fetch": fetch}})) as host:
+            assert "fetch.fetch" in host.toolbox()
+            page = host.call("fetch", "fetch", {"url": f"{url}/page.html"})
+            assert "Swarm runs keep whole answers." in page  # the page, as Markdown
+            with pytest.raises(ToolError, match=r"fetch\.fetch"):
+                host.call("fetch", "fetch", {"url": f"{url}/missing.html"})
+        web.shutdown()
 
 
 def test_a_call_waiting_when_the_host_closes_is_told(tmp_path: Path) -> None:
