@@ -61,8 +61,9 @@ class PipelineConfig(Protocol):
     """What `run_pipeline` reads of a pipeline's config (`ReviewConfig`, `AnalysisConfig`,
     `SolveConfig`, …): the model, where the run is stored, its sizes, its files' folder and
     its settings as stored. A config may also have `mcp` (an `McpConfig`): the MCP servers
-    whose tools join the run's (`agents.tools.mcp`), and `approvals` (an `ApprovalPolicy`):
-    which calls wait for a person (`swarm.approvals`)."""
+    whose tools join the run's (`agents.tools.mcp`), `approvals` (an `ApprovalPolicy`):
+    which calls wait for a person (`swarm.approvals`), and `stream`: the model calls stream
+    their answers (`RunConfig.stream`)."""
 
     @property
     def model(self) -> ChatModel | None: ...
@@ -364,6 +365,8 @@ def _run(
         approvals = getattr(config, "approvals", None)  # a config may have none
         if approvals is not None:
             run_config = run_config.replace(approvals=approvals)
+        if getattr(config, "stream", False):
+            run_config = run_config.replace(stream=True)
         with Swarm(config=run_config, model=config.model, runs_dir=config.runs_dir) as swarm:
             pipeline.install(swarm, resources, executor, config=config)
             swarm.settings = {**extra_settings, PIPELINE_KEY: record.model_dump(mode="json")}

@@ -33,6 +33,7 @@ class AnalysisSettings(PipelineSettings):
     mcp: McpConfig | None = None
     #: Which calls wait for a person (`swarm.approvals`).
     approvals: ApprovalPolicy | None = None
+    stream: bool = False
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,8 @@ class AnalysisConfig:
         approvals: which tool calls wait for a person, and the orchestrator's plan past
             how many sub-agents (an `ApprovalPolicy`, or a mapping of its fields; None:
             only tools and roles that ask themselves).
+        stream: the model calls stream their answers (`RunConfig.stream`): `kimmy show
+            --follow` and the dashboard show them being written.
 
     Raises:
         ConfigError: no dataset, or a count below 1.
@@ -76,6 +79,7 @@ class AnalysisConfig:
     briefs: bool = True
     mcp: McpConfig | None = None
     approvals: ApprovalPolicy | None = None
+    stream: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mcp", as_mcp_config(self.mcp))
@@ -113,6 +117,7 @@ class AnalysisConfig:
             briefs=self.briefs,
             mcp=self.mcp.without_secrets() if self.mcp is not None else None,
             approvals=self.approvals,
+            stream=self.stream,
         )
 
     @classmethod

@@ -272,7 +272,6 @@ class SolvePipeline(Pipeline[SolveConfig, SolveFiles]):
             failure_policy="continue",
             temperature=config.temperature,
             max_total_tokens=config.max_total_tokens,
-            stream=config.stream,
         )
 
     def install(

@@ -40,6 +40,7 @@ class ReviewSettings(PipelineSettings):
     mcp: McpConfig | None = None
     #: Which calls wait for a person (`swarm.approvals`).
     approvals: ApprovalPolicy | None = None
+    stream: bool = False
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,8 @@ class ReviewConfig:
         approvals: which tool calls wait for a person, and the orchestrator's plan past
             how many sub-agents (an `ApprovalPolicy`, or a mapping of its fields; None:
             only tools and roles that ask themselves).
+        stream: the model calls stream their answers (`RunConfig.stream`): `kimmy show
+            --follow` and the dashboard show them being written.
 
     Raises:
         ConfigError: a count below 1 or an unknown researcher role.
@@ -93,6 +96,7 @@ class ReviewConfig:
     briefs: bool = True
     mcp: McpConfig | None = None
     approvals: ApprovalPolicy | None = None
+    stream: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mcp", as_mcp_config(self.mcp))
@@ -138,6 +142,7 @@ class ReviewConfig:
             briefs=self.briefs,
             mcp=self.mcp.without_secrets() if self.mcp is not None else None,
             approvals=self.approvals,
+            stream=self.stream,
         )
 
     @classmethod

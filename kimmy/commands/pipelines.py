@@ -36,6 +36,7 @@ from kimmy_swarm.cli.options import (
     OnTimeout,
     Probe,
     RunsDir,
+    Stream,
     StructuredOutput,
     approval_policy,
     at_least,
@@ -203,6 +204,7 @@ def review(
     approve_spawns_over: ApproveSpawnsOver = None,
     approval_timeout: ApprovalTimeout = None,
     on_approval_timeout: OnApprovalTimeout = OnTimeout.deny,
+    stream: Stream = False,
     json_lines: Json = False,
 ) -> None:
     """Literature review of a corpus: review.md, references.bib, report.html, claims.jsonl."""
@@ -225,6 +227,7 @@ def review(
         "approvals": approval_policy(
             approve_tools, approve_spawns_over, approval_timeout, on_approval_timeout
         ),
+        "stream": stream,
     }
     ReviewConfig(**options)  # a bad option fails before a model server is asked
     honours = {"structured_output": structured_output, "tools": tools}
@@ -266,6 +269,7 @@ def analyze(
     approve_spawns_over: ApproveSpawnsOver = None,
     approval_timeout: ApprovalTimeout = None,
     on_approval_timeout: OnApprovalTimeout = OnTimeout.deny,
+    stream: Stream = False,
     json_lines: Json = False,
 ) -> None:
     """Batch data analysis: one analyst per (dataset, question), all in parallel."""
@@ -283,6 +287,7 @@ def analyze(
         "approvals": approval_policy(
             approve_tools, approve_spawns_over, approval_timeout, on_approval_timeout
         ),
+        "stream": stream,
     }
     AnalysisConfig(**options)  # a bad option fails before a model server is asked
     honours = {"structured_output": structured_output, "tools": tools}

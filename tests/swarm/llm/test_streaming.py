@@ -133,3 +133,23 @@ async def test_a_run_streams_each_answer_to_its_sinks_and_stores_it_whole(tmp_pa
         )
     # each sub-agent's pieces come before its call is recorded
     assert order.index("token_delta") < order.index("model_called")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["analyze", "statsmodels:longley"],
+     ["swarm", "Which factors drive GNP?", "--data", "statsmodels:longley"]],
+)  # fmt: skip
+def test_the_stream_flag_reaches_the_runs_config(
+    tmp_path: Path, command: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kimmy_swarm.cli.app import main
+
+    for name in ("KIMMY_BASE_URL", "KIMMY_MODEL", "KIMMY_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    runs = tmp_path / "runs"
+    code = main([*command, "--stream", "--out", str(tmp_path / "out"), "--runs-dir", str(runs)])
+    assert code in (0, 1)
+    with RunStore(runs, create=False) as store:
+        (started, *_) = store.events("latest", types=["run_started"])
+    assert started.settings["stream"] is True  # offline: nothing streams, but it is set
