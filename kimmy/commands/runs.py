@@ -41,6 +41,7 @@ from kimmy_swarm.cli.options import (
 )
 
 if TYPE_CHECKING:
+    from kimmy_swarm.agents.tools.mcp import McpHost
     from kimmy_swarm.swarm import EventSink, Plan, RunConfig, Swarm
     from kimmy_swarm.swarm.schema import RunResult
 
@@ -63,6 +64,22 @@ def _swarm(config: RunConfig, runs_dir: Path | None) -> Swarm:
     swarm = Swarm(config=config, runs_dir=runs_dir)
     install(swarm, builtin_roles(), policy="model")
     return swarm
+
+
+def _mcp_tools(swarm: Swarm, path: Path | None, runs_dir: Path | None) -> McpHost | None:
+    """The MCP servers of `--mcp-config`, started; subtasks whose `role_spec` names their
+    tools (`server.tool`) get sub-agents made from it. None without the flag."""
+    if path is None:
+        return None
+    from kimmy_swarm.agents.orchestrator import spec_role_factory
+    from kimmy_swarm.agents.tools.mcp import McpHost
+    from kimmy_swarm.agents.tools.mcp.config import as_mcp_config
+
+    config = as_mcp_config(path)
+    assert config is not None
+    host = McpHost(config, log_dir=(runs_dir or Path(".")) / "mcp-logs").start()
+    swarm.set_role_factory(spec_role_factory(host.toolbox(), policy="model"))
+    return host
 
 
 def _checked_plan(path: Path, swarm: Swarm) -> Plan:
@@ -214,8 +231,10 @@ def run(
     approval_timeout: ApprovalTimeout = None,
     on_approval_timeout: OnApprovalTimeout = OnTimeout.deny,
     stream: Stream = False,
+    mcp_config: McpConfigFile = None,
 ) -> None:
-    """Run a plan: one sub-agent per subtask, dependencies first."""
+    """Run a plan: one sub-agent per subtask, dependencies first (a subtask whose
+    `role_spec` names tools of --mcp-config's servers gets them)."""
     from kimmy_swarm.swarm import FailurePolicy, RateLimit, RunConfig
     from kimmy_swarm.swarm.transcript_capture import TranscriptCapture
 
@@ -246,11 +265,16 @@ def run(
     )
     where = runs_dir if store else None
     swarm = _swarm(config, where)
-    parsed = _checked_plan(plan, swarm)  # a bad plan fails before the server is even asked
-    _attach(swarm, base_url, model, api_key, context_tokens, local, call_timeout)
-    result = _execute(
-        swarm, lambda sinks: swarm.run_sync(parsed, sinks=sinks), json_lines, "kimmy run"
-    )
+    host = _mcp_tools(swarm, mcp_config, where)
+    try:
+        parsed = _checked_plan(plan, swarm)  # a bad plan fails before the server is asked
+        _attach(swarm, base_url, model, api_key, context_tokens, local, call_timeout)
+        result = _execute(
+            swarm, lambda sinks: swarm.run_sync(parsed, sinks=sinks), json_lines, "kimmy run"
+        )
+    finally:
+        if host is not None:
+            host.close()
     _finish(result, json_lines, where)
 
 
@@ -301,21 +325,26 @@ def resume(
     settings = stored.settings
     remote = base_url or model
     local = None if remote else settings.get("local")
-    _attach(
-        swarm,
-        None if local else base_url or stored_base_url(settings.get("base_url")),
-        None if local else model or settings.get("model"),
-        api_key,
-        context_tokens or settings.get("context_tokens"),
-        local,
-        call_timeout,
-    )
-    result = _execute(
-        swarm,
-        lambda sinks: swarm.resume_sync(stored.run_id, sinks=sinks),
-        json_lines,
-        "kimmy resume",
-    )
+    host = _mcp_tools(swarm, mcp_config, runs_dir)
+    try:
+        _attach(
+            swarm,
+            None if local else base_url or stored_base_url(settings.get("base_url")),
+            None if local else model or settings.get("model"),
+            api_key,
+            context_tokens or settings.get("context_tokens"),
+            local,
+            call_timeout,
+        )
+        result = _execute(
+            swarm,
+            lambda sinks: swarm.resume_sync(stored.run_id, sinks=sinks),
+            json_lines,
+            "kimmy resume",
+        )
+    finally:
+        if host is not None:
+            host.close()
     _finish(result, json_lines, runs_dir)
 
 

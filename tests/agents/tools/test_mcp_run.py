@@ -152,3 +152,44 @@ def test_an_mcp_servers_tool_waits_for_a_person_and_runs_the_edit(tmp_path: Path
         (called,) = [e for e in store.events(call.run_id, types=["tool_called"])
                      if e.tool == "calc.add"]  # fmt: skip
     assert called.ok and called.result == "3"  # the edited call reached the server
+
+
+def test_kimmy_run_gives_a_plans_sub_agent_an_mcp_servers_tool(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kimmy_swarm.cli.app import main
+    from tests.support.openai_server import OpenAIServer, probes_honoured, reply, tool_call
+
+    spec = {"name": "adder", "system_prompt": "Add with calc.add.", "tools": ["calc.add"]}
+    plan = tmp_path / "plan.json"
+    plan.write_text(
+        json.dumps(
+            {
+                "goal": "add",
+                "subtasks": [
+                    {
+                        "id": "sum",
+                        "role": "adder",
+                        "instructions": "What is 20 + 22?",
+                        "role_spec": spec,
+                    }
+                ],
+            }
+        )
+    )
+    answer = json.dumps({"answer": "42", "sources": []})
+    runs = tmp_path / "runs"
+    with OpenAIServer([probes_honoured(tool_call("calc.add", {"a": 20, "b": 22})),
+                       probes_honoured(reply(answer))], default=probes_honoured(reply(answer))
+                      ) as srv:  # fmt: skip
+        mcp = str(_mcp_file(tmp_path))
+        code = main(["run", str(plan), "--base-url", srv.base_url, "--model", "m",
+                     "--runs-dir", str(runs), "--mcp-config", mcp, "--json"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 0, err
+    with RunStore(runs, create=False) as store:
+        (called,) = [e for e in store.events("latest", types=["tool_called"])]
+        result = store.load_run("latest").results["sum"]
+    assert (called.tool, called.ok, called.result) == ("calc.add", True, "42")
+    assert result.output["answer"] == "42"
+    assert (runs / "mcp-logs" / "mcp-calc.log").exists()
