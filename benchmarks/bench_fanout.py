@@ -23,10 +23,13 @@ its own process, ratio to gather as above) and against the plain Ray-actor peer 
 an earlier Ray section there).
 
 `--stream` measures what streaming costs instead: with the store on, the swarm without and
-with `RunConfig(stream=True)`: each answer (7 words) then arrives as 7 pieces, each a
-`token_delta` event delivered to the run's sinks and the live files (`swarm.live_tokens`),
-against the same answers unstreamed. Issue 34's bar: streaming adds at most 10% to the
-fan-out overhead. With `--out` it writes its own page (`fanout_stream.md`).
+with `RunConfig(stream=True)`: each answer (7 words) then arrives as 7 pieces, each in an
+event-loop iteration of its own, handed to the run's sinks as `token_delta` events (a few
+at a time: `swarm.delta_batcher`) and the live file (`swarm.live_tokens`), against the same
+answers unstreamed. The gather floor of the streamed configuration reads the same pieces
+(and drops them), so each overhead is the framework's own. Issue 34's bar: streaming adds
+at most 10% to the fan-out overhead. With `--out` it writes its own page
+(`fanout_stream.md`).
 
 `--busy K` runs the measurements beside K processes that spin on the CPU (a busy machine:
 with K = the CPU count, the swarm's event loop, its store writer thread and the gather
@@ -140,11 +143,16 @@ def _reduce(results: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-async def _gather_once(n: int, model: SleepChat) -> dict[str, Any]:
+def _ignore(piece: Any) -> None:
+    """A streamed answer's pieces, read and dropped (the floor of a streamed fan-out)."""
+
+
+async def _gather_once(n: int, model: SleepChat, stream: bool = False) -> dict[str, Any]:
     messages = [{"role": "user", "content": _prompt()}]
+    on_delta = _ignore if stream else None
 
     async def sub_agent(i: int) -> dict[str, Any]:
-        await model.chat(messages)
+        await model.chat(messages, on_delta=on_delta)
         return _agent_result(i)
 
     return _reduce(list(await asyncio.gather(*(sub_agent(i) for i in range(n)))))
@@ -212,7 +220,7 @@ def child(mode: str, n: int, runs: int) -> dict[str, Any]:
     tmp = tempfile.TemporaryDirectory(prefix="kimmy-bench-")
 
     async def gather_once() -> dict[str, Any]:
-        return await _gather_once(n, model)
+        return await _gather_once(n, model, stream=mode == "store-stream")
 
     swarm_once = None
     if mode == "ray":
@@ -476,9 +484,11 @@ def stream_main(args: argparse.Namespace) -> int:
         f"N sub-agents, each one model call of {LATENCY_S * 1000:.0f} ms (asyncio.sleep) whose"
         f" answer is {STREAM_WORDS} words, then a reduce; the store on (transcripts full)."
         " *Streamed*: `RunConfig(stream=True)`, each answer handed on a word at a time first"
-        " (a `token_delta` event per word to the run's sinks: the live files of"
-        " `swarm.live_tokens`); *whole*: the same answers unstreamed. Each configuration in its"
-        f" own process, alternating with gather runs (median of {args.runs} after a warm-up)."
+        " (each word in an event-loop iteration of its own; `token_delta` events to the run's"
+        " sinks, a few at a time, and the live file of `swarm.live_tokens`); *whole*: the same"
+        " answers unstreamed. The gather floor of the streamed configuration reads the same"
+        " pieces and drops them. Each configuration in its own process, alternating with"
+        f" gather runs (median of {args.runs} after a warm-up)."
         f" Python {platform.python_version()}, {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d')}.",
         "",
         "| N | whole: overhead / sub-agent (µs) | streamed: overhead / sub-agent (µs) |"

@@ -21,6 +21,7 @@ from asyncio_throttle import Throttler
 
 from kimmy_swarm.swarm import events as ev
 from kimmy_swarm.swarm.call_gate import CallGate
+from kimmy_swarm.swarm.delta_batcher import DeltaBatcher
 from kimmy_swarm.swarm.errors import ModelError, ModelRateLimitedError
 from kimmy_swarm.swarm.limits import AdaptiveLimit
 from kimmy_swarm.swarm.schema import NO_USAGE, ErrorInfo
@@ -54,6 +55,10 @@ class CallObserver(Protocol):
     def delta(self, subtask: Subtask, call: int, piece: Delta) -> None:
         """One piece of a streamed answer of `subtask`'s call number `call` (of this
         attempt), as it arrived."""
+        ...
+
+    def stream_ended(self, subtask: Subtask, call: int) -> None:
+        """That streamed call ended (answered or not): its pieces are all delivered."""
         ...
 
     async def before_call(self) -> None: ...
@@ -121,8 +126,12 @@ class MeteredModel:
         try:
             if observer.streaming and getattr(self._inner, "streams", False):
                 self._calls += 1
-                on_delta = functools.partial(observer.delta, self._subtask, self._calls)
-                response = await self._inner.chat(messages, **options, on_delta=on_delta)
+                call = self._calls
+                on_delta = functools.partial(observer.delta, self._subtask, call)
+                try:
+                    response = await self._inner.chat(messages, **options, on_delta=on_delta)
+                finally:
+                    observer.stream_ended(self._subtask, call)
             else:
                 response = await self._inner.chat(messages, **options)
         except ModelError as exc:
@@ -232,17 +241,23 @@ class CallMeter:
         self.throttler = Throttler(rl.calls, rl.period_s) if rl is not None else None
         #: What each call records of its conversation (nothing when nobody listens).
         self.capture = config.transcripts if journal.listened else None
-        #: Calls stream their answers' pieces to the sinks (`RunConfig.stream`).
+        #: Calls stream their answers' pieces to the sinks (`RunConfig.stream`), a few at
+        #: a time (`swarm.delta_batcher`).
         self.streaming = config.stream and bool(journal.sinks)
+        self.deltas = DeltaBatcher(journal) if self.streaming else None
 
     def delta(self, subtask: Subtask, call: int, piece: Delta) -> None:
-        self.journal.publish(
-            ev.TokenDelta, type="token_delta", subtask_id=subtask.id, call=call, text=piece.text,
-            kind=piece.kind, index=piece.index,
-        )  # every field given: the event is built on the fast path  # fmt: skip
+        assert self.deltas is not None
+        self.deltas.add(subtask.id, call, piece)
+
+    def stream_ended(self, subtask: Subtask, call: int) -> None:
+        if self.deltas is not None:
+            self.deltas.end(subtask.id, call)
 
     def close(self) -> None:
         """Break the reference cycles (the gate and the callbacks point back here)."""
+        if self.deltas is not None:
+            self.deltas.close()
         self.gate = None
         self.on_limit_changed = _nothing
         self.on_tokens_spent = _nothing

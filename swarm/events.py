@@ -133,10 +133,11 @@ class AgentTurn(_Event):
 
 
 class TokenDelta(_Event):
-    """A piece of a sub-agent's model answer, the moment the server sent it (`RunConfig.stream`).
+    """A piece of a sub-agent's model answer as the server sent it (`RunConfig.stream`).
 
-    Delivered to the run's sinks as it arrives and never stored (the store keeps the whole
-    answer, in `model_called`); its `seq` is the one the next stored event takes.
+    Delivered to the run's sinks within `swarm.delta_batcher.INTERVAL_S` of its arrival (the
+    pieces of one call that arrived meanwhile joined) and never stored: the store keeps the
+    whole answer, in `model_called`. Its `seq` is the one the next stored event takes.
     """
 
     type: Literal["token_delta"] = "token_delta"

@@ -25,7 +25,7 @@ from tests.support.browser import artifact_dir, browser_page
 from tests.support.openai_behaviours import streamed_text
 from tests.support.openai_server import OpenAIServer
 
-WORDS = [f"word{i} " for i in range(14)]
+WORDS = [f"word{i} " for i in range(24)]
 RUN = "20250101-000000-stream"
 
 
@@ -147,9 +147,9 @@ def test_the_dashboard_panel_fills_as_the_sub_agent_writes(
             "(document.getElementById('writing') || {}).textContent?.includes('word3')"
         )
         partial = writing.text_content() or ""
-        assert partial.startswith("word0 ") and "word13" not in partial
+        assert partial.startswith("word0 ") and "word23" not in partial
         page.screenshot(path=str(out / "dashboard-writing.png"), full_page=True)
         # once the answer is stored, the panel shows the call and writes no more
-        page.locator("#panel-body :text('word13')").first.wait_for(timeout=30_000)
+        page.locator("#panel-body :text('word23')").first.wait_for(timeout=30_000)
         page.wait_for_function("!document.getElementById('writing')")
     assert box["result"].results["w0"].output == "".join(WORDS)

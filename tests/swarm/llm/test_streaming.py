@@ -5,6 +5,7 @@ the run's sinks (`Swarm.stream`) as `token_delta` events that the store never ke
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -125,7 +126,6 @@ async def test_a_run_streams_each_answer_to_its_sinks_and_stores_it_whole(tmp_pa
     assert not [e for e in stored if e.type == "token_delta"]  # never stored
     calls = {e.subtask_id: e for e in stored if isinstance(e, ModelCalled)}
     for key in ("w0", "w1", "w2"):
-        assert len(pieces[key]) > 1  # it arrived in pieces
         whole = "".join(pieces[key])
         assert whole == result[key].output  # the pieces are the answer
         assert calls[key].response is not None and json.dumps(whole)[1:-1] in json.dumps(
@@ -153,3 +153,31 @@ def test_the_stream_flag_reaches_the_runs_config(
     with RunStore(runs, create=False) as store:
         (started, *_) = store.events("latest", types=["run_started"])
     assert started.settings["stream"] is True  # offline: nothing streams, but it is set
+
+
+async def test_pieces_are_delivered_a_few_at_a_time_and_all_before_the_call_ends() -> None:
+    from kimmy_swarm.swarm.delta_batcher import DeltaBatcher
+
+    published: list[tuple[str, int, str, int, str]] = []
+
+    class Journal:
+        def publish(self, cls: Any, **f: Any) -> None:
+            published.append((f["subtask_id"], f["call"], f["kind"], f["index"], f["text"]))
+
+    batcher = DeltaBatcher(Journal(), interval_s=0.05)  # type: ignore[arg-type]
+    for piece in (
+        Delta("Hel"),
+        Delta("lo"),
+        Delta("search", "tool_name"),
+        Delta('{"q":', "tool_arguments"),
+        Delta(" 1}", "tool_arguments"),
+    ):
+        batcher.add("a", 1, piece)  # fmt: skip
+    batcher.add("b", 1, Delta("x"))
+    assert published == []  # gathered
+    batcher.end("a", 1)  # the call ended: all of it, joined by kind, in order
+    assert published == [("a", 1, "content", 0, "Hello"), ("a", 1, "tool_name", 0, "search"),
+                         ("a", 1, "tool_arguments", 0, '{"q": 1}')]  # fmt: skip
+    await asyncio.sleep(0.1)  # the interval passed: the rest goes
+    assert published[-1] == ("b", 1, "content", 0, "x")
+    batcher.close()
