@@ -10,10 +10,14 @@ from kimmy_swarm.swarm import progress
 
 SWARM_API = {
     "AdaptiveLimit",
+    "Approval",
+    "ApprovalError",
+    "ApprovalPolicy",
     "Backoff",
     "Budget",
     "ConfigError",
     "CycleError",
+    "Decision",
     "ErrorInfo",
     "Event",
     "EventFold",

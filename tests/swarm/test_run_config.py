@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from kimmy_swarm.swarm import Plan, RunConfig, Subtask, SubtaskContext, Swarm
+from kimmy_swarm.swarm import ApprovalPolicy, Plan, RunConfig, Subtask, SubtaskContext, Swarm
 from kimmy_swarm.swarm.errors import ConfigError
 from kimmy_swarm.swarm.limits import Backoff, RateLimit
 from kimmy_swarm.swarm.steps import FailurePolicy
@@ -34,6 +34,8 @@ NON_DEFAULT = {
     "ray_hosts": 3,
     "transcripts": TranscriptCapture(content=False, max_chars=500),
     "temperature": 0.7,
+    "stream": True,
+    "approvals": ApprovalPolicy(tools=("git.*",), timeout_s=60.0, on_timeout="fail"),
 }
 
 
@@ -134,4 +136,3 @@ async def test_every_field_survives_store_then_resume(tmp_path) -> None:  # type
     started = [e for e in events if e.type == "run_started"]
     assert len(started) == 2
     assert all(RunConfig.from_settings(e.settings) == config for e in started)
-

@@ -14,7 +14,7 @@ const COUNTERS = [
 ];
 
 const state = { run: null, source: null, elements: new Map(), graph: null, selected: null,
-                liveTimer: null };
+                liveTimer: null, approvalsAt: 0 };
 
 function el(tag, attrs = {}, text = null) {
   const node = document.createElement(tag);
@@ -276,7 +276,7 @@ function openStream(graph) {
   source.addEventListener("delta", async (msg) => {
     const d = JSON.parse(msg.data);
     renderCounters(d.counters);
-    renderApprovals();
+    if (Date.now() - state.approvalsAt > 1000) renderApprovals();  // at most once a second
     if (d.relayout) {
       await drawGraph();
       if (state.selected) markSelected(state.selected);
@@ -300,6 +300,7 @@ function closeStream() {
 // --- calls waiting for a person: approve (as asked or edited) or deny ----------------
 
 async function renderApprovals() {
+  state.approvalsAt = Date.now();
   const box = document.getElementById("approvals");
   const list = document.getElementById("approvals-list");
   const waiting = (await getJSON(api("/approvals"))).filter((a) => a.status === "pending");
