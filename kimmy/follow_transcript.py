@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.text import Text
 
 from kimmy_swarm.cli.show_transcript import print_entries, print_heading
-from kimmy_swarm.swarm.live_tokens import read_live
+from kimmy_swarm.swarm.live_tokens import read_live, watch_live
 from kimmy_swarm.swarm.schema import RunStatus, SubtaskStatus
 from kimmy_swarm.swarm.store import RunStore
 from kimmy_swarm.swarm.transcripts import read_transcript
@@ -34,6 +34,7 @@ def follow_transcript(
     writing = ""  # the text printed of the answer being written
     with RunStore(runs_dir, create=False) as store:
         run_id = store.resolve(run_id)
+        watch_live(runs_dir, run_id, subtask_id)  # the run writes its answers for us from now
         heading = False
         while True:
             t = read_transcript(store, run_id, subtask_id)

@@ -11,7 +11,6 @@ spent.
 
 from __future__ import annotations
 
-import functools
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -33,7 +32,7 @@ if TYPE_CHECKING:
     from kimmy_swarm.swarm.llm.capabilities import Capabilities
     from kimmy_swarm.swarm.llm.protocol import ChatModel
     from kimmy_swarm.swarm.llm.server_profile import ServerProfile
-    from kimmy_swarm.swarm.llm.stream_chunks import Delta
+    from kimmy_swarm.swarm.llm.stream_chunks import DeltaFn
     from kimmy_swarm.swarm.llm.types import ChatResponse, MessageLike
     from kimmy_swarm.swarm.schema import Subtask
     from kimmy_swarm.swarm.transcript_capture import TranscriptCapture
@@ -52,9 +51,8 @@ class CallObserver(Protocol):
     #: Whether calls stream their answers to `delta` (`RunConfig.stream`, and a sink listens).
     streaming: bool
 
-    def delta(self, subtask: Subtask, call: int, piece: Delta) -> None:
-        """One piece of a streamed answer of `subtask`'s call number `call` (of this
-        attempt), as it arrived."""
+    def stream(self, subtask: Subtask, call: int) -> DeltaFn:
+        """`subtask`'s call number `call` (of this attempt) streams: where its pieces go."""
         ...
 
     def stream_ended(self, subtask: Subtask, call: int) -> None:
@@ -127,7 +125,7 @@ class MeteredModel:
             if observer.streaming and getattr(self._inner, "streams", False):
                 self._calls += 1
                 call = self._calls
-                on_delta = functools.partial(observer.delta, self._subtask, call)
+                on_delta = observer.stream(self._subtask, call)
                 try:
                     response = await self._inner.chat(messages, **options, on_delta=on_delta)
                 finally:
@@ -246,9 +244,9 @@ class CallMeter:
         self.streaming = config.stream and bool(journal.sinks)
         self.deltas = DeltaBatcher(journal) if self.streaming else None
 
-    def delta(self, subtask: Subtask, call: int, piece: Delta) -> None:
+    def stream(self, subtask: Subtask, call: int) -> DeltaFn:
         assert self.deltas is not None
-        self.deltas.add(subtask.id, call, piece)
+        return self.deltas.open(subtask.id, call)
 
     def stream_ended(self, subtask: Subtask, call: int) -> None:
         if self.deltas is not None:

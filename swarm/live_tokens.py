@@ -2,14 +2,16 @@
 
 `TokenDelta` events are never stored (the store keeps whole answers), so a viewer that is
 not in the run's process — `kimmy show --follow`, the dashboard — reads them from the run's
-*live file*, `RUNS_DIR/live/RUN.jsonl`. `LiveTokens`, a sink of a run that streams with a
-store, appends to it a tenth of a second's pieces at a time, in one write: each piece of an
-answer still being written (`{"s": sub-agent, "c": call, "k": kind, "i": index, "t": text}`),
-and a mark when a call whose pieces the file holds is recorded in the store (`{"s", "done":
-call}`) or its sub-agent starts again or ends (`{"s", "reset": true}`). Pieces of a call
-recorded before they were written are never written at all. When the file has grown past
-`ROTATE_BYTES` it is replaced by one holding only the answers being written. It goes when
-the run ends. `read_live` gives one sub-agent's text being written.
+*live file*, `RUNS_DIR/live/RUN.jsonl`. A viewer first says which sub-agent it watches
+(`watch_live` adds its id to `RUN.want`); `LiveTokens`, a sink of a run that streams with a
+store, writes only the watched sub-agents' answers, a tenth of a second's pieces at a time
+in one append: each piece of an answer still being written (`{"s": sub-agent, "c": call,
+"k": kind, "i": index, "t": text}`, the call's earlier pieces too when the watch began
+mid-answer), and a mark when a call whose pieces the file holds is recorded in the store
+(`{"s", "done": call}`) or its sub-agent starts again or ends (`{"s", "reset": true}`). A
+run nobody watches writes nothing. Past `ROTATE_BYTES` the file is replaced by one holding
+only the answers being written; both files go when the run ends. `read_live` gives one
+sub-agent's text being written.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ import asyncio
 import contextlib
 import json
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,18 +43,42 @@ def live_file(runs_dir: Path, run_id: str) -> Path:
     return runs_dir / LIVE_DIR / f"{run_id}.jsonl"
 
 
-@dataclass
+def want_file(runs_dir: Path, run_id: str) -> Path:
+    """The ids of the run's sub-agents somebody watches, a line each."""
+    return runs_dir / LIVE_DIR / f"{run_id}.want"
+
+
+def watch_live(runs_dir: Path, run_id: str, subtask_id: str) -> None:
+    """Ask the run to write what `subtask_id` is writing to its live file (from the next
+    tenth of a second on, its answer so far included)."""
+    path = want_file(runs_dir, run_id)
+    try:
+        if subtask_id in path.read_text(encoding="utf-8").splitlines():
+            return
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as out:
+        out.write(subtask_id + "\n")
+
+
 class _Agent:
-    #: Calls of the current attempt recorded in the store.
-    recorded: int = 0
-    #: The pieces of the call being written (what a rotation keeps).
-    current: list[_Piece] = field(default_factory=list)
-    #: The latest call whose pieces the file holds (0: none).
-    in_file: int = 0
+    """One sub-agent streaming in this run."""
+
+    __slots__ = ("current", "in_file", "recorded", "written")
+
+    def __init__(self) -> None:
+        #: Calls of the current attempt recorded in the store.
+        self.recorded = 0
+        #: The pieces of the call being written.
+        self.current: list[_Piece] = []
+        #: How many of `current` the file holds.
+        self.written = 0
+        #: The latest call whose pieces the file holds (0: none).
+        self.in_file = 0
 
 
 class LiveTokens(EventFold):
-    """Appends the pieces of the answers being written to the run's live file."""
+    """Writes the watched sub-agents' answers being written to the run's live file."""
 
     def __init__(
         self,
@@ -64,11 +89,14 @@ class LiveTokens(EventFold):
         rotate_bytes: int = ROTATE_BYTES,
     ) -> None:
         self.path = live_file(runs_dir, run_id)
+        self.want = want_file(runs_dir, run_id)
         self.flush_s = flush_s
         self.rotate_bytes = rotate_bytes
         self._agents: dict[str, _Agent] = {}
-        #: Lines to write: a piece (subtask, piece) or a mark (subtask, {"done"|"reset": …}).
-        self._pending: list[tuple[str, _Piece | dict[str, Any]]] = []
+        #: Marks to write: (subtask, {"done"|"reset": …}).
+        self._marks: list[tuple[str, dict[str, Any]]] = []
+        self._watched: set[str] = set()
+        self._want_mtime: float | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._size = 0
 
@@ -80,12 +108,11 @@ class LiveTokens(EventFold):
         agent = self._agents.get(e.subtask_id)
         if agent is None:
             agent = self._agents[e.subtask_id] = _Agent()
-        piece = (e.call, e.kind, e.index, e.text)
         if agent.current and agent.current[0][0] != e.call:
-            agent.current = []
-        agent.current.append(piece)
-        self._pending.append((e.subtask_id, piece))
-        self._later()
+            agent.current, agent.written = [], 0
+        agent.current.append((e.call, e.kind, e.index, e.text))
+        if self._timer is None:
+            self._later()
 
     def on_model_called(self, e: ev.ModelCalled) -> None:
         agent = self._agents.get(e.subtask_id)
@@ -93,7 +120,7 @@ class LiveTokens(EventFold):
             return
         agent.recorded += 1
         if agent.current and agent.current[0][0] <= agent.recorded:
-            agent.current = []
+            agent.current, agent.written = [], 0
         if agent.in_file and agent.in_file <= agent.recorded:
             self._mark(e.subtask_id, agent, {"done": agent.recorded})
 
@@ -114,29 +141,41 @@ class LiveTokens(EventFold):
             self._timer.cancel()
             self._timer = None
         self._agents.clear()
-        self._pending.clear()
-        with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
+        self._marks.clear()
+        for path in (self.path, self.want):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
 
     def _mark(self, subtask_id: str, agent: _Agent, mark: dict[str, Any]) -> None:
         agent.in_file = 0
-        self._pending.append((subtask_id, mark))
+        self._marks.append((subtask_id, mark))
         self._later()
 
+    def _watch_list(self) -> set[str]:
+        """The watched sub-agents (`RUN.want`, read again when it changed)."""
+        try:
+            mtime = self.want.stat().st_mtime_ns
+        except FileNotFoundError:
+            return self._watched
+        if mtime != self._want_mtime:
+            self._want_mtime = mtime
+            self._watched = set(self.want.read_text(encoding="utf-8").splitlines())
+        return self._watched
+
     def flush(self) -> None:
-        """Write what was gathered since the last flush, in one append (or rotate)."""
+        """Write the watched sub-agents' new pieces and the marks, in one append (or rotate)."""
         self._timer = None
-        pending, self._pending = self._pending, []
-        lines: list[str] = []
-        for subtask_id, item in pending:
-            if isinstance(item, dict):
-                lines.append(json.dumps({"s": subtask_id, **item}))
-                continue
+        lines = [json.dumps({"s": s, **mark}) for s, mark in self._marks]
+        self._marks = []
+        for subtask_id in self._watch_list():
             agent = self._agents.get(subtask_id)
-            if agent is None or item[0] <= agent.recorded:
-                continue  # its call is in the store already
-            agent.in_file = item[0]
-            lines.append(_piece_line(subtask_id, item))
+            if agent is None or len(agent.current) <= agent.written:
+                continue
+            lines += [_piece_line(subtask_id, p) for p in agent.current[agent.written :]]
+            agent.written = len(agent.current)
+            agent.in_file = agent.current[0][0]
+        if self._agents and not self._timer:  # watch for new watchers while answers stream
+            self._later()
         if not lines:
             return
         text = "\n".join(lines) + "\n"
@@ -149,10 +188,12 @@ class LiveTokens(EventFold):
         self._size += len(text)
 
     def _rotate(self) -> None:
-        """Replace the file by one holding only the answers being written."""
+        """Replace the file by one holding only the watched answers being written."""
+        watched = self._watch_list()
         lines = [
             _piece_line(subtask_id, piece)
             for subtask_id, agent in self._agents.items()
+            if subtask_id in watched
             for piece in agent.current
         ]
         text = "\n".join(lines) + "\n" if lines else ""
@@ -160,8 +201,10 @@ class LiveTokens(EventFold):
         fresh.write_text(text, encoding="utf-8")
         os.replace(fresh, self.path)
         self._size = len(text)
-        for agent in self._agents.values():
-            agent.in_file = agent.current[0][0] if agent.current else 0
+        for subtask_id, agent in self._agents.items():
+            held = subtask_id in watched and agent.current
+            agent.in_file = agent.current[0][0] if held else 0
+            agent.written = len(agent.current) if held else 0
 
 
 def _piece_line(subtask_id: str, piece: _Piece) -> str:
@@ -205,4 +248,13 @@ def read_live(runs_dir: Path, run_id: str, subtask_id: str) -> str:
     return "".join(content) + "".join("".join(parts) for _, parts in sorted(calls.items()))
 
 
-__all__ = ["FLUSH_S", "LIVE_DIR", "ROTATE_BYTES", "LiveTokens", "live_file", "read_live"]
+__all__ = [
+    "FLUSH_S",
+    "LIVE_DIR",
+    "ROTATE_BYTES",
+    "LiveTokens",
+    "live_file",
+    "read_live",
+    "want_file",
+    "watch_live",
+]

@@ -42,7 +42,7 @@ from kimmy_swarm.swarm.approval_records import ApprovalError, Decision
 from kimmy_swarm.swarm.dashboard.hosts import HostGuard, is_loopback
 from kimmy_swarm.swarm.dashboard.live import LiveRuns
 from kimmy_swarm.swarm.errors import RunNotFoundError, UserError
-from kimmy_swarm.swarm.live_tokens import read_live
+from kimmy_swarm.swarm.live_tokens import read_live, watch_live
 from kimmy_swarm.swarm.schema import SubtaskStatus
 from kimmy_swarm.swarm.store import RunStore
 from kimmy_swarm.swarm.transcripts import read_transcript
@@ -153,6 +153,23 @@ def _approval_routes(
         return answer(request, run, call, Decision("deny", None, body.reason, "dashboard"))
 
 
+def _live_route(
+    app: FastAPI,
+    runs_dir: Path,
+    run_id_of: Callable[[str], str],
+    node_of: Callable[[str, str], dict[str, Any]],
+) -> None:
+    """What a running sub-agent's model is writing now (`swarm.live_tokens`)."""
+
+    @app.get("/api/runs/{run}/agents/{subtask}/live")
+    def agent_live(run: str, subtask: str) -> dict[str, Any]:
+        run_id = run_id_of(run)
+        status = node_of(run_id, subtask)["status"]
+        if status == "running":  # the run writes what it writes for us from now
+            watch_live(runs_dir, run_id, subtask)
+        return {"status": status, "text": read_live(runs_dir, run_id, subtask)}
+
+
 def create_app(
     runs_dir: str | Path,
     *,
@@ -251,11 +268,7 @@ def create_app(
             raise _not_found(str(exc)) from None
         return {"node": node, "transcript": transcript}
 
-    @app.get("/api/runs/{run}/agents/{subtask}/live")
-    def agent_live(run: str, subtask: str) -> dict[str, Any]:
-        run_id = run_id_of(run)
-        status = node_of(run_id, subtask)["status"]
-        return {"status": status, "text": read_live(store.runs_dir, run_id, subtask)}
+    _live_route(app, store.runs_dir, run_id_of, node_of)
 
     @app.get("/api/runs/{run}/rewards")
     def run_rewards(run: str) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import pytest
 from kimmy_swarm.cli.app import main
 from kimmy_swarm.swarm import Plan, RunConfig, Subtask, SubtaskContext, Swarm
 from kimmy_swarm.swarm import events as ev
-from kimmy_swarm.swarm.live_tokens import LiveTokens, live_file, read_live
+from kimmy_swarm.swarm.live_tokens import LiveTokens, live_file, read_live, want_file, watch_live
 from kimmy_swarm.swarm.llm import OpenAIChat
 from kimmy_swarm.swarm.schema import SubtaskResult, SubtaskStatus
 from kimmy_swarm.swarm.store import RunStore
@@ -35,17 +35,25 @@ def _event(cls: type[Any], **fields: Any) -> Any:
 
 async def test_a_live_file_holds_only_the_answer_being_written(tmp_path: Path) -> None:
     sink = LiveTokens(tmp_path, "r", flush_s=3600)  # flushed by hand below
+    sink.handle(_event(ev.TokenDelta, subtask_id="a:1", call=1, text="unwatched"))
+    sink.flush()
+    assert not live_file(tmp_path, "r").exists()  # nobody watches: nothing is written
+    sink.handle(_event(ev.ModelCalled, subtask_id="a:1", latency_s=0.1))
+    watch_live(tmp_path, "r", "a:1")
+    watch_live(tmp_path, "r", "b")
+    watch_live(tmp_path, "r", "b")  # once is enough
+    assert want_file(tmp_path, "r").read_text().splitlines() == ["a:1", "b"]
     for text in ("Hel", "lo"):
-        sink.handle(_event(ev.TokenDelta, subtask_id="a:1", call=1, text=text))
+        sink.handle(_event(ev.TokenDelta, subtask_id="a:1", call=2, text=text))
     assert read_live(tmp_path, "r", "a:1") == ""  # gathered, not written yet
     sink.flush()
     assert read_live(tmp_path, "r", "a:1") == "Hello"
     sink.handle(_event(ev.ModelCalled, subtask_id="a:1", latency_s=0.1))
     sink.flush()
     assert read_live(tmp_path, "r", "a:1") == ""  # the store has it whole now
-    sink.handle(_event(ev.TokenDelta, subtask_id="a:1", call=2, text="search",
+    sink.handle(_event(ev.TokenDelta, subtask_id="a:1", call=3, text="search",
                        kind="tool_name"))  # fmt: skip
-    sink.handle(_event(ev.TokenDelta, subtask_id="a:1", call=2, text='{"q": 1}',
+    sink.handle(_event(ev.TokenDelta, subtask_id="a:1", call=3, text='{"q": 1}',
                        kind="tool_arguments"))  # fmt: skip
     sink.flush()
     assert read_live(tmp_path, "r", "a:1") == '\n→ search({"q": 1}'
@@ -61,11 +69,24 @@ async def test_a_live_file_holds_only_the_answer_being_written(tmp_path: Path) -
     sink.flush()
     assert "never written" not in live_file(tmp_path, "r").read_text()
     sink.handle(_event(ev.RunFinished, status="completed"))
-    assert not live_file(tmp_path, "r").exists()
+    assert not live_file(tmp_path, "r").exists() and not want_file(tmp_path, "r").exists()
+
+
+async def test_a_watch_begun_mid_answer_gets_the_answer_so_far(tmp_path: Path) -> None:
+    sink = LiveTokens(tmp_path, "r", flush_s=3600)
+    for text in ("Once ", "upon "):
+        sink.handle(_event(ev.TokenDelta, subtask_id="c", call=1, text=text))
+    sink.flush()
+    watch_live(tmp_path, "r", "c")
+    sink.handle(_event(ev.TokenDelta, subtask_id="c", call=1, text="a time"))
+    sink.flush()
+    assert read_live(tmp_path, "r", "c") == "Once upon a time"
 
 
 async def test_a_grown_live_file_is_replaced_by_the_answers_being_written(tmp_path: Path) -> None:
     sink = LiveTokens(tmp_path, "r", flush_s=3600, rotate_bytes=400)
+    watch_live(tmp_path, "r", "a")
+    watch_live(tmp_path, "r", "c")
     for n in range(1, 6):  # five answers written and recorded, one after another
         sink.handle(_event(ev.TokenDelta, subtask_id="a", call=n, text=f"answer {n} " * 3))
         sink.flush()

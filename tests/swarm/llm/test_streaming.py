@@ -165,6 +165,7 @@ async def test_pieces_are_delivered_a_few_at_a_time_and_all_before_the_call_ends
             published.append((f["subtask_id"], f["call"], f["kind"], f["index"], f["text"]))
 
     batcher = DeltaBatcher(Journal(), interval_s=0.05)  # type: ignore[arg-type]
+    to_a, to_b = batcher.open("a", 1), batcher.open("b", 1)
     for piece in (
         Delta("Hel"),
         Delta("lo"),
@@ -172,12 +173,17 @@ async def test_pieces_are_delivered_a_few_at_a_time_and_all_before_the_call_ends
         Delta('{"q":', "tool_arguments"),
         Delta(" 1}", "tool_arguments"),
     ):
-        batcher.add("a", 1, piece)  # fmt: skip
-    batcher.add("b", 1, Delta("x"))
+        to_a(piece)  # fmt: skip
+    to_b(Delta("x"))
     assert published == []  # gathered
     batcher.end("a", 1)  # the call ended: all of it, joined by kind, in order
     assert published == [("a", 1, "content", 0, "Hello"), ("a", 1, "tool_name", 0, "search"),
                          ("a", 1, "tool_arguments", 0, '{"q": 1}')]  # fmt: skip
-    await asyncio.sleep(0.1)  # the interval passed: the rest goes
+    await asyncio.sleep(0.08)  # the interval passed: what b wrote goes, b still streaming
     assert published[-1] == ("b", 1, "content", 0, "x")
+    to_b(Delta("y"))
+    await asyncio.sleep(0.08)  # and what it wrote since, at the next tick
+    assert published[-1] == ("b", 1, "content", 0, "y")
+    batcher.end("b", 1)
+    assert len(published) == 5  # nothing delivered twice
     batcher.close()
