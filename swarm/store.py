@@ -521,15 +521,22 @@ class RunStore:
                 (run_id, seq),
             ).fetchall()
 
-    def approvals(self, run_id: str, *, pending: bool = False) -> list[Approval]:
-        """The calls of a run that asked for approval, in the order they asked (only those
-        still waiting with `pending`)."""
-        run_id = self.resolve(run_id)
-        query = "SELECT * FROM approvals WHERE run_id = ?" + (
-            " AND verdict IS NULL" if pending else ""
-        )
+    def approvals(self, run_id: str | None, *, pending: bool = False) -> list[Approval]:
+        """The calls of a run (every run's, newest run first, for None) that asked for
+        approval, in the order they asked; only those still waiting with `pending`."""
+        where, params = [], []
+        if run_id is not None:
+            where.append("a.run_id = ?")
+            params.append(self.resolve(run_id))
+        if pending:
+            where.append("a.verdict IS NULL")
+        query = "SELECT a.* FROM approvals a JOIN runs r ON r.run_id = a.run_id"
+        if where:
+            query += " WHERE " + " AND ".join(where)
         with self._snapshot() as db:
-            rows = db.execute(query + " ORDER BY requested_at, rowid", (run_id,)).fetchall()
+            rows = db.execute(
+                query + " ORDER BY r.created_at DESC, a.requested_at, a.rowid", params
+            ).fetchall()
         return [_approval(r) for r in rows]
 
     def answered(self, run_id: str, call_ids: Sequence[str]) -> list[Approval]:

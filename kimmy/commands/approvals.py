@@ -66,14 +66,14 @@ def approvals_cmd(
             print(f"no calls waiting: no runs in {runs_dir}")
         return
     with _store(runs_dir) as store:
-        run_ids = [store.resolve(run)] if run is not None else store.run_ids()
-        found = [a for r in run_ids for a in store.approvals(r, pending=not all_calls)]
+        run_id = store.resolve(run) if run is not None else None
+        found = store.approvals(run_id, pending=not all_calls)  # one query for every run
     if json_lines:
         for a in found:
             print(json.dumps(a.as_json()))
         return
     if not found:
-        where = f"run {run_ids[0]}" if run is not None else str(runs_dir)
+        where = f"run {run_id}" if run_id is not None else str(runs_dir)
         print(f"no calls {'asked' if all_calls else 'waiting'} in {where}")
         return
     width = max(len(a.run_id) for a in found)

@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -78,31 +78,39 @@ def _asked_again(run_id: str, proc: subprocess.Popen[str]) -> None:
     _until(proc, "asking again", asked_twice)
 
 
-def _stop(proc: subprocess.Popen[str]) -> None:
-    if proc.poll() is None:
-        proc.kill()
-        proc.wait()
+@contextlib.contextmanager
+def _stopping(proc: subprocess.Popen[str]) -> Iterator[subprocess.Popen[str]]:
+    """`proc`, killed on the way out if it still runs."""
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+@contextlib.contextmanager
+def _asking(tmp: Path) -> Iterator[tuple[subprocess.Popen[str], Approval]]:
+    """A `kimmy swarm` process whose plan waits for a person, and the call that waits."""
+    with _stopping(_swarm(tmp)) as proc:
+        (call,) = _waiting(proc)
+        yield proc, call
 
 
 def test_a_run_killed_while_a_call_waits_resumes_with_it_waiting(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     runs = tmp_path / "runs"
-    proc = _swarm(tmp_path)
-    try:
-        (call,) = _waiting(proc)
+    with _asking(tmp_path) as (proc, call):
         proc.send_signal(signal.SIGKILL)
         proc.wait(30)
-    finally:
-        _stop(proc)
     assert call.tool == "spawn" and call.arguments["over"] == 1
     run_id = call.run_id
     # listed as waiting while nothing runs
     assert main(["approvals", "--runs-dir", str(runs)]) == 0
     listed = capsys.readouterr().out
     assert f"{run_id}  a1    pending" in listed and "kimmy approve RUN CALL" in listed
-    resumed = _kimmy("resume", run_id, "--runs-dir", str(runs))
-    try:
+    with _stopping(_kimmy("resume", run_id, "--runs-dir", str(runs))) as resumed:
         _asked_again(run_id, resumed)
         with RunStore(runs, create=False) as store:
             (again,) = store.approvals(run_id)
@@ -111,8 +119,6 @@ def test_a_run_killed_while_a_call_waits_resumes_with_it_waiting(
         assert main(["approve", run_id, "a1", "--runs-dir", str(runs)]) == 0
         assert "approved a1 (spawn)" in capsys.readouterr().out
         _, err = resumed.communicate(timeout=240)
-    finally:
-        _stop(resumed)
     assert resumed.returncode in (0, 1), err
     assert (tmp_path / "out" / "answer.md").is_file()
     with RunStore(runs, create=False) as store:
@@ -130,14 +136,10 @@ def test_a_denied_plan_is_the_orchestrators_tool_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     runs = tmp_path / "runs"
-    proc = _swarm(tmp_path)
-    try:
-        (call,) = _waiting(proc)
+    with _asking(tmp_path) as (proc, call):
         reason = "read at most ten papers"
         assert main(["deny", call.run_id, "a1", "--reason", reason, "--runs-dir", str(runs)]) == 0
         proc.communicate(timeout=240)
-    finally:
-        _stop(proc)
     assert proc.returncode == 1  # the run ended without its review
     with RunStore(runs, create=False) as store:
         told = [m["content"] for t in store.events(call.run_id, types=["agent_turn"])
@@ -152,9 +154,7 @@ def test_answers_that_cannot_be_given_are_one_line_each(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     runs = tmp_path / "runs"
-    proc = _swarm(tmp_path)
-    try:
-        (call,) = _waiting(proc)
+    with _asking(tmp_path) as (_, call):
         run_id = call.run_id
         cases = [
             (["approve", run_id, "a7"], "has no call 'a7' asking for approval; waiting: a1"),
@@ -170,5 +170,3 @@ def test_answers_that_cannot_be_given_are_one_line_each(
         assert main(["approve", run_id, "a1", "--runs-dir", str(runs)]) == 0
         assert main(["deny", run_id, "a1", "--reason", "late", "--runs-dir", str(runs)]) == 2
         assert "was approved already (by cli)" in capsys.readouterr().err
-    finally:
-        _stop(proc)

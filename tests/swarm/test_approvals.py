@@ -229,3 +229,20 @@ async def test_the_progress_view_says_what_waits_for_a_person(tmp_path: Path) ->
     swarm.approve("r9", "a1")
     await asyncio.wait_for(run, 5)
     assert "waiting for approval" not in format_line(stats.snapshot())
+
+
+async def test_every_runs_waiting_calls_are_listed_newest_run_first(tmp_path: Path) -> None:
+    swarm, _ = _asking_swarm(tmp_path)
+    older = asyncio.create_task(swarm.execute(_plan(0), run_id="older"))
+    await _pending(swarm, "older")
+    newer = asyncio.create_task(swarm.execute(_plan(0), run_id="newer"))
+    await _pending(swarm, "newer")
+    store = RunStore(tmp_path)
+    assert [(a.run_id, a.call_id) for a in store.approvals(None, pending=True)] == [
+        ("newer", "a1"), ("older", "a1")]  # fmt: skip
+    swarm.approve("older", "a1")
+    swarm.approve("newer", "a1")
+    await asyncio.wait_for(asyncio.gather(older, newer), 5)
+    assert store.approvals(None, pending=True) == []
+    assert len(store.approvals(None)) == 2
+    store.close()
