@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import islice
-from typing import Final
+from typing import Any, Final
 
 from kimmy_swarm.swarm._progress_render import (
     FailureNote,
@@ -136,6 +136,9 @@ class RunStats(RunCounters, EventFold):
         self._finish_times: deque[float] = deque(maxlen=RATE_WINDOW)
 
     # --- events --------------------------------------------------------------------------
+
+    def wants(self, cls: type[Any]) -> bool:
+        return cls in self._handlers  # `handle` only notes when the first event came
 
     def handle(self, event: Event) -> None:
         """Fold one event into the counters."""

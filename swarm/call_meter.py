@@ -239,9 +239,12 @@ class CallMeter:
         self.throttler = Throttler(rl.calls, rl.period_s) if rl is not None else None
         #: What each call records of its conversation (nothing when nobody listens).
         self.capture = config.transcripts if journal.listened else None
-        #: Calls stream their answers' pieces to the sinks (`RunConfig.stream`), a few at
-        #: a time (`swarm.delta_batcher`).
-        self.streaming = config.stream and bool(journal.sinks)
+        #: Calls stream their answers (`RunConfig.stream`) where somebody may watch: a sink
+        #: that handles `TokenDelta` events, or a viewer of the store's live file
+        #: (`swarm.delta_batcher`).
+        self.streaming = config.stream and (
+            journal.store is not None or journal.wants(ev.TokenDelta)
+        )
         self.deltas = DeltaBatcher(journal) if self.streaming else None
 
     def stream(self, subtask: Subtask, call: int) -> DeltaFn:

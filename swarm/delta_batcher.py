@@ -1,13 +1,20 @@
-"""The pieces of streamed answers, handed to a run's sinks a few at a time.
+"""The pieces of a run's streamed answers: held while each call streams, handed on a few at a
+time.
 
 A streamed answer arrives a token or so per chunk; an event per chunk would cost an event
 (built and delivered to every sink) per token of every sub-agent, and even a Python call per
 piece shows in a fan-out of thousands. So a streamed call gets a plain list to append its
-pieces to (`open` returns its `append`); every `interval_s` while calls stream — and when a
-call ends, before its `model_called` event — the pieces appended since are delivered as
-`TokenDelta` events, consecutive pieces of the same kind joined into one. What a person
-watching sees arrives at most `interval_s` late (vLLM's `--stream-interval` makes the same
-trade on the server side).
+pieces to (`open` returns its `append`), which the batcher holds until the call ends; two
+kinds of reader use it:
+
+- the run's sinks that handle `TokenDelta` events (`Swarm.stream`, a JSON-lines view):
+  every `interval_s` while calls stream — and when a call ends, before its `model_called`
+  event — the pieces appended since are published as `TokenDelta` events, consecutive
+  pieces of the same kind joined into one. What a person watching sees arrives at most
+  `interval_s` late (vLLM's `--stream-interval` makes the same trade on the server side).
+  When no sink handles them, no event is built and no timer runs.
+- the run's live file (`swarm.live_tokens`), which reads the answer a watched sub-agent is
+  writing straight from here (`answer`), a few times a second, and nobody else's.
 """
 
 from __future__ import annotations
@@ -26,41 +33,56 @@ INTERVAL_S = 0.05
 
 
 class _Stream:
-    """One streamed call's pieces, and how many of them were delivered."""
+    """One streamed call's pieces so far, and how many of them were published."""
 
-    __slots__ = ("pieces", "sent")
+    __slots__ = ("call", "pieces", "sent")
 
-    def __init__(self) -> None:
+    def __init__(self, call: int) -> None:
+        self.call = call
         self.pieces: list[Delta] = []
         self.sent = 0
 
 
 class DeltaBatcher:
-    """Gathers the pieces of the run's streamed calls and publishes them as `TokenDelta`
-    events (see the module)."""
+    """Holds the pieces of the run's streamed calls while they stream and publishes them as
+    `TokenDelta` events where a sink handles those (see the module)."""
 
     def __init__(self, journal: Journal, interval_s: float = INTERVAL_S) -> None:
         self.journal = journal
         self.interval_s = interval_s
+        #: Whether any sink of the run handles `TokenDelta` events (else none is built).
+        self.publishing = journal.wants(ev.TokenDelta)
         self._open: dict[tuple[str, int], _Stream] = {}
+        #: Each streaming sub-agent's latest call still open.
+        self._latest: dict[str, _Stream] = {}
         self._timer: asyncio.TimerHandle | None = None
 
     def open(self, subtask_id: str, call: int) -> DeltaFn:
         """A streamed call `call` (of this attempt) of `subtask_id` begins; returns what
         its pieces go to, as they arrive."""
-        stream = self._open[(subtask_id, call)] = _Stream()
-        if self._timer is None:
+        stream = self._open[(subtask_id, call)] = self._latest[subtask_id] = _Stream(call)
+        if self.publishing and self._timer is None:
             self._timer = asyncio.get_running_loop().call_later(self.interval_s, self._tick)
         return stream.pieces.append
 
     def end(self, subtask_id: str, call: int) -> None:
-        """The call ended (answered or not): deliver what is left of it now."""
+        """The call ended (answered or not): publish what is left of it now."""
         stream = self._open.pop((subtask_id, call), None)
-        if stream is not None and len(stream.pieces) > stream.sent:
+        if stream is None:
+            return
+        if self._latest.get(subtask_id) is stream:
+            del self._latest[subtask_id]
+        if self.publishing and len(stream.pieces) > stream.sent:
             self._publish(subtask_id, call, stream.pieces[stream.sent :])
 
+    def answer(self, subtask_id: str) -> tuple[int, list[Delta]] | None:
+        """The latest call `subtask_id` is streaming now and its pieces so far (the list
+        grows as they arrive; read it, do not change it), or None when it streams nothing."""
+        stream = self._latest.get(subtask_id)
+        return None if stream is None else (stream.call, stream.pieces)
+
     def _tick(self) -> None:
-        """Deliver the pieces appended since the last tick; tick again while calls stream."""
+        """Publish the pieces appended since the last tick; tick again while calls stream."""
         self._timer = None
         for (subtask_id, call), stream in self._open.items():
             count = len(stream.pieces)
@@ -76,6 +98,7 @@ class DeltaBatcher:
             self._timer.cancel()
             self._timer = None
         self._open.clear()
+        self._latest.clear()
 
     def _publish(self, subtask_id: str, call: int, pieces: list[Delta]) -> None:
         start = 0

@@ -65,6 +65,11 @@ class EventFold:
             if callable(handler := getattr(cls, name, None))
         }
 
+    def wants(self, cls: type[Any]) -> bool:
+        """Whether this fold has a use for events of type `cls` (a handler; a fold that
+        overrides `handle` may look at any)."""
+        return cls in self._handlers or type(self).handle is not EventFold.handle
+
     def handle(self, event: Event) -> None:
         """Fold one event in: its handler runs, if this fold has one."""
         handler = self._handlers.get(type(event))

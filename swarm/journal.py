@@ -26,9 +26,19 @@ if TYPE_CHECKING:
 
 class EventSink(Protocol):
     """Anything that wants every event of a run (progress views, streams, tests); one that
-    folds them into state subclasses `swarm.event_fold.EventFold`."""
+    folds them into state subclasses `swarm.event_fold.EventFold`.
+
+    A sink may also say which events it has no use for, by a method `wants(cls) -> bool`
+    (an `EventFold` has one: the types it has handlers for): then events of a type no sink
+    wants and the store does not keep (`TokenDelta`) are not built at all.
+    """
 
     def handle(self, event: Event) -> None: ...
+
+
+def _everything(cls: type[Any]) -> bool:
+    """What a sink without `wants` wants: every event."""
+    return True
 
 
 class Journal:
@@ -69,6 +79,10 @@ class Journal:
             return
         self._buffer.append(event)
         self._schedule()
+
+    def wants(self, cls: type[Any]) -> bool:
+        """Whether a sink wants events of type `cls` (see `EventSink`)."""
+        return any(getattr(sink, "wants", _everything)(cls) for sink in self.sinks)
 
     def publish(self, cls: type[Any], **fields: Any) -> None:
         """Deliver one event of type `cls` to the sinks now, without storing it (a token

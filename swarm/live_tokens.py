@@ -3,15 +3,16 @@
 `TokenDelta` events are never stored (the store keeps whole answers), so a viewer that is
 not in the run's process — `kimmy show --follow`, the dashboard — reads them from the run's
 *live file*, `RUNS_DIR/live/RUN.jsonl`. A viewer first says which sub-agent it watches
-(`watch_live` adds its id to `RUN.want`); `LiveTokens`, a sink of a run that streams with a
-store, writes only the watched sub-agents' answers, a tenth of a second's pieces at a time
-in one append: each piece of an answer still being written (`{"s": sub-agent, "c": call,
-"k": kind, "i": index, "t": text}`, the call's earlier pieces too when the watch began
-mid-answer), and a mark when a call whose pieces the file holds is recorded in the store
-(`{"s", "done": call}`) or its sub-agent starts again or ends (`{"s", "reset": true}`). A
-run nobody watches writes nothing. Past `ROTATE_BYTES` the file is replaced by one holding
-only the answers being written; both files go when the run ends. `read_live` gives one
-sub-agent's text being written.
+(`watch_live` adds its id to `RUN.want`); `LiveTokens`, part of a run that streams with a
+store, reads the watched sub-agents' answers being written straight from the run's
+`DeltaBatcher` every tenth of a second and appends their new pieces in one write: each
+piece (`{"s": sub-agent, "c": call, "k": kind, "i": index, "t": text}`, the call's earlier
+pieces too when the watch began mid-answer), and a mark when a call whose pieces the file
+holds has ended (`{"s", "done": call}`: answered, and then in the store, or given up).
+Nobody else's answers cost it anything (it takes no events): a run nobody watches writes
+nothing. Past `ROTATE_BYTES` the file is replaced by one holding only the answers being
+written; both files go when the run ends. `read_live` gives one sub-agent's text being
+written.
 """
 
 from __future__ import annotations
@@ -23,19 +24,15 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kimmy_swarm.swarm.event_fold import EventFold
-
 if TYPE_CHECKING:
-    from kimmy_swarm.swarm import events as ev
+    from kimmy_swarm.swarm.delta_batcher import DeltaBatcher
+    from kimmy_swarm.swarm.llm.stream_chunks import Delta
 
 #: Seconds between two writes of the pieces gathered.
 FLUSH_S = 0.1
 #: A live file past this size is rewritten with only the answers being written.
 ROTATE_BYTES = 4 * 1024 * 1024
 LIVE_DIR = "live"
-
-#: A piece: (call, kind, index, text).
-_Piece = tuple[int, str, int, str]
 
 
 def live_file(runs_dir: Path, run_id: str) -> Path:
@@ -61,95 +58,62 @@ def watch_live(runs_dir: Path, run_id: str, subtask_id: str) -> None:
         out.write(subtask_id + "\n")
 
 
-class _Agent:
-    """One sub-agent streaming in this run."""
+class _Shown:
+    """A watched sub-agent's call whose pieces the file holds: which, and how many."""
 
-    __slots__ = ("current", "in_file", "recorded", "written")
+    __slots__ = ("call", "pieces", "written")
 
-    def __init__(self) -> None:
-        #: Calls of the current attempt recorded in the store.
-        self.recorded = 0
-        #: The pieces of the call being written.
-        self.current: list[_Piece] = []
-        #: How many of `current` the file holds.
+    def __init__(self, call: int, pieces: list[Delta]) -> None:
+        self.call = call
+        #: The call's pieces, as the batcher holds them (which call it is, across attempts).
+        self.pieces = pieces
         self.written = 0
-        #: The latest call whose pieces the file holds (0: none).
-        self.in_file = 0
 
 
-class LiveTokens(EventFold):
-    """Writes the watched sub-agents' answers being written to the run's live file."""
+class LiveTokens:
+    """Writes the watched sub-agents' answers being written to the run's live file.
+
+    Args:
+        runs_dir, run_id: the run (its live files are under `runs_dir/live/`).
+        answers: the run's streamed calls.
+        flush_s: seconds between two writes; `start` begins them (`flush` writes now).
+    """
 
     def __init__(
         self,
         runs_dir: Path,
         run_id: str,
+        answers: DeltaBatcher,
         *,
         flush_s: float = FLUSH_S,
         rotate_bytes: int = ROTATE_BYTES,
     ) -> None:
         self.path = live_file(runs_dir, run_id)
         self.want = want_file(runs_dir, run_id)
+        self.answers: DeltaBatcher | None = answers
         self.flush_s = flush_s
         self.rotate_bytes = rotate_bytes
-        self._agents: dict[str, _Agent] = {}
-        #: Marks to write: (subtask, {"done"|"reset": …}).
-        self._marks: list[tuple[str, dict[str, Any]]] = []
+        self._shown: dict[str, _Shown] = {}
         self._watched: set[str] = set()
         self._want_mtime: float | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._size = 0
 
-    def _later(self) -> None:
-        if self._timer is None:
+    def start(self) -> None:
+        """Write every `flush_s` from now until `close` (call it on the run's event loop)."""
+        if self._timer is None and self.answers is not None:
             self._timer = asyncio.get_running_loop().call_later(self.flush_s, self.flush)
 
-    def on_token_delta(self, e: ev.TokenDelta) -> None:
-        agent = self._agents.get(e.subtask_id)
-        if agent is None:
-            agent = self._agents[e.subtask_id] = _Agent()
-        if agent.current and agent.current[0][0] != e.call:
-            agent.current, agent.written = [], 0
-        agent.current.append((e.call, e.kind, e.index, e.text))
-        if self._timer is None:
-            self._later()
-
-    def on_model_called(self, e: ev.ModelCalled) -> None:
-        agent = self._agents.get(e.subtask_id)
-        if agent is None:
-            return
-        agent.recorded += 1
-        if agent.current and agent.current[0][0] <= agent.recorded:
-            agent.current, agent.written = [], 0
-        if agent.in_file and agent.in_file <= agent.recorded:
-            self._mark(e.subtask_id, agent, {"done": agent.recorded})
-
-    def on_subtask_started(self, e: ev.SubtaskStarted) -> None:
-        agent = self._agents.get(e.subtask_id)
-        if agent is not None:  # a new attempt: its calls are counted again
-            self._agents[e.subtask_id] = _Agent()
-            if agent.in_file:
-                self._mark(e.subtask_id, agent, {"reset": True})
-
-    def on_subtask_finished(self, e: ev.SubtaskFinished) -> None:
-        agent = self._agents.pop(e.result.id, None)
-        if agent is not None and agent.in_file:
-            self._mark(e.result.id, agent, {"reset": True})
-
-    def on_run_finished(self, e: ev.RunFinished) -> None:
+    def close(self) -> None:
+        """The run ended: stop, and remove its live files."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        self._agents.clear()
-        self._marks.clear()
+        self._shown.clear()
+        self.answers = None
         for path in (self.path, self.want):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
-
-    def _mark(self, subtask_id: str, agent: _Agent, mark: dict[str, Any]) -> None:
-        agent.in_file = 0
-        self._marks.append((subtask_id, mark))
-        self._later()
 
     def _watch_list(self) -> set[str]:
         """The watched sub-agents (`RUN.want`, read again when it changed)."""
@@ -163,19 +127,31 @@ class LiveTokens(EventFold):
         return self._watched
 
     def flush(self) -> None:
-        """Write the watched sub-agents' new pieces and the marks, in one append (or rotate)."""
+        """Write the watched sub-agents' new pieces and the ends of the calls shown, in one
+        append (or rotate); then again in `flush_s` while the run goes on."""
         self._timer = None
-        lines = [json.dumps({"s": s, **mark}) for s, mark in self._marks]
-        self._marks = []
+        answers = self.answers
+        if answers is None:
+            return
+        self.start()
+        lines = []
         for subtask_id in self._watch_list():
-            agent = self._agents.get(subtask_id)
-            if agent is None or len(agent.current) <= agent.written:
+            shown = self._shown.get(subtask_id)
+            found = answers.answer(subtask_id)
+            if shown is not None and (found is None or found[1] is not shown.pieces):
+                # the call shown ended (or another began: a new attempt numbers from 1 again)
+                lines.append(json.dumps({"s": subtask_id, "done": shown.call}))
+                del self._shown[subtask_id]
+                shown = None
+            if found is None:
                 continue
-            lines += [_piece_line(subtask_id, p) for p in agent.current[agent.written :]]
-            agent.written = len(agent.current)
-            agent.in_file = agent.current[0][0]
-        if self._agents and not self._timer:  # watch for new watchers while answers stream
-            self._later()
+            call, pieces = found
+            if shown is None:
+                shown = self._shown[subtask_id] = _Shown(call, pieces)
+            count = len(pieces)
+            if count > shown.written:
+                lines += [_piece_line(subtask_id, call, p) for p in pieces[shown.written : count]]
+                shown.written = count
         if not lines:
             return
         text = "\n".join(lines) + "\n"
@@ -189,27 +165,27 @@ class LiveTokens(EventFold):
 
     def _rotate(self) -> None:
         """Replace the file by one holding only the watched answers being written."""
-        watched = self._watch_list()
-        lines = [
-            _piece_line(subtask_id, piece)
-            for subtask_id, agent in self._agents.items()
-            if subtask_id in watched
-            for piece in agent.current
-        ]
+        assert self.answers is not None
+        lines = []
+        for subtask_id in self._watch_list():
+            found = self.answers.answer(subtask_id)
+            if found is None:
+                self._shown.pop(subtask_id, None)
+                continue
+            call, pieces = found
+            shown = self._shown[subtask_id] = _Shown(call, pieces)
+            shown.written = len(pieces)
+            lines += [_piece_line(subtask_id, call, p) for p in pieces[: shown.written]]
         text = "\n".join(lines) + "\n" if lines else ""
         fresh = self.path.with_suffix(".tmp")
         fresh.write_text(text, encoding="utf-8")
         os.replace(fresh, self.path)
         self._size = len(text)
-        for subtask_id, agent in self._agents.items():
-            held = subtask_id in watched and agent.current
-            agent.in_file = agent.current[0][0] if held else 0
-            agent.written = len(agent.current) if held else 0
 
 
-def _piece_line(subtask_id: str, piece: _Piece) -> str:
-    call, kind, index, text = piece
-    return json.dumps({"s": subtask_id, "c": call, "k": kind, "i": index, "t": text})
+def _piece_line(subtask_id: str, call: int, piece: Delta) -> str:
+    item = {"s": subtask_id, "c": call, "k": piece.kind, "i": piece.index, "t": piece.text}
+    return json.dumps(item)
 
 
 def read_live(runs_dir: Path, run_id: str, subtask_id: str) -> str:
@@ -230,9 +206,7 @@ def read_live(runs_dir: Path, run_id: str, subtask_id: str) -> str:
             continue
         if item.get("s") != subtask_id:
             continue
-        if "reset" in item:
-            pieces = []
-        elif "done" in item:
+        if "done" in item:
             pieces = [p for p in pieces if p["c"] > item["done"]]
         else:
             if pieces and pieces[-1]["c"] != item["c"]:

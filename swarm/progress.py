@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 from types import TracebackType
-from typing import Self, TextIO
+from typing import Any, Self, TextIO
 
 from rich.console import Console, RenderableType
 from rich.live import Live
@@ -148,6 +148,9 @@ class LiveView(ProgressSink):
         with self._lock:
             self.stats.handle(event)
 
+    def wants(self, cls: type[Any]) -> bool:
+        return self.stats.wants(cls)
+
     def snapshot(self) -> StatsSnapshot:
         with self._lock:
             return self.stats.snapshot(top_roles=self._top_roles)
@@ -237,6 +240,9 @@ class LineSink(ProgressSink):
         self._final_written = False
         #: Lines written so far.
         self.lines = 0
+
+    def wants(self, cls: type[Any]) -> bool:
+        return cls is RunFinished or self.stats.wants(cls)
 
     def handle(self, event: Event) -> None:
         self.stats.handle(event)

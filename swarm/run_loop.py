@@ -21,6 +21,7 @@ from kimmy_swarm.swarm.call_meter import CallMeter
 from kimmy_swarm.swarm.deadlines import Deadlines
 from kimmy_swarm.swarm.errors import BudgetExceededError, SpawnError
 from kimmy_swarm.swarm.journal import EventSink, Journal
+from kimmy_swarm.swarm.live_tokens import LiveTokens
 from kimmy_swarm.swarm.schema import (
     ErrorInfo,
     Plan,
@@ -90,6 +91,11 @@ class RunLoop:
         self.meter = CallMeter(
             config, self.journal, on_limit_changed=self.dispatch, on_tokens_spent=self.exhaust
         )
+        #: What watched sub-agents are writing, for viewers in other processes.
+        self.live: LiveTokens | None = None
+        if store is not None and self.meter.deltas is not None:
+            self.live = LiveTokens(store.runs_dir, run_id, self.meter.deltas)
+            self.live.start()
         self._on_cancelled = self.on_cancelled
         self.tasks: dict[asyncio.Task[None], Subtask] = {}
         self.waits = Waits(self.state, on_parked=self.dispatch)
@@ -153,6 +159,8 @@ class RunLoop:
         self.journal.close()
         self.journal.on_fatal = _ignore_after_end
         self.meter.close()
+        if self.live is not None:
+            self.live.close()
         self.waits.close()
         self.approvals.close()
         self.runner.finished = self.runner.fail = self.runner.halt = _ignore_after_end

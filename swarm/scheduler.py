@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 from kimmy_swarm.swarm.config import RunConfig
 from kimmy_swarm.swarm.journal import EventSink
-from kimmy_swarm.swarm.live_tokens import LiveTokens
 from kimmy_swarm.swarm.run_loop import RunLoop
 from kimmy_swarm.swarm.schema import Plan, RunResult, SubtaskResult
 from kimmy_swarm.swarm.workforce import Workforce
@@ -69,9 +68,6 @@ class Scheduler:
             asyncio.CancelledError: the run was cancelled; everything finished so far is
                 recorded (and stored), so it can be resumed.
         """
-        sinks = list(self.sinks)
-        if self.config.stream and self.store is not None:  # viewers in other processes
-            sinks.append(LiveTokens(self.store.runs_dir, run_id))
         run = RunLoop(
             self.config,
             self.workforce,
@@ -80,7 +76,7 @@ class Scheduler:
             done=done or {},
             seq_start=seq_start,
             store=self.store,
-            sinks=sinks,
+            sinks=self.sinks,
             history=history,
         )
         recorded = {**(settings or {}), **self.config.to_settings()}

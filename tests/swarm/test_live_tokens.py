@@ -17,9 +17,10 @@ import pytest
 from kimmy_swarm.cli.app import main
 from kimmy_swarm.swarm import Plan, RunConfig, Subtask, SubtaskContext, Swarm
 from kimmy_swarm.swarm import events as ev
+from kimmy_swarm.swarm.delta_batcher import DeltaBatcher
 from kimmy_swarm.swarm.live_tokens import LiveTokens, live_file, read_live, want_file, watch_live
 from kimmy_swarm.swarm.llm import OpenAIChat
-from kimmy_swarm.swarm.schema import SubtaskResult, SubtaskStatus
+from kimmy_swarm.swarm.llm.stream_chunks import Delta
 from kimmy_swarm.swarm.store import RunStore
 from tests.support.browser import artifact_dir, browser_page
 from tests.support.openai_behaviours import streamed_text
@@ -29,74 +30,152 @@ WORDS = [f"word{i} " for i in range(24)]
 RUN = "20250101-000000-stream"
 
 
-def _event(cls: type[Any], **fields: Any) -> Any:
-    return cls(run_id="r", ts=time.time(), **fields)
+class _NoSinks:
+    """The journal of a run whose only reader of streamed pieces is the live file."""
+
+    def wants(self, cls: type[Any]) -> bool:
+        return False
+
+
+def _live(tmp_path: Path, **options: Any) -> tuple[LiveTokens, DeltaBatcher]:
+    """A live file reading a run's streamed calls, flushed by hand (never `start`ed)."""
+    answers = DeltaBatcher(_NoSinks())  # type: ignore[arg-type]
+    return LiveTokens(tmp_path, "r", answers, **options), answers
 
 
 async def test_a_live_file_holds_only_the_answer_being_written(tmp_path: Path) -> None:
-    sink = LiveTokens(tmp_path, "r", flush_s=3600)  # flushed by hand below
-    sink.handle(_event(ev.TokenDelta, subtask_id="a:1", call=1, text="unwatched"))
+    sink, answers = _live(tmp_path)
+    answers.open("a:1", 1)(Delta("unwatched"))
     sink.flush()
     assert not live_file(tmp_path, "r").exists()  # nobody watches: nothing is written
-    sink.handle(_event(ev.ModelCalled, subtask_id="a:1", latency_s=0.1))
+    answers.end("a:1", 1)
     watch_live(tmp_path, "r", "a:1")
     watch_live(tmp_path, "r", "b")
     watch_live(tmp_path, "r", "b")  # once is enough
     assert want_file(tmp_path, "r").read_text().splitlines() == ["a:1", "b"]
+    to_a = answers.open("a:1", 2)
     for text in ("Hel", "lo"):
-        sink.handle(_event(ev.TokenDelta, subtask_id="a:1", call=2, text=text))
+        to_a(Delta(text))
     assert read_live(tmp_path, "r", "a:1") == ""  # gathered, not written yet
     sink.flush()
     assert read_live(tmp_path, "r", "a:1") == "Hello"
-    sink.handle(_event(ev.ModelCalled, subtask_id="a:1", latency_s=0.1))
+    to_a(Delta(" there"))
     sink.flush()
-    assert read_live(tmp_path, "r", "a:1") == ""  # the store has it whole now
-    sink.handle(_event(ev.TokenDelta, subtask_id="a:1", call=3, text="search",
-                       kind="tool_name"))  # fmt: skip
-    sink.handle(_event(ev.TokenDelta, subtask_id="a:1", call=3, text='{"q": 1}',
-                       kind="tool_arguments"))  # fmt: skip
+    assert read_live(tmp_path, "r", "a:1") == "Hello there"  # only the new piece appended
+    assert live_file(tmp_path, "r").read_text().count("Hel") == 1
+    answers.end("a:1", 2)
+    sink.flush()
+    assert read_live(tmp_path, "r", "a:1") == ""  # the call ended: the store has it whole
+    to_a = answers.open("a:1", 3)
+    to_a(Delta("search", "tool_name"))
+    to_a(Delta('{"q": 1}', "tool_arguments"))
     sink.flush()
     assert read_live(tmp_path, "r", "a:1") == '\n→ search({"q": 1}'
-    done = SubtaskResult(id="a:1", role="x", status=SubtaskStatus.DONE)
-    sink.handle(_event(ev.SubtaskFinished, result=done))
-    sink.handle(_event(ev.TokenDelta, subtask_id="b", call=1, text="x"))
+    answers.end("a:1", 3)  # its sub-agent gave up the call (a timeout, say)
+    answers.open("b", 1)(Delta("x"))
     sink.flush()
     assert read_live(tmp_path, "r", "a:1") == "" and read_live(tmp_path, "r", "b") == "x"
-    # a call recorded before its pieces were written leaves nothing in the file
-    sink.handle(_event(ev.TokenDelta, subtask_id="b", call=2, text="never written"))
-    sink.handle(_event(ev.ModelCalled, subtask_id="b", latency_s=0.1))
-    sink.handle(_event(ev.ModelCalled, subtask_id="b", latency_s=0.1))
+    # a call that ended before its pieces were written leaves nothing in the file
+    answers.end("b", 1)
+    answers.open("b", 2)(Delta("never written"))
+    answers.end("b", 2)
     sink.flush()
     assert "never written" not in live_file(tmp_path, "r").read_text()
-    sink.handle(_event(ev.RunFinished, status="completed"))
+    assert read_live(tmp_path, "r", "b") == ""
+    sink.close()  # the run ended
     assert not live_file(tmp_path, "r").exists() and not want_file(tmp_path, "r").exists()
 
 
 async def test_a_watch_begun_mid_answer_gets_the_answer_so_far(tmp_path: Path) -> None:
-    sink = LiveTokens(tmp_path, "r", flush_s=3600)
+    sink, answers = _live(tmp_path)
+    to_c = answers.open("c", 1)
     for text in ("Once ", "upon "):
-        sink.handle(_event(ev.TokenDelta, subtask_id="c", call=1, text=text))
+        to_c(Delta(text))
     sink.flush()
     watch_live(tmp_path, "r", "c")
-    sink.handle(_event(ev.TokenDelta, subtask_id="c", call=1, text="a time"))
+    to_c(Delta("a time"))
     sink.flush()
     assert read_live(tmp_path, "r", "c") == "Once upon a time"
 
 
+async def test_a_new_attempts_first_call_replaces_the_last_attempts(tmp_path: Path) -> None:
+    """A new attempt numbers its calls from 1 again: its call 1 is another call than the
+    last attempt's call 1, even when it began before the file saw that one end."""
+    sink, answers = _live(tmp_path)
+    watch_live(tmp_path, "r", "a")
+    answers.open("a", 1)(Delta("first attempt, a long answer"))
+    sink.flush()
+    answers.end("a", 1)  # timed out; the retry begins before the next flush
+    answers.open("a", 1)(Delta("retry"))
+    sink.flush()
+    assert read_live(tmp_path, "r", "a") == "retry"
+
+
 async def test_a_grown_live_file_is_replaced_by_the_answers_being_written(tmp_path: Path) -> None:
-    sink = LiveTokens(tmp_path, "r", flush_s=3600, rotate_bytes=400)
+    sink, answers = _live(tmp_path, rotate_bytes=400)
     watch_live(tmp_path, "r", "a")
     watch_live(tmp_path, "r", "c")
     for n in range(1, 6):  # five answers written and recorded, one after another
-        sink.handle(_event(ev.TokenDelta, subtask_id="a", call=n, text=f"answer {n} " * 3))
+        answers.open("a", n)(Delta(f"answer {n} " * 3))
         sink.flush()
-        sink.handle(_event(ev.ModelCalled, subtask_id="a", latency_s=0.1))
-    sink.handle(_event(ev.TokenDelta, subtask_id="a", call=6, text="being written"))
-    sink.handle(_event(ev.TokenDelta, subtask_id="c", call=1, text="also"))
+        answers.end("a", n)
+    answers.open("a", 6)(Delta("being written"))
+    answers.open("c", 1)(Delta("also"))
     sink.flush()
     assert live_file(tmp_path, "r").stat().st_size < 400
     assert read_live(tmp_path, "r", "a") == "being written"
     assert read_live(tmp_path, "r", "c") == "also"
+
+
+async def test_a_run_whose_sinks_take_no_token_deltas_builds_none() -> None:
+    """Without a sink that handles `TokenDelta` (the live file reads the batcher itself),
+    the pieces are held, not published, and no timer runs; a sink that handles them gets
+    them."""
+    published: list[str] = []
+
+    class Journal:
+        def __init__(self, wanted: bool) -> None:
+            self.wanted = wanted
+
+        def wants(self, cls: type[Any]) -> bool:
+            return self.wanted and cls is ev.TokenDelta
+
+        def publish(self, cls: type[Any], **f: Any) -> None:
+            published.append(f["text"])
+
+    quiet = DeltaBatcher(Journal(False))  # type: ignore[arg-type]
+    quiet.open("a", 1)(Delta("held"))
+    assert quiet.answer("a") is not None and quiet._timer is None
+    quiet.end("a", 1)
+    assert published == [] and quiet.answer("a") is None
+    heard = DeltaBatcher(Journal(True))  # type: ignore[arg-type]
+    heard.open("a", 1)(Delta("heard"))
+    heard.end("a", 1)
+    assert published == ["heard"]
+    heard.close()
+
+
+def test_only_sinks_that_handle_token_deltas_ask_for_them(tmp_path: Path) -> None:
+    from kimmy_swarm.swarm.event_fold import EventFold
+    from kimmy_swarm.swarm.journal import Journal
+    from kimmy_swarm.swarm.progress import EventStream, LineSink
+
+    class Folds(EventFold):
+        def on_token_delta(self, e: ev.TokenDelta) -> None: ...
+
+    def journal(*sinks: Any) -> Journal:
+        return Journal("r", store=None, sinks=sinks, seq_start=0, on_fatal=print)
+
+    assert not journal().wants(ev.TokenDelta)
+    assert not journal(LineSink()).wants(ev.TokenDelta)
+    assert journal(LineSink()).wants(ev.RunFinished)
+    assert journal(Folds()).wants(ev.TokenDelta)
+    assert journal(EventStream()).wants(ev.TokenDelta)  # `Swarm.stream` yields them
+
+    class Bare:
+        def handle(self, event: Any) -> None: ...
+
+    assert journal(Bare()).wants(ev.TokenDelta)  # a sink that says nothing wants all
 
 
 async def _write(ctx: SubtaskContext) -> str:
