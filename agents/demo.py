@@ -51,6 +51,8 @@ DEMO_PACKAGES: tuple[str, ...] = (
 )  # fmt: skip
 #: What the demo's review is about: about a hundred of the corpus's module docstrings match it.
 DEMO_TOPIC = "parsing and encoding text, files and data formats"
+#: Most papers (module docstrings) the demo's review reads.
+DEMO_MAX_PAPERS = 150
 
 
 @dataclass
@@ -112,9 +114,17 @@ def run_demo(
     from kimmy_swarm.agents.analysis import AnalysisConfig, run_analysis
     from kimmy_swarm.agents.review import ReviewConfig, run_review
     from kimmy_swarm.agents.tools.docstring_corpus import write_docstring_corpus
+    from kimmy_swarm.swarm.errors import FilesNotWrittenError
 
     watch: DemoWatcher = watcher if watcher is not None else _Silent()
     t0 = time.perf_counter()
+    # the review's corpus first (about a second): a demo stopped during its analysis can
+    # then be finished by `kimmy review` on it, beside `kimmy resume` of the analysis
+    corpus = out / "docs-corpus"
+    try:
+        written = write_docstring_corpus(corpus, limit=max_modules, packages=DEMO_PACKAGES)
+    except OSError as exc:  # the folder went away or the disk filled after the analysis
+        raise FilesNotWrittenError(f"the demo's corpus could not be written: {exc}") from exc
     watch.step(
         f"[1/2] batch analysis of {len(DEMO_DATASETS)} bundled datasets → {out / 'analysis'}"
     )
@@ -124,8 +134,6 @@ def run_demo(
             sinks=sinks,
         )
     watch.analysis_done(analysis)
-    corpus = out / "docs-corpus"
-    written = write_docstring_corpus(corpus, limit=max_modules, packages=DEMO_PACKAGES)
     watch.step(f"[2/2] literature review of {written} module docstrings → {out / 'review'}")
     with watch.progress() as sinks:
         review = run_review(
@@ -133,7 +141,7 @@ def run_demo(
                 corpus=corpus,
                 topic=DEMO_TOPIC,
                 out=out / "review",
-                max_papers=150,
+                max_papers=DEMO_MAX_PAPERS,
                 runs_dir=runs_dir,
             ),
             sinks=sinks,
@@ -144,6 +152,7 @@ def run_demo(
 
 __all__ = [
     "DEMO_DATASETS",
+    "DEMO_MAX_PAPERS",
     "DEMO_PACKAGES",
     "DEMO_TOPIC",
     "DemoOutcome",

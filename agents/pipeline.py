@@ -35,11 +35,12 @@ from kimmy_swarm.agents.pipeline_record import (
     PipelineSettings,
     parse_record,
     record_kind,
+    stored_settings,
 )
 from kimmy_swarm.agents.toolbox import ToolBox
 from kimmy_swarm.agents.tools.mcp import McpHost
-from kimmy_swarm.agents.tracking import RoleConcurrency
-from kimmy_swarm.swarm.errors import ConfigError
+from kimmy_swarm.agents.tracking import RoleConcurrency, SpawnRefusals
+from kimmy_swarm.swarm.errors import ConfigError, FilesNotWrittenError
 from kimmy_swarm.swarm.llm.endpoint import ModelEndpoint
 from kimmy_swarm.swarm.schema import RunResult, RunStatus
 
@@ -264,10 +265,19 @@ class PipelineRun(Generic[C, W]):
     files: W
     peak: Mapping[str, int]
     duration_s: float
+    #: The messages of the spawns the swarm refused, in order (`SpawnRefusals`).
+    refused: Sequence[str] = ()
 
     @property
     def run_id(self) -> str:
         return self.result.run_id
+
+    @property
+    def wall_s(self) -> float:
+        """The run's wall time (`RunResult.wall_s`: what `kimmy show` prints too; loading
+        the inputs and writing the files are not in it), else `duration_s`."""
+        wall = self.result.wall_s
+        return wall if wall is not None else self.duration_s
 
 
 def run_pipeline(
@@ -283,6 +293,10 @@ def run_pipeline(
     The run records a `PipelineRecord`: the config's settings and `endpoint` (default:
     `ModelEndpoint.of(config.model)`), so that `resume_pipeline` can continue it;
     `extra_settings` are recorded beside it.
+
+    Raises:
+        FilesNotWrittenError: the run finished but its files could not be written into
+            `config.out`; it is stored as `failed` (a resume writes them).
     """
     endpoint = endpoint or ModelEndpoint.of(config.model)
     return _run(pipeline, config, sinks, endpoint, extra_settings or {}, None)
@@ -303,11 +317,13 @@ def resume_pipeline(
     Args:
         run: the run's id (unique prefix, `latest`), or the run as loaded from `runs_dir`.
         model: the model of the run (None: offline; give the one its endpoint names).
-        changes: config fields to change (e.g. `max_concurrency`).
+        changes: config fields to change (e.g. `max_concurrency`; `out`: the files go
+            there, and the run records that folder).
 
     Raises:
         ConfigError: the run was not made by `pipeline`.
         RunNotFoundError: no such run.
+        FilesNotWrittenError: as for `run_pipeline`.
     """
     if isinstance(run, str):
         from kimmy_swarm.swarm.store import RunStore
@@ -350,8 +366,8 @@ def _run(
 
     t0 = time.perf_counter()
     record = PipelineRecord(settings=config.settings(), endpoint=endpoint)
-    tracker = RoleConcurrency()
-    watched = [tracker, *sinks]
+    tracker, refusals = RoleConcurrency(), SpawnRefusals()
+    watched = [tracker, refusals, *sinks]
     executor = ThreadPoolExecutor(config.threads, thread_name_prefix=f"kimmy-{pipeline.name}")
     mcp: McpHost | None = None
     try:
@@ -376,12 +392,55 @@ def _run(
                 _check_roles(swarm, stored)
                 pipeline.restore(resources, stored)
                 result = swarm.resume_sync(stored.run_id, sinks=watched)
-        files = pipeline.write_outputs(resources, result, config.out, config=config)
+        files = _write_files(pipeline, config, resources, result, record, stored)
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
         if mcp is not None:
             mcp.close()
-    return PipelineRun(config, result, resources, files, tracker.peak, time.perf_counter() - t0)
+    return PipelineRun(config, result, resources, files, tracker.peak, time.perf_counter() - t0,
+                       refused=tuple(refusals.messages))  # fmt: skip
+
+
+def _write_files(
+    pipeline: Pipeline[C, W],
+    config: C,
+    resources: RunResources,
+    result: RunResult,
+    record: PipelineRecord,
+    stored: StoredRun | None,
+) -> W:
+    """The finished run's files, written into `config.out`; a resume that writes them into
+    another folder than the stored one records that folder with the run.
+
+    Raises:
+        FilesNotWrittenError: they could not be written; the stored run is then marked
+            `failed` (not `completed`), the reason its stop reason.
+    """
+    from kimmy_swarm.swarm.store import RunStore
+
+    try:
+        files = pipeline.write_outputs(resources, result, config.out, config=config)
+    except OSError as exc:
+        why = f"its files could not be written into {config.out}: {exc}"
+        if config.runs_dir is None:
+            raise FilesNotWrittenError(f"run {result.run_id} finished, but {why}") from exc
+        with RunStore(config.runs_dir) as store:
+            store.amend_run(result.run_id, failed=why)
+        raise FilesNotWrittenError(
+            f"run {result.run_id} finished, but {why}; it is stored as failed: "
+            f"`kimmy resume {result.run_id} --out DIR` writes them"
+        ) from exc
+    out = record.model_dump(mode="json")["settings"].get("out")
+    if (
+        stored is not None
+        and config.runs_dir is not None
+        and stored_settings(stored.settings).get("out") != out
+    ):
+        kept = stored.settings[PIPELINE_KEY]
+        moved = {**kept, "settings": {**kept["settings"], "out": out}}
+        with RunStore(config.runs_dir) as store:
+            store.amend_run(result.run_id, settings={**stored.settings, PIPELINE_KEY: moved})
+    return files
 
 
 def _check_roles(swarm: Swarm, stored: StoredRun) -> None:

@@ -1,7 +1,9 @@
-"""`RoleConcurrency`: an event sink that measures how many sub-agents of each role ran at once.
+"""`RoleConcurrency`: an event sink that measures how many sub-agents of each role ran at once;
+`SpawnRefusals`: one that keeps the spawns the swarm refused.
 
-The pipelines print it ("14 data_analyst sub-agents in flight at peak") so a user can see
-the swarm really ran in parallel; the figure comes from the run's own events.
+The pipelines print them ("14 data_analyst sub-agents in flight at peak"; "the sub-agent
+limit refused 5 spawns") so a user can see the swarm really ran in parallel, and why a run
+stopped short; the figures come from the run's own events.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 
 from kimmy_swarm.swarm.event_fold import EventFold
-from kimmy_swarm.swarm.events import SubtaskFinished, SubtaskStarted
+from kimmy_swarm.swarm.events import SpawnRefused, SubtaskFinished, SubtaskStarted
 
 
 class RoleConcurrency(EventFold):
@@ -35,4 +37,15 @@ class RoleConcurrency(EventFold):
             self.running[role] -= 1
 
 
-__all__ = ["RoleConcurrency"]
+class SpawnRefusals(EventFold):
+    """The messages of the spawns the swarm refused (cycle, depth, the sub-agent limit), in
+    order (a parent that asks again is refused again: each refusal counts)."""
+
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+
+    def on_spawn_refused(self, event: SpawnRefused) -> None:
+        self.messages.append(event.error.message)
+
+
+__all__ = ["RoleConcurrency", "SpawnRefusals"]

@@ -19,14 +19,14 @@ import importlib
 import os
 import sys
 from collections.abc import Iterator, MutableMapping
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 import typer.main
 from typer.core import TyperGroup
 
 from kimmy_swarm.cli.interrupts import Interrupted, interrupted_message
-from kimmy_swarm.cli.options import fail
+from kimmy_swarm.cli.options import HELP_OPTIONS, deprecated_options, fail
 from kimmy_swarm.swarm.errors import ModelError, SwarmError, UserError
 
 __all__ = ["COMMANDS", "KimmyGroup", "app", "main"]
@@ -63,7 +63,20 @@ _UsageError: type[Exception] = typer.BadParameter.__mro__[1]
 @functools.cache
 def _module_group(module: str) -> TyperGroup:
     """The click group of a command module's typer app (imports the module)."""
-    return typer.main.get_group(importlib.import_module(module).app)
+    group = typer.main.get_group(importlib.import_module(module).app)
+    _show_ranges(group)
+    return group
+
+
+def _show_ranges(command: Any) -> None:
+    """Add to each option's help the lower bound its check enforces (`options.at_least`),
+    so a user reads the rule before breaking it."""
+    for sub in getattr(command, "commands", {}).values():
+        _show_ranges(sub)
+    for param in getattr(command, "params", ()):
+        low = getattr(param.callback, "low", None)
+        if low is not None and f"≥ {low}" not in (param.help or ""):
+            param.help = f"{(param.help or '').rstrip()} (≥ {low})".lstrip()
 
 
 class _CommandTable(MutableMapping[str, Any]):
@@ -118,11 +131,34 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    # click hands a group's help option names down to the contexts of its commands: set
+    # here, `-h` works on `kimmy` and on every command of the table
+    context_settings={"help_option_names": HELP_OPTIONS},
 )
 
 
+def _print_version(value: bool) -> None:
+    """`kimmy --version`: the installed distribution's version, from its metadata."""
+    if not value:
+        return
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        print(f"kimmy-swarm {version('kimmy-swarm')}")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        print("kimmy-swarm (version unknown: the package is not installed)")
+    raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
     # A typer app needs a callback (or commands of its own) to be a group.
     pass
 
@@ -145,6 +181,8 @@ def _error(message: str, code: int = 2) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `kimmy`: one line per user error, no tracebacks, set exit codes."""
+    for warning in deprecated_options(sys.argv[1:] if argv is None else argv):
+        print(warning, file=sys.stderr)
     try:
         code = app(args=argv, prog_name="kimmy", standalone_mode=False)
     except _UsageError as exc:

@@ -28,20 +28,27 @@ def telemetry_sinks(workflow: str) -> list[EventSink]:
 
 
 def run_work(
-    work: Callable[[Sequence[EventSink]], T], model: Any, json_lines: bool, *, workflow: str
+    work: Callable[[Sequence[EventSink]], T],
+    model: Any,
+    json_lines: bool,
+    *,
+    workflow: str,
+    stored: bool = True,
 ) -> T:
     """`work(sinks)` with the progress view (JSON lines with `json_lines`) and the spans of
     `telemetry_sinks(workflow)`; `model` (None for offline) is closed whatever happens.
+    `stored`: whether the work stores its run (what the message after Ctrl-C says).
 
     Raises:
         Interrupted: SIGINT or SIGTERM stopped it (finished work is stored).
     """
     import asyncio
 
-    from kimmy_swarm.cli.interrupts import stop_on_signals
+    from kimmy_swarm.cli.interrupts import NOT_STORED_HINT, RESUME_HINT, stop_on_signals
     from kimmy_swarm.swarm.progress import make_progress
 
-    with stop_on_signals():  # Ctrl-C exits 130, SIGTERM 143; finished work is stored
+    # Ctrl-C exits 130, SIGTERM 143; finished work is stored
+    with stop_on_signals(RESUME_HINT if stored else NOT_STORED_HINT):
         try:
             telemetry = telemetry_sinks(workflow)
             with make_progress(json=json_lines) as sink:

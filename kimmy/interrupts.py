@@ -8,6 +8,10 @@ asyncio's runner already turns a SIGINT into a cancel of the main task (whose cl
 runs: the run is stored as cancelled) followed by `KeyboardInterrupt`. `stop_on_signals`
 sends SIGTERM down that same path, and maps the `KeyboardInterrupt` to the exit code of the
 signal that caused it; `kimmy.app.main` prints the message and exits with it.
+
+Only a command that runs a run says how to continue (`RESUME_HINT`, or its own hint, as
+`kimmy demo` names each of its two runs); any other command stopped by Ctrl-C (`kimmy
+dashboard`, `kimmy serve`) just says it was interrupted.
 """
 
 from __future__ import annotations
@@ -18,7 +22,18 @@ import threading
 from collections.abc import Iterator
 from types import FrameType
 
-__all__ = ["Interrupted", "interrupted_message", "stop_on_signals"]
+__all__ = [
+    "NOT_STORED_HINT",
+    "RESUME_HINT",
+    "Interrupted",
+    "interrupted_message",
+    "stop_on_signals",
+]
+
+#: What the message after an interrupted stored run adds: how to continue it.
+RESUME_HINT = "finished work is stored: `kimmy resume latest` continues"
+#: What it adds for a run made with `--no-store`.
+NOT_STORED_HINT = "the run was not stored (--no-store), so it cannot be resumed"
 
 
 class Interrupted(Exception):
@@ -27,18 +42,21 @@ class Interrupted(Exception):
     Attributes:
         signum: the signal.
         exit_code: 128 + signum, as a shell reports a process that signal ended.
+        hint: what the message adds after saying what stopped the command (how to go on).
     """
 
-    def __init__(self, signum: int) -> None:
-        super().__init__(interrupted_message(signum))
+    def __init__(self, signum: int, hint: str | None = RESUME_HINT) -> None:
+        super().__init__(interrupted_message(signum, hint))
         self.signum = signum
         self.exit_code = 128 + signum
+        self.hint = hint
 
 
-def interrupted_message(signum: int = signal.SIGINT) -> str:
-    """The one line printed on stderr when a command is stopped by `signum`."""
+def interrupted_message(signum: int = signal.SIGINT, hint: str | None = None) -> str:
+    """What is printed on stderr when a command is stopped by `signum`: one line, then
+    `hint` (how to continue; None for a command that ran no run)."""
     what = "interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"
-    return f"kimmy: {what}; finished work is stored: `kimmy resume latest` continues"
+    return f"kimmy: {what}" + (f"; {hint}" if hint else "")
 
 
 def _as_sigint(signum: int, frame: FrameType | None) -> None:
@@ -52,8 +70,11 @@ def _as_sigint(signum: int, frame: FrameType | None) -> None:
 
 
 @contextlib.contextmanager
-def stop_on_signals() -> Iterator[None]:
+def stop_on_signals(hint: str | None = RESUME_HINT) -> Iterator[None]:
     """Run the block so that SIGINT and SIGTERM both stop it the way Ctrl-C does.
+
+    Args:
+        hint: what the message says after "interrupted" (default: how to resume the run).
 
     Raises:
         Interrupted: a signal stopped the block (its cleanup has run).
@@ -71,6 +92,6 @@ def stop_on_signals() -> Iterator[None]:
     try:
         yield
     except KeyboardInterrupt:
-        raise Interrupted(received[0] if received else signal.SIGINT) from None
+        raise Interrupted(received[0] if received else signal.SIGINT, hint) from None
     finally:
         signal.signal(signal.SIGTERM, previous)

@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_RUNS_DIR",
+    "GROUP_HELP",
+    "HELP_OPTIONS",
+    "RENAMED_OPTIONS",
     "ApiKey",
     "ApprovalTimeout",
     "ApproveSpawnsOver",
@@ -36,29 +39,38 @@ __all__ = [
     "ContextTokens",
     "Json",
     "Local",
+    "MaxConcurrency",
+    "MaxSubagents",
     "McpConfigFile",
     "ModelName",
     "NativeTools",
     "OnApprovalTimeout",
     "OnTimeout",
+    "OutDir",
     "Probe",
+    "ResumeOutDir",
+    "RunArg",
     "RunsDir",
     "Stream",
     "StructuredOutput",
     "approval_policy",
     "at_least",
     "command_group",
+    "deprecated_options",
     "fail",
     "int_option",
     "key_from_file",
     "model_client",
     "model_endpoint",
     "positive_seconds",
+    "say_unused_model_flags",
     "stored_base_url",
 ]
 
 #: Where runs are stored unless `--runs-dir` / `KIMMY_RUNS_DIR` say otherwise.
 DEFAULT_RUNS_DIR = Path(".kimmy/runs")
+#: The flags that print a command's help: `kimmy -h`, `kimmy run -h` as well as `--help`.
+HELP_OPTIONS = ["-h", "--help"]
 
 RunsDir = Annotated[
     Path,
@@ -66,6 +78,23 @@ RunsDir = Annotated[
         "--runs-dir",
         envvar="KIMMY_RUNS_DIR",
         help="Where runs are stored (SQLite).",
+        file_okay=False,
+    ),
+]
+#: A command's output folder: checked and created before the run, held by that run alone
+#: while it writes (`kimmy.out_dir.hold_out`).
+OutDir = Annotated[
+    Path,
+    typer.Option(
+        "--out", help="Output folder (created; one run at a time writes into it).", file_okay=False
+    ),
+]
+ResumeOutDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--out",
+        help="Write the resumed run's files into this folder (stored with the run from "
+        "then on) [default: the run's own --out].",
         file_okay=False,
     ),
 ]
@@ -182,6 +211,37 @@ Probe = Annotated[
 ]
 
 
+#: The argument naming a stored run (every command that takes one).
+RunArg = Annotated[str, typer.Argument(metavar="RUN", help="Run id, unique prefix, or 'latest'.")]
+#: `-k`: the rollouts of one task sampled together (rollouts, train parl).
+GROUP_HELP = "Rollouts per task: GRPO's group."
+
+#: Options renamed so that one name means one thing everywhere, by command: old → new. The
+#: old name still works for one release, with a warning (`deprecated_options`).
+RENAMED_OPTIONS: dict[str, dict[str, str]] = {
+    "run": {"--max-tokens": "--token-budget"},
+    "rollouts": {"--out": "--jsonl"},
+    "train parl": {"--model": "--checkpoint", "--width": "--docs-per-task"},
+}
+
+
+def deprecated_options(argv: list[str]) -> list[str]:
+    """A warning for each renamed option `argv` uses by its old name."""
+    words = [a for a in argv if not a.startswith("-")]
+    for size in (2, 1):
+        command = " ".join(words[:size])
+        if command in RENAMED_OPTIONS:
+            break
+    else:
+        return []
+    used = {a.split("=", 1)[0] for a in argv if a.startswith("--")}
+    return [
+        f"kimmy {command}: {old} is now {new}; the old name goes in the next release"
+        for old, new in RENAMED_OPTIONS[command].items()
+        if old in used
+    ]
+
+
 def at_least(low: int) -> Callable[[int | None], int | None]:
     """A flag check whose message names the bad value and what is allowed."""
 
@@ -190,7 +250,22 @@ def at_least(low: int) -> Callable[[int | None], int | None]:
             raise typer.BadParameter(f"must be an integer ≥ {low}, got {value}")
         return value
 
+    check.low = low  # type: ignore[attr-defined]  # the help shows it (a test checks)
     return check
+
+
+MaxSubagents = Annotated[
+    int | None,
+    typer.Option(
+        "--max-subagents",
+        callback=at_least(1),
+        help="Most sub-agents the run may create, spawned ones included.",
+    ),
+]
+MaxConcurrency = Annotated[
+    int | None,
+    typer.Option("--max-concurrency", callback=at_least(1), help="Most sub-agents in flight."),
+]
 
 
 # --- approvals (`swarm.approvals`): the flags of the commands that start runs ----------
@@ -286,6 +361,7 @@ def command_group() -> typer.Typer:
         add_completion=False,
         pretty_exceptions_enable=False,
         rich_markup_mode=None,
+        context_settings={"help_option_names": HELP_OPTIONS},
     )
 
 
@@ -307,6 +383,18 @@ def stored_base_url(stored: str | None) -> str | None:
         f"the run's base URL {stored} had credentials, which are not stored; "
         "pass --base-url with them again (or set KIMMY_BASE_URL)"
     )
+
+
+def say_unused_model_flags(flags: Mapping[str, Any]) -> None:
+    """Say, on stderr, which of the model's flags were given to a run that has no model
+    (they would do nothing, silently)."""
+    given = [flag for flag, value in flags.items() if value is not None]
+    if given:
+        print(
+            f"kimmy: no model is given, so {', '.join(given)} do nothing (the roles run their "
+            "offline procedures); give --local MODEL or --base-url/--model for them to apply",
+            file=sys.stderr,
+        )
 
 
 def model_endpoint(
@@ -424,6 +512,12 @@ def model_client(
         max_tokens=max_tokens, capabilities=capabilities,
     )  # fmt: skip
     if endpoint is None:
+        say_unused_model_flags({
+            "--api-key": api_key, "--context-tokens": context_tokens,
+            "--max-answer-tokens": max_tokens, "--call-timeout": call_timeout,
+            "--structured-output": (honours or {}).get("structured_output"),
+            "--tools/--no-tools": (honours or {}).get("tools"),
+        })  # fmt: skip
         return None
     given = {name: value for name, value in (honours or {}).items() if value is not None}
     client = _connect(endpoint, base_url, api_key, given, probe, pool, call_timeout)

@@ -79,8 +79,8 @@ def _report(console: Console, result: RunResult) -> None:
         "roles: " + ", ".join(f"{role} {done[role]}/{n}" for role, n in roles.most_common(10))
     )
     console.print(f"usage: {_usage_line(result.usage)}")
-    if result.started_at and result.finished_at:
-        console.print(f"wall time: {result.finished_at - result.started_at:.2f}s")
+    if result.wall_s is not None:  # the figure `kimmy swarm` and `kimmy rewards` print
+        console.print(f"wall time: {result.wall_s:.2f} s")
     for line in _failures(results):
         console.print(f"[red]failed[/] {line}", markup=True, highlight=False)
     for line in _fallbacks(results):
@@ -159,7 +159,12 @@ def _stored_result(store: RunStore, run_id: str) -> RunResult:
     for st in stored.plan.subtasks:
         results.setdefault(st.id, SubtaskResult(id=st.id, role=st.role, status="pending"))
     usage = Usage.total(r.usage for r in results.values())
-    finished = [r.timings.finished_at for r in results.values() if r.timings.finished_at]
+    started_at, finished_at = _run_span(store, stored.run_id)
+    if started_at is None:  # no run_started event: when the run was stored
+        started_at = stored.created_at
+    if finished_at is None:  # never finished (stopped hard): its last sub-agent's end
+        ends = [r.timings.finished_at for r in results.values() if r.timings.finished_at]
+        finished_at = max(ends, default=None)
     return RunResult(
         run_id=stored.run_id,
         goal=stored.plan.goal,
@@ -167,9 +172,21 @@ def _stored_result(store: RunStore, run_id: str) -> RunResult:
         stop_reason=stored.stop_reason,
         results=results,
         usage=usage,
-        started_at=stored.created_at,
-        finished_at=max(finished, default=None),
+        started_at=started_at,
+        finished_at=finished_at,
     )
+
+
+def _run_span(store: RunStore, run_id: str) -> tuple[float | None, float | None]:
+    """The run's first `run_started` and last `run_finished` instants: the ends of its wall
+    time (`RunResult.wall_s`), as `kimmy rewards` reads them too."""
+    started = next(
+        (e.ts for e in store.events_mentioning(run_id, '"run_started"') if e.type == "run_started"),
+        None,
+    )
+    ends = [e.ts for e in store.events_mentioning(run_id, '"run_finished"')
+            if e.type == "run_finished"]  # fmt: skip
+    return started, max(ends, default=None)
 
 
 def show_run(

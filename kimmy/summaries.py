@@ -11,9 +11,16 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from kimmy_swarm.agents.analysis import AnalysisOutcome
+    from kimmy_swarm.agents.orchestrator import SolveOutcome
     from kimmy_swarm.agents.review import ReviewOutcome
 
-__all__ = ["print_analysis", "print_review", "say"]
+__all__ = ["print_analysis", "print_review", "say", "solve_notes"]
+
+#: Said when the offline rules planned a `kimmy swarm` run (no model read the goal).
+PLANNED_OFFLINE = (
+    "planned offline (no model given): the goal was read by rules; give --local or "
+    "--base-url/--model for a model to plan"
+)
 
 
 class _Run(Protocol):
@@ -63,7 +70,7 @@ def print_review(outcome: ReviewOutcome, json_lines: bool = False, *, stored: bo
     say(
         f"review: {outcome.documents} documents ({len(outcome.skipped)} skipped), "
         f"{outcome.relevant} relevant, {outcome.themes} themes, {outcome.subagents} sub-agents "
-        f"({outcome.peak_researchers} researchers at peak), {outcome.duration_s:.1f} s",
+        f"({outcome.peak_researchers} researchers at peak), {outcome.duration_s:.2f} s wall time",
         json_lines,
     )
     say(
@@ -87,7 +94,7 @@ def print_analysis(
     """The summary lines of an analysis run."""
     say(
         f"analysis: {outcome.analyses} analyses ({outcome.peak_analysts} in flight at peak), "
-        f"{outcome.duration_s:.1f} s",
+        f"{outcome.duration_s:.2f} s wall time",
         json_lines,
     )
     say(
@@ -102,3 +109,39 @@ def print_analysis(
     for name, path in outcome.paths.items():
         say(f"  {name:<15} {path}", json_lines)
     _say_run(outcome, json_lines, stored)
+    _say_answers(outcome.answers, json_lines)
+
+
+#: Answers `kimmy analyze` prints at most (report.md has them all).
+MAX_ANSWERS = 20
+
+
+def _say_answers(answers: list[tuple[str, str, str]], json_lines: bool) -> None:
+    """Each (dataset, question)'s answer in one line, as report.md gives it first."""
+    for dataset, question, answer in answers[:MAX_ANSWERS]:
+        say(f"answer [{dataset}] {question}: {answer}", json_lines)
+    if len(answers) > MAX_ANSWERS:
+        say(f"… and {len(answers) - MAX_ANSWERS} more answers in report.md", json_lines)
+
+
+def solve_notes(outcome: SolveOutcome) -> list[str]:
+    """What `kimmy swarm` says beside its counts: how the run was planned, and why it stopped
+    short when the swarm refused the orchestrator's spawns (the sub-agent limit names its
+    flag: raising it is the cure)."""
+    notes = [PLANNED_OFFLINE] if outcome.planned_by_rules is not None else []
+    if not outcome.refused:
+        return notes
+    lead = "stopped" if outcome.status != "completed" else "note"
+    limited = sum("max_subagents" in m for m in outcome.refused)
+    if limited:
+        notes.append(
+            f"{lead}: the sub-agent limit (--max-subagents {outcome.max_subagents}) refused "
+            f"{limited} spawn{'s' if limited != 1 else ''}; raise it"
+        )
+    other = [m for m in outcome.refused if "max_subagents" not in m]
+    if other:
+        notes.append(
+            f"{lead}: the swarm refused {len(other)} spawn{'s' if len(other) != 1 else ''}: "
+            f"{' '.join(other[0].split())[:160]}"
+        )
+    return notes

@@ -42,6 +42,11 @@ def read_task(path: Path) -> dict[str, Any]:
     Raises:
         TaskFileError: the file is missing or not a JSON object.
     """
+    if path.is_dir():
+        raise TaskFileError(
+            f"task file {str(path)!r} is a folder; expected a JSON file (an object with "
+            "'pipeline' (review | analysis) or 'plan')"
+        )
     if not path.is_file():
         raise TaskFileError(f"task file {str(path)!r} does not exist (expected a JSON file)")
     try:

@@ -12,6 +12,7 @@ families, and the store.
     │                      after the repair turn (`ModelBehaviourError`)
     ├── LimitError         a budget, timeout, step or spawn limit was reached
     └── StoreError         the run store could not write
+        └── FilesNotWrittenError  nor could a finished run's files (its output folder)
 
 Whether the scheduler retries a failed attempt is decided by type (`is_retryable`): the
 classes whose `retryable` is true (`RetryableModelError`, `SubtaskTimeoutError`, a remote
@@ -58,6 +59,21 @@ class RunNotFoundError(UserError):
         hint = f"; known runs: {', '.join(known[:5])}" if known else "; `kimmy runs` lists them"
         super().__init__(f"no run with id {run_id!r}{hint}")
         self.run_id = run_id
+
+
+class AmbiguousRunIdError(RunNotFoundError):
+    """A run id prefix matches more than one stored run; `matches` lists them, newest first."""
+
+    def __init__(self, run_id: str, matches: Sequence[str], *, shown: int = 5) -> None:
+        more = f", … ({len(matches) - shown} more)" if len(matches) > shown else ""
+        UserError.__init__(
+            self,
+            f"run id prefix {run_id!r} is ambiguous: it matches {len(matches)} runs "
+            f"({', '.join(matches[:shown])}{more}); give more of the id, or `latest` for "
+            "the newest run",
+        )
+        self.run_id = run_id
+        self.matches: tuple[str, ...] = tuple(matches)
 
 
 class PlanValidationError(UserError):
@@ -204,6 +220,12 @@ class StoreError(SwarmError):
     """The run store could not write: the run stops, and nothing unstored was acknowledged."""
 
 
+class FilesNotWrittenError(StoreError):
+    """A finished run's files could not be written into its output folder (the disk is
+    full, the folder was removed or made read-only): the run is stored as `failed`, not
+    `completed`, and a resume writes them."""
+
+
 # --- unusable outputs ------------------------------------------------------------------
 
 
@@ -252,12 +274,14 @@ def validation_problems(
 
 
 __all__ = [
+    "AmbiguousRunIdError",
     "BudgetExceededError",
     "ConfigError",
     "ContextOverflowError",
     "CycleError",
     "DuplicateIdError",
     "EmptyPlanError",
+    "FilesNotWrittenError",
     "LimitError",
     "ModelBehaviourError",
     "ModelConnectionError",

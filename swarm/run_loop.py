@@ -169,6 +169,7 @@ class RunLoop:
             self.state.stop_reason = "run ended"
 
     async def _execute(self, *, resumed: bool, settings: dict[str, Any]) -> RunResult:
+        self.started_at = time.time()  # the instant of `run_started` (`RunResult.wall_s`)
         self.emit(
             ev.RunStarted,
             goal=self.plan.goal,
@@ -235,6 +236,7 @@ class RunLoop:
         status = self.final_status or (
             RunStatus.COMPLETED if counts.get("done", 0) == len(results) else RunStatus.PARTIAL
         )
+        finished_at = time.time()  # the instant of `run_finished`, before the store's writes
         self.emit(
             ev.RunFinished,
             status=status,
@@ -253,7 +255,7 @@ class RunLoop:
                 "results": results,
                 "usage": usage,
                 "started_at": self.started_at,
-                "finished_at": time.time(),
+                "finished_at": finished_at,
             },
         )
 

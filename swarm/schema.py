@@ -190,6 +190,14 @@ class SubtaskResult(_Frozen):
     attempts: int = 0
 
 
+def wall_time_s(started_at: float | None, finished_at: float | None) -> float | None:
+    """A run's wall time: from its `run_started` to its `run_finished` (None: either is
+    unknown). The one definition: `RunResult.wall_s`, `kimmy show`, `kimmy rewards`."""
+    if started_at is None or finished_at is None:
+        return None
+    return max(0.0, finished_at - started_at)
+
+
 class RunResult(_Frozen):
     """Everything a finished (or stopped) run produced."""
 
@@ -199,8 +207,16 @@ class RunResult(_Frozen):
     stop_reason: str | None = None
     results: dict[str, SubtaskResult] = Field(default_factory=dict)
     usage: Usage = Field(default_factory=Usage)
+    #: When the run started and ended (its `run_started` and `run_finished` events; a
+    #: stored run: its first start and last end, `kimmy show` and `kimmy rewards`).
     started_at: float | None = None
     finished_at: float | None = None
+
+    @property
+    def wall_s(self) -> float | None:
+        """The run's wall time, `finished_at - started_at` (None: not both known): the one
+        figure `kimmy swarm`/`analyze`/`review`, `kimmy show` and `kimmy rewards` print."""
+        return wall_time_s(self.started_at, self.finished_at)
 
     @property
     def ok(self) -> bool:
@@ -231,4 +247,5 @@ __all__ = [
     "SubtaskStatus",
     "Timings",
     "Usage",
+    "wall_time_s",
 ]

@@ -26,7 +26,7 @@ from typing import Any
 from kimmy_swarm.swarm import events as ev
 from kimmy_swarm.swarm._store_schema import SCHEMA, UPSERT_RESULT, RunSummary, StoredRun
 from kimmy_swarm.swarm.approval_records import Approval, ApprovalError, Decision
-from kimmy_swarm.swarm.errors import ConfigError, RunNotFoundError
+from kimmy_swarm.swarm.errors import AmbiguousRunIdError, ConfigError, RunNotFoundError
 from kimmy_swarm.swarm.schema import Plan, RunStatus, Subtask, SubtaskResult
 
 DB_NAME = "kimmy.db"
@@ -234,6 +234,34 @@ class RunStore:
             if attempts:
                 db.executemany("INSERT INTO attempts VALUES (?, ?, ?, ?, ?)", attempts)
 
+    def amend_run(
+        self,
+        run_id: str,
+        *,
+        failed: str | None = None,
+        settings: dict[str, Any] | None = None,
+    ) -> None:
+        """Change a finished run's row after its session, from what happened after it: it
+        `failed` (the reason, stored as its stop reason: e.g. its files could not be
+        written, so it is not `completed`), or its `settings` changed (e.g. its files went
+        to another folder). Its events are left as they were.
+
+        Raises:
+            RunNotFoundError: no such run.
+        """
+        sets: dict[str, Any] = {"updated_at": time.time()}
+        if failed is not None:
+            sets |= {"status": RunStatus.FAILED.value, "stop_reason": failed}
+        if settings is not None:
+            sets["settings"] = json.dumps(settings)
+        with self._tx() as db:
+            changed = db.execute(
+                f"UPDATE runs SET {', '.join(f'{k} = ?' for k in sets)} WHERE run_id = ?",
+                (*sets.values(), run_id),
+            ).rowcount
+        if not changed:
+            raise RunNotFoundError(run_id)
+
     @staticmethod
     def _check_seqs(db: sqlite3.Connection, run_id: str, events: Sequence[Any]) -> None:
         """A batch is contiguous and comes after every stored seq: no seq is used twice.
@@ -372,7 +400,12 @@ class RunStore:
         ]
 
     def resolve(self, run_id: str) -> str:
-        """The full id of a run given its id or a unique prefix (`latest` = newest)."""
+        """The full id of a run given its id or a unique prefix (`latest` = newest).
+
+        Raises:
+            AmbiguousRunIdError: the prefix matches several runs (they are named).
+            RunNotFoundError: no run has this id or prefix.
+        """
         ids = self.run_ids()
         if run_id == "latest" and ids:
             return ids[0]
@@ -381,7 +414,9 @@ class RunStore:
         matches = [i for i in ids if i.startswith(run_id)] if run_id else []
         if len(matches) == 1:
             return matches[0]
-        raise RunNotFoundError(run_id, matches or ids)
+        if matches:
+            raise AmbiguousRunIdError(run_id, matches)
+        raise RunNotFoundError(run_id, ids)
 
     def load_run(self, run_id: str) -> StoredRun:
         """The stored plan (spawned subtasks included), settings and committed results."""

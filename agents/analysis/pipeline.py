@@ -31,8 +31,13 @@ from kimmy_swarm.agents.analysis.config import AnalysisConfig, AnalysisSettings
 from kimmy_swarm.agents.analysis.digest import analysis_digest, run_problems
 from kimmy_swarm.agents.analysis.grader import AnalysisGrader
 from kimmy_swarm.agents.analysis.outputs import finding_records, write_jsonl
-from kimmy_swarm.agents.analysis.planning import PLANNER, AnalysisRules, initial_plan
-from kimmy_swarm.agents.analysis.report_text import intro_text, render_markdown
+from kimmy_swarm.agents.analysis.planning import (
+    PLANNER,
+    AnalysisRules,
+    goal_questions,
+    initial_plan,
+)
+from kimmy_swarm.agents.analysis.report_text import entry_answer, intro_text, render_markdown
 from kimmy_swarm.agents.analysis.roles import analysis_roles
 from kimmy_swarm.agents.analysis.schemas import REPORT_ID, SUMMARIZE_ID, is_check_id
 from kimmy_swarm.agents.analysis.tools import build_toolbox
@@ -94,6 +99,9 @@ class AnalysisOutcome:
     #: How many sub-agents' outputs each maker made: `model`, `offline`, `offline_fallback`
     #: (`agents.fallback.made_by_counts`).
     made_by: dict[str, int] = field(default_factory=dict)
+    #: Per (dataset, question), in plan order: (dataset, question, the answer in one line as
+    #: report.md gives it first; `report_text.entry_answer`).
+    answers: list[tuple[str, str, str]] = field(default_factory=list)
 
     @property
     def pass_rate(self) -> float:
@@ -136,6 +144,19 @@ class DatasetLoadError(UserError):
         n = len(self.errors)
         super().__init__(f"{n} dataset{'s' if n != 1 else ''} could not be loaded, nothing was "
                          f"analysed: {reasons}")  # fmt: skip
+
+
+def load_all(specs: Sequence[str], *, root: Path, executor: Executor) -> dict[str, Dataset]:
+    """Every dataset `specs` names, by spec: the one check of a run's datasets (a run of
+    its own and one the orchestrator plans refuse the same input the same way).
+
+    Raises:
+        DatasetLoadError: any of them could not be loaded (bad input: nothing ran yet).
+    """
+    datasets, errors = load_datasets(specs, root=root, executor=executor)
+    if errors:
+        raise DatasetLoadError(errors)
+    return datasets
 
 
 def sandbox_for(board: AnalysisBoard) -> Any:
@@ -245,11 +266,9 @@ class AnalysisPipeline(Pipeline[AnalysisConfig, PipelineFiles]):
     def load(self, config: AnalysisConfig, executor: Executor) -> RunResources:
         out = config.out.expanduser().resolve()
         root = (config.root or Path.cwd()).expanduser().resolve()
-        datasets, errors = load_datasets(config.datasets, root=root, executor=executor)
-        if errors:  # bad input: refused before anything runs or is written
-            raise DatasetLoadError(errors)
+        datasets = load_all(config.datasets, root=root, executor=executor)
         out.mkdir(parents=True, exist_ok=True)
-        board = AnalysisBoard(datasets, out_dir=out, load_errors=errors)
+        board = AnalysisBoard(datasets, out_dir=out)
         sandbox = sandbox_for(board) if config.model is not None else None
         return RunResources(
             tools=build_toolbox(board, sandbox),
@@ -261,8 +280,8 @@ class AnalysisPipeline(Pipeline[AnalysisConfig, PipelineFiles]):
         if not inputs.datasets:
             return
         root = (inputs.root or Path.cwd()).expanduser().resolve()
-        found, errors = load_datasets(inputs.datasets, root=root, executor=executor)
-        board = AnalysisBoard(found, out_dir=inputs.out / self.name, load_errors=errors)
+        found = load_all(inputs.datasets, root=root, executor=executor)  # as `kimmy analyze`
+        board = AnalysisBoard(found, out_dir=inputs.out / self.name)
         board.out_dir.mkdir(parents=True, exist_ok=True)
         resources.add_tools(build_toolbox(board, sandbox_for(board) if inputs.python else None))
         resources.datasets = tuple(board.datasets)
@@ -315,7 +334,7 @@ class AnalysisPipeline(Pipeline[AnalysisConfig, PipelineFiles]):
                 "offline, a run plans either a review (--corpus) or an analysis (--data), not "
                 "both; give a model to combine them"
             )
-        return AnalysisRules(loaded.specs)
+        return AnalysisRules(loaded.specs, goal_questions(goal))  # a question: the goal's
 
     def grader(self, traj: Trajectory) -> PipelineGrader | None:
         grader = AnalysisGrader()
@@ -346,10 +365,11 @@ def _outcome(run: PipelineRun[AnalysisConfig, PipelineFiles]) -> AnalysisOutcome
         unverifiable=verdicts.count("unverifiable"),
         peak_analysts=run.peak["data_analyst"],
         problems=problems,
-        duration_s=run.duration_s,
+        duration_s=run.wall_s,
         fallbacks=fallbacks(result.outputs),
         subagents=len(result.results),
         made_by=made_by_counts(result.outputs),
+        answers=[(e.dataset, e.question, entry_answer(e)) for e in analysis_digest(board).analyses],
     )
 
 
@@ -401,6 +421,7 @@ __all__ = [
     "AnalysisPipeline",
     "DatasetLoadError",
     "install_analysis_roles",
+    "load_all",
     "load_datasets",
     "resume_analysis",
     "run_analysis",

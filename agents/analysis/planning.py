@@ -21,6 +21,19 @@ if TYPE_CHECKING:
 
 #: The role of the analysis's planner (subtask `plan`).
 PLANNER = "planner"
+#: First words that make a goal without a question mark a question ("Which factors …").
+_ASKING = frozenset(
+    {"what", "which", "how", "why", "who", "when", "where", "does", "do", "is", "are", "can"}
+)
+
+
+def goal_questions(goal: str) -> tuple[str, ...]:
+    """The questions an orchestrated analysis asks of its datasets: the goal itself when it is
+    a question ("What drives employment?"; ends with "?" or starts "what", "which", …), else
+    none (the general question: profile and the designated target's model)."""
+    text = " ".join(goal.split())
+    first = text.split(" ", 1)[0].lower() if text else ""
+    return (text,) if text.endswith("?") or first in _ASKING else ()
 
 
 def initial_plan(config: AnalysisConfig) -> Plan:
@@ -70,4 +83,4 @@ class AnalysisRules:
         return [("finish", {"answer": answer or "The analysis produced no summary."})]
 
 
-__all__ = ["PLANNER", "AnalysisRules", "initial_plan"]
+__all__ = ["PLANNER", "AnalysisRules", "goal_questions", "initial_plan"]

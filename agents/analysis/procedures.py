@@ -124,6 +124,12 @@ def _target_for(
 
 def _unanswered_reason(d: _Draft, prof: dict[str, Any]) -> str:
     cols = ", ".join(prof["column_names"][:30])
+    if (d.asked or {}).get("outcome"):
+        return (
+            f"the question asks about the outcome in general terms, but {d.dataset} designates "
+            f"no numeric target column (columns: {cols}); name the column to model; reported "
+            "the profile of the data only"
+        )
     elsewhere = (d.asked or {}).get("applies_to") or []
     if elsewhere:
         return (
@@ -216,8 +222,12 @@ def _result(d: _Draft, prof: dict[str, Any], **fields: Any) -> DatasetAnalysis:
     )
 
 
-def _summary(fit: dict[str, Any] | None, pairs: list[dict[str, Any]], prof: dict[str, Any]) -> str:
-    parts = [f"{prof['rows']} rows, {prof['columns']} columns"]
+def _summary(
+    d: _Draft, fit: dict[str, Any] | None, pairs: list[dict[str, Any]], prof: dict[str, Any]
+) -> str:
+    """How the question was read (where no column name said it), shape, model, top pair."""
+    readings = (d.asked or {}).get("readings") or []
+    parts = [*readings, f"{prof['rows']} rows, {prof['columns']} columns"]
     if fit is not None:
         parts.append(fit_summary(fit))
     if pairs:
@@ -260,7 +270,7 @@ def analyze_dataset(run: Attempt) -> DatasetAnalysis:
         fields.update(answered=False, reason="; ".join(d.problems) or "no grouped comparison")
     elif d.problems:
         fields["reason"] = "; ".join(d.problems)
-    return _result(d, prof, summary=_summary(fit, pairs, prof), **fields)
+    return _result(d, prof, summary=_summary(d, fit, pairs, prof), **fields)
 
 
 # --- fact-checker ------------------------------------------------------------------------

@@ -15,8 +15,14 @@ Rules, in order:
   "between X", "per X", "each X"): a group word means the categorical target; else a
   group word or a class name ("malignant") anywhere; the group column must take
   2..`MAX_GROUPS` values;
+- else a question word the name does not account for, or its simple stem ("employment",
+  "employed" → "employ"), that appears in a column's description from the dataset's own
+  metadata names that column, scored below any name match ("What drives employment?" on
+  longley: TOTEMP, "Total Employment");
 - the values compared are the numeric columns named best (ties kept), the group excluded;
-  a question with a group but no value (only "species" on wine) names no value to compare.
+  a question with a group but no value (only "species" on wine) names no value to compare;
+- a question that names nothing but asks about the outcome in general terms ("What drives
+  the outcome?", "What predicts the target?") is about the designated target.
 """
 
 from __future__ import annotations
@@ -36,9 +42,11 @@ __all__ = [
     "GROUP_WORDS",
     "Comparison",
     "QuestionColumns",
+    "asks_for_outcome",
     "match_question",
     "named_columns",
     "question_words",
+    "stem",
 ]
 
 Comparison = Literal["highest", "lowest", "differ"]
@@ -117,6 +125,26 @@ _FILLER = frozenset({"the", "a", "an", "each", "every", "different", "two", "thr
 _NOISE = frozenset({"of", "the", "a", "an", "and", "in", "on", "at", "to", "per", "cm", "mm",
                     "m", "kg", "g", "s", "pct", "percent", "mean", "average"})  # fmt: skip
 _KEEP = ("ss", "us", "is", "species", "series")
+# A description match scores at most this, below any match by name (0.5 or more).
+_DESCRIBED = 0.45
+# Words that ask about the outcome in general terms ("what drives the outcome?").
+_OUTCOME = frozenset({"outcome", "target", "response", "dependent", "drive", "driver",
+                      "predict", "predictor", "explain", "determine", "determinant",
+                      "influence", "affect", "cause", "factor"})  # fmt: skip
+# Question words that say nothing about which column is meant (never read in descriptions:
+# "total", "number" and "rate" qualify a quantity, they do not name one).
+_GENERIC = _OUTCOME | _NOISE | _FILLER | _CUES | _HIGH | _LOW | GROUP_WORDS | frozenset(
+    {
+        "what", "who", "whom", "how", "why", "when", "where", "doe", "do", "did", "is",
+        "are", "was", "were", "be", "been", "has", "have", "had", "can", "could", "would",
+        "should", "will", "may", "might", "for", "or", "with", "from", "about", "it", "this",
+        "that", "these", "those", "there", "their", "they", "we", "you", "me", "my", "our",
+        "data", "dataset", "column", "variable", "value", "much", "many", "relate",
+        "relation", "relationship", "effect", "impact", "total", "number", "rate", "level",
+        "share", "amount", "size", "count", "index", "measure", "percentage", "proportion",
+    }
+)  # fmt: skip
+_STEM_SUFFIXES = ("ment", "ing", "ed", "ee", "er")
 
 
 def _singular(word: str) -> str:
@@ -132,6 +160,33 @@ def _singular(word: str) -> str:
 def question_words(text: str) -> list[str]:
     """The words of a text, lower-cased, plurals folded ("sepals" → "sepal")."""
     return [_singular(w) for w in re.findall(r"[a-z0-9]+", text.lower())]
+
+
+def stem(word: str) -> str:
+    """A word's simple stem: plural folded, then one of -ment, -ing, -ed, -ee, -er cut when
+    four letters are left ("employment", "employed", "employees" → "employ")."""
+    folded = _singular(word.lower())
+    for suffix in _STEM_SUFFIXES:
+        if folded.endswith(suffix) and len(folded) - len(suffix) >= 4:
+            return folded[: -len(suffix)]
+    return folded
+
+
+def _content(text: str, skip: frozenset[str] | set[str] = frozenset()) -> dict[str, str]:
+    """The words of a text that can say what a column is: {stem: the word as written}."""
+    out: dict[str, str] = {}
+    for word in re.findall(r"[a-z0-9]+", text.lower()):
+        folded, root = _singular(word), stem(word)
+        if len(word) >= 3 and not {folded, root} & (_GENERIC | skip):
+            out.setdefault(root, word)
+    return out
+
+
+def asks_for_outcome(question: str) -> bool:
+    """Whether a question asks about the outcome in general terms and names nothing else
+    ("What drives the outcome?", "What predicts the target?"; not "What drives rainfall?")."""
+    said = any(w in _OUTCOME or stem(w) in _OUTCOME for w in question_words(question))
+    return said and not _content(question)
 
 
 def named_columns(question: str, columns: list[str]) -> list[str]:
@@ -155,12 +210,19 @@ class QuestionColumns:
         values: the numeric columns asked about (the group excluded), best match first.
         group: the column whose groups are compared (None: no grouped comparison).
         comparison: highest / lowest mean wanted, or whether the values differ at all.
+        readings: how the question was read where no column name said it, one sentence
+            per value column ("'employment' read as TOTEMP (Total Employment, from the
+            dataset's description)").
+        outcome: the question names no column but asks about the outcome in general
+            terms; `values` is then the designated target, if it is numeric.
     """
 
     named: list[str] = field(default_factory=list)
     values: list[str] = field(default_factory=list)
     group: str | None = None
     comparison: Comparison | None = None
+    readings: list[str] = field(default_factory=list)
+    outcome: bool = False
 
 
 def _scores(words: list[str], columns: list[str], question: str) -> dict[str, float]:
@@ -175,6 +237,34 @@ def _scores(words: list[str], columns: list[str], question: str) -> dict[str, fl
         if own and column not in scores and any(w in said for w in own) and hits * 2 >= len(own):
             scores[column] = hits / len(own)
     return scores
+
+
+def _described(
+    question: str,
+    scores: dict[str, float],
+    descriptions: Mapping[str, str],
+) -> dict[str, tuple[float, list[str]]]:
+    """Columns named through their descriptions: {column: (score, the words that named it)}.
+
+    Only words no name match accounts for count; the score is the share
+    of those words the description has, times `_DESCRIBED`.
+    """
+    used = {x for column in scores for x in question_words(column)}
+    asked = _content(question, skip=used)
+    out: dict[str, tuple[float, list[str]]] = {}
+    for column, text in descriptions.items():
+        if column in scores or not asked:
+            continue
+        described = _content(text)
+        said = [word for s, word in asked.items() if s in described]
+        if said:
+            out[column] = (_DESCRIBED * len(said) / len(asked), said)
+    return out
+
+
+def _reading(column: str, said: list[str], description: str) -> str:
+    words = " and ".join(f"'{w}'" for w in said)
+    return f"{words} read as {column} ({description}, from the dataset's description)"
 
 
 def _category(frame: pd.DataFrame, target: str | None) -> str | None:
@@ -232,19 +322,27 @@ def match_question(
     frame: pd.DataFrame,
     target: str | None,
     labels: Mapping[str, Mapping[str, str]] | None = None,
+    descriptions: Mapping[str, str] | None = None,
 ) -> QuestionColumns:
     """The columns `question` asks about in `frame`.
 
     Args:
         question: the question.
         frame: the table.
-        target: the designated target (what a group word such as "species" means).
+        target: the designated target (what a group word such as "species" means, and
+            what a question about the outcome in general terms is about).
         labels: class names of coded columns ({column: {code: name}}): a question that
             says one ("malignant") compares that column's groups.
+        descriptions: what each column measures ({column: text}, the dataset's metadata):
+            a question word in a description names that column, below any name match.
     """
     columns = [str(c) for c in frame.columns]
     words = question_words(question)
     scores = _scores(words, columns, question)
+    described = _described(question, scores, {
+        c: d for c, d in (descriptions or {}).items() if c in columns
+    })  # fmt: skip
+    scores.update({c: score for c, (score, _) in described.items()})
     order = {w: i for i, w in reversed(list(enumerate(words)))}
 
     def first_mention(column: str) -> int:
@@ -259,6 +357,17 @@ def match_question(
     candidates = [c for c in named if c in numeric and c != group]
     best = max((scores[c] for c in candidates), default=0.0)
     values = [c for c in candidates if scores[c] == best]
+    readings = [
+        _reading(c, described[c][1], (descriptions or {})[c]) for c in values if c in described
+    ]
+    outcome = not named and asks_for_outcome(question)
+    if outcome and target in numeric:  # the general question's choice: the designated target
+        named, values = [str(target)], [str(target)]
+        readings = [
+            f"the question asks about the outcome in general terms: read as {target}, "
+            "the dataset's designated target"
+        ]
     return QuestionColumns(
-        named=named, values=values, group=group, comparison=_comparison(words, group)
-    )
+        named=named, values=values, group=group, comparison=_comparison(words, group),
+        readings=readings, outcome=outcome,
+    )  # fmt: skip

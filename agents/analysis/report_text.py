@@ -21,6 +21,7 @@ __all__ = [
     "Section",
     "Tab",
     "cell",
+    "entry_answer",
     "entry_notes",
     "finding_sections",
     "fmt",
@@ -158,6 +159,20 @@ def entry_notes(entry: AnalysisEntry) -> list[str]:
         notes.append(f"Partial analysis: {entry.reason}")
     notes.extend(f"Problem: {p}" for p in entry.problems if p not in entry.reason)
     return notes
+
+
+def entry_answer(entry: AnalysisEntry) -> str:
+    """One analysis's answer in one line, as report.md gives it first: the direct answer to
+    the question (a grouped comparison), else the summary; or why there is none."""
+    if entry.status == "failed":
+        text = "failed: " + (entry.problems[0] if entry.problems else "nothing was reported")
+    elif not entry.applicable:
+        text = f"not applicable: {entry.reason}"
+    elif not entry.answered:
+        text = f"not answered: {entry.reason}"
+    else:
+        text = entry.interpretation.get("question") or entry.summary or "(no summary)"
+    return " ".join(text.split())
 
 
 _FIT_NAMES = {"r2": "R²", "pseudo_r2": "pseudo-R²"}

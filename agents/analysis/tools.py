@@ -79,10 +79,15 @@ def _data_tools(board: AnalysisBoard) -> list[Any]:
         }
 
     def dataset_profile(dataset: str) -> dict[str, Any]:
-        """Rows, columns, dtypes, numeric columns, missing cells and designated target."""
+        """Rows, columns, dtypes, numeric columns, missing cells, designated target, and what
+        each column measures where the dataset's metadata says (`descriptions`)."""
         ds = board.datasets.get(dataset)
         out = stats.profile(board.frame(dataset))
-        out.update(target=ds.target if ds else None, description=ds.description if ds else "")
+        out.update(
+            target=ds.target if ds else None,
+            description=ds.description if ds else "",
+            descriptions=dict(ds.descriptions) if ds else {},
+        )
         return out
 
     def missing_values(dataset: str) -> dict[str, int]:
@@ -108,24 +113,32 @@ def _data_tools(board: AnalysisBoard) -> list[Any]:
 
 def _model_tools(board: AnalysisBoard) -> list[Any]:
     def question_columns(dataset: str, question: str) -> dict[str, Any]:
-        """Which columns a question names (by name, word or synonym), the numeric target it
-        points to (None: no numeric one), the group column of a grouped comparison ("which
+        """Which columns a question names (by name, word, synonym or a word of a column's
+        description), the numeric target it points to (None: no numeric one; a question about
+        "the outcome" in general terms: the designated target), how it was read where no
+        column name said it (`readings`), the group column of a grouped comparison ("which
         species has the longest sepals") and the other loaded datasets it names columns of."""
         frame = board.frame(dataset)
         ds = board.datasets[dataset]
-        asked = match_question(question, frame, ds.target, ds.labels)
+        asked = match_question(question, frame, ds.target, ds.labels, ds.descriptions)
         target = None
         if asked.values:
             target = stats.pick_target(frame[asked.values], question, ds.target)
-        elsewhere = [
-            k for k, other in board.datasets.items()
-            if k != dataset
-            and match_question(question, other.frame, other.target, other.labels).values
-        ]  # fmt: skip
+        elsewhere = []
+        for k, other in board.datasets.items():
+            if k == dataset:
+                continue
+            there = match_question(
+                question, other.frame, other.target, other.labels, other.descriptions
+            )
+            if there.values and not there.outcome:  # "the outcome" is no column of theirs
+                elsewhere.append(k)
         return {
             "named": asked.named,
             "named_numeric": list(asked.values),
             "target": target,
+            "readings": asked.readings,
+            "outcome": asked.outcome,
             "group": asked.group,
             "comparison": asked.comparison,
             "applies_to": elsewhere,

@@ -191,11 +191,20 @@ class SolveOutcome:
     answer: str
     out_dir: Path
     paths: dict[str, Path]
+    #: Sub-agents the orchestrator started (the orchestrator itself not counted: the run
+    #: has `subagents + 1`, the figure `kimmy show` gives).
     subagents: int
     turns: int
     agents: dict[str, str]
+    #: The run's wall time (`RunResult.wall_s`).
     duration_s: float
     problems: list[str] = field(default_factory=list)
+    #: The messages of the spawns the swarm refused (the sub-agent limit, depth, a cycle).
+    refused: list[str] = field(default_factory=list)
+    #: The run's sub-agent limit (`SolveConfig.max_subagents`).
+    max_subagents: int = 1_000
+    #: Planned by the offline rules (no model): the pipeline whose rules planned it.
+    planned_by_rules: str | None = None
 
 
 @dataclass
@@ -356,6 +365,7 @@ def _outcome(run: PipelineRun[SolveConfig, SolveFiles]) -> SolveOutcome:
     result = run.result
     output = result.outputs.get(ORCHESTRATOR_ID)
     parsed = OrchestratorOutput.model_validate(output) if isinstance(output, dict) else None
+    rules = _state(run.resources).pipeline  # offline: the pipeline whose rules planned it
     return SolveOutcome(
         run_id=result.run_id,
         status=result.status.value,
@@ -365,8 +375,11 @@ def _outcome(run: PipelineRun[SolveConfig, SolveFiles]) -> SolveOutcome:
         subagents=len(result.results) - 1,
         turns=parsed.turns if parsed else 0,
         agents=dict(parsed.agents) if parsed else {},
-        duration_s=run.duration_s,
+        duration_s=run.wall_s,
         problems=subtask_problems(result),
+        refused=list(run.refused),
+        max_subagents=run.config.max_subagents,
+        planned_by_rules=rules.name if rules is not None else None,
     )
 
 
@@ -398,12 +411,14 @@ def resume_solve(
     model: ChatModel | None = None,
     sinks: Sequence[EventSink] = (),
     mcp: McpConfig | str | Path | None = None,
+    out: str | Path | None = None,
 ) -> SolveOutcome:
     """Continue a stored `run_solve` run (the orchestrator's conversation is restored).
 
     Args:
         mcp: the run's MCP servers again (an `McpConfig` or its file): the stored settings
             keep none of their `env` and `headers` values (None: the stored config).
+        out: the folder its files are written into (None: the run's own).
 
     Raises:
         ConfigError: the run was not made by `run_solve`, or by an earlier version; its
@@ -419,7 +434,9 @@ def resume_solve(
             "settings under 'solve', not in a pipeline record); this version cannot resume "
             "it: run it again"
         )
-    changes = {"mcp": as_mcp_config(mcp)} if mcp is not None else {}
+    changes: dict[str, Any] = {"mcp": as_mcp_config(mcp)} if mcp is not None else {}
+    if out is not None:
+        changes["out"] = Path(out)
     return _outcome(
         resume_pipeline(SOLVE, stored, runs_dir=runs_dir, model=model, sinks=sinks, **changes)
     )

@@ -205,7 +205,7 @@ def _outcome(run: PipelineRun[ReviewConfig, ReviewFiles]) -> ReviewOutcome:
         themes=len(plan_out.get("themes", [])),
         subagents=len(result.results),
         peak_researchers=run.peak[config.researcher],
-        duration_s=run.duration_s,
+        duration_s=run.wall_s,
         problems=run.files.problems,
         fallbacks=fallbacks(result.outputs),
         made_by=made_by_counts(result.outputs),

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
+from kimmy_swarm.agents.tools._front_matter import split_header
 from kimmy_swarm.agents.tools.authors import parse_authors
 
 __all__ = [
@@ -179,13 +180,37 @@ def _title_of_text(text: str) -> str:
 
 
 def _read_text(data: bytes, rel: str, stem: str) -> FileRead:
+    """A .md/.txt file: one document, its fields from the YAML front matter or `Key: value`
+    lines at its top (`_front_matter`), its text what follows them."""
     text = _decode(data)
     if isinstance(text, UnicodeDecodeError):
         return FileRead(skipped=[(rel, _decode_reason(text))])
     if not text.strip():
         return FileRead(skipped=[(rel, "empty file")])
+    header = split_header(text)
+    fields, body = header.fields, header.body
+    title = " ".join(_text_field(fields.get("title")).split()) or _title_of_text(body)
+    if not body.strip() and not title:
+        return FileRead(skipped=[(rel, "empty file")])
+    meta: dict[str, Any] = {k: v for k, v in fields.items() if k not in _RECORD_KEYS | {"id"}}
+    if fields.get("abstract"):
+        meta["abstract"] = fields["abstract"]
+    year = parse_year(fields.get("year"))
+    if year is None and fields.get("year") not in (None, ""):
+        meta["year"] = fields["year"]  # unparseable: kept rather than lost
+    meta.update(header.notes)
     record = RawRecord(
-        source=rel, title=_title_of_text(text), text=text, stem=stem, whole_file=True
+        source=rel,
+        title=title,
+        text=body if body.strip() else title,
+        authors=parse_authors(fields.get("authors")),
+        year=year,
+        venue=_text_field(fields.get("venue")) or None,
+        url=_text_field(fields.get("url")) or None,
+        id=_text_field(fields.get("id")) or None,
+        meta=meta,
+        stem=stem,
+        whole_file=True,
     )
     return FileRead(records=[record])
 

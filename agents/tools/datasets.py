@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from kimmy_swarm.agents.tools._descriptions import sklearn_descriptions, statsmodels_descriptions
 from kimmy_swarm.swarm.errors import UserError
 
 __all__ = [
@@ -75,6 +76,9 @@ class Dataset:
         labels: display names of coded values per column: {column: {code: name}}, codes
             as `agents.tools.conventions.group_key` writes them (sklearn's class names of its
             integer target: {"target": {"0": "setosa", ...}}).
+        descriptions: what each column measures, from the dataset's own metadata
+            ({column: text}; statsmodels' "Variable name definitions", sklearn's attribute
+            list): {"TOTEMP": "Total Employment", ...}; empty for table files.
     """
 
     name: str
@@ -83,6 +87,7 @@ class Dataset:
     target: str | None
     description: str
     labels: dict[str, dict[str, str]] = field(default_factory=dict)
+    descriptions: dict[str, str] = field(default_factory=dict)
 
 
 def _suggest(spec: str, names: list[str]) -> list[str]:
@@ -153,6 +158,7 @@ def _load_statsmodels(name: str) -> Dataset:
         source=module.__name__,
         target=target,
         description=" ".join(str(getattr(module, "TITLE", name)).split()),
+        descriptions=statsmodels_descriptions(str(getattr(module, "NOTE", "")), frame.columns),
     )
 
 
@@ -177,6 +183,7 @@ def _load_sklearn(name: str) -> Dataset:
         target=target,
         description=_descr_title(str(bunch.get("DESCR", "")), name),
         labels=labels,
+        descriptions=sklearn_descriptions(str(bunch.get("DESCR", "")), frame.columns, target),
     )
 
 

@@ -29,6 +29,7 @@ from statsmodels.tools.sm_exceptions import HessianInversionWarning, PerfectSepa
 from kimmy_swarm.agents.tools import stats
 from kimmy_swarm.agents.tools.conventions import level_name
 from kimmy_swarm.agents.tools.families import ModelFamily, TargetKind, choose_family
+from kimmy_swarm.agents.tools.warning_notes import noted_warnings
 
 __all__ = [
     "MIN_ALPHA",
@@ -221,6 +222,28 @@ def _fit_negbin(y: pd.Series, x: pd.DataFrame, start: np.ndarray) -> object | No
 
 
 def fit_model(
+    df: pd.DataFrame,
+    target: str,
+    predictors: Sequence[str] | None = None,
+    *,
+    max_predictors: int = 6,
+    labels: Sequence[str] | None = None,
+    exclude: Sequence[str] = (),
+) -> ModelFit:
+    """Fit the model `choose_family` picks for `target` on `predictors` with a constant;
+    numerical warnings of the fit (statsmodels' `RuntimeWarning`s) become its `notes`
+    (`warning_notes.noted_warnings`), not lines on stderr.
+
+    Args and Raises: as `_fit_model`.
+    """
+    with noted_warnings(f"fitting the model of {target}") as noted:
+        fit = _fit_model(df, target, predictors, max_predictors=max_predictors, labels=labels,
+                         exclude=exclude)  # fmt: skip
+    fit.notes.extend(noted)
+    return fit
+
+
+def _fit_model(
     df: pd.DataFrame,
     target: str,
     predictors: Sequence[str] | None = None,

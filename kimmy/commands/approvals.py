@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kimmy_swarm.cli.options import DEFAULT_RUNS_DIR, Json, RunsDir, command_group
+from kimmy_swarm.cli.options import DEFAULT_RUNS_DIR, Json, RunArg, RunsDir, command_group
 
 if TYPE_CHECKING:
     from kimmy_swarm.swarm import Approval
@@ -27,8 +27,9 @@ if TYPE_CHECKING:
 
 app = command_group()
 
-CallId = Annotated[str, typer.Argument(help="The call's id, as `kimmy approvals` lists it (a1).")]
-RunArg = Annotated[str, typer.Argument(help="Run id, unique prefix, or 'latest'.")]
+CallId = Annotated[
+    str, typer.Argument(metavar="CALL", help="The call's id, as `kimmy approvals` lists it (a1).")
+]
 #: Characters of a call's arguments shown on its line.
 ARGS_CHARS = 80
 
@@ -50,7 +51,8 @@ def _line(a: Approval, width: int) -> str:
 @app.command("approvals")
 def approvals_cmd(
     run: Annotated[
-        str | None, typer.Argument(help="One run (id, prefix or 'latest'); default: all runs.")
+        str | None,
+        typer.Argument(metavar="RUN", help="One run (id, prefix or 'latest'); default: all runs."),
     ] = None,
     all_calls: Annotated[
         bool, typer.Option("--all", help="Answered calls too, with who answered.")

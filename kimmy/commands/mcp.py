@@ -18,6 +18,7 @@ from kimmy_swarm.cli.options import (
     ApiKey,
     BaseUrl,
     CallTimeout,
+    ContextTokens,
     Local,
     ModelName,
     RunsDir,
@@ -43,13 +44,16 @@ def mcp_cmd(
     model: ModelName = None,
     api_key: ApiKey = None,
     call_timeout: CallTimeout = None,
+    context_tokens: ContextTokens = None,
     local: Local = None,
     runs_dir: RunsDir = DEFAULT_RUNS_DIR,
     http: Annotated[
         bool, typer.Option("--http", help="Serve streamable HTTP at HOST:PORT/mcp, not stdio.")
     ] = False,
     host: Annotated[str, typer.Option("--host", help="The address --http binds.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", min=1, max=65535)] = 8766,
+    port: Annotated[
+        int, typer.Option("--port", min=1, max=65535, help="The port --http binds.")
+    ] = 8766,
     api_key_file: Annotated[
         Path | None,
         typer.Option(
@@ -76,7 +80,7 @@ def mcp_cmd(
             f"--host {host} serves other machines: give a key (KIMMY_MCP_API_KEY or "
             "--api-key-file) or bind 127.0.0.1"
         )
-    source = _source(base_url, model, local, False)
+    source = _source(base_url, model, local, False, context_tokens)
     client = open_model(source, api_key, call_timeout)
     settings = McpServerSettings(
         runs_dir=runs_dir.resolve(), root=root.resolve(), model=client,

@@ -10,8 +10,7 @@ libraries load only when one runs. Exit codes as for `kimmy run`: 0 everything f
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Protocol, TypeVar
 
@@ -28,12 +27,14 @@ from kimmy_swarm.cli.options import (
     ContextTokens,
     Json,
     Local,
+    MaxConcurrency,
     MaxTokens,
     McpConfigFile,
     ModelName,
     NativeTools,
     OnApprovalTimeout,
     OnTimeout,
+    OutDir,
     Probe,
     RunsDir,
     Stream,
@@ -44,15 +45,12 @@ from kimmy_swarm.cli.options import (
 )
 
 if TYPE_CHECKING:
-    from kimmy_swarm.agents.analysis import AnalysisOutcome
     from kimmy_swarm.agents.pipeline_record import PipelineRecord
-    from kimmy_swarm.agents.review import ReviewOutcome
     from kimmy_swarm.swarm import EventSink
     from kimmy_swarm.swarm.llm import LocalModel, ModelEndpoint, OpenAIChat
 
 app = command_group()
 
-Out = Annotated[Path, typer.Option("--out", help="Output folder (created).", file_okay=False)]
 Store = Annotated[bool, typer.Option(help="Store the run (events, results) durably.")]
 Fallback = Annotated[
     bool,
@@ -112,14 +110,16 @@ def _client(
     honours: dict[str, bool | None],
     probe: bool,
     json_lines: bool,
+    pool: int = 64,
 ) -> OpenAIChat | LocalModel | None:
-    """The model the flags name, probed for what it honours (offline: None)."""
+    """The model the flags name, probed for what it honours (offline: None); `pool`: its
+    connections (the run's concurrency)."""
     from kimmy_swarm.cli.options import model_client
 
     return model_client(
         base_url, model, api_key, required=False, context_tokens=context_tokens, local=local,
         call_timeout=call_timeout, max_tokens=max_tokens, honours=honours, probe=probe,
-        json_lines=json_lines,
+        json_lines=json_lines, pool=pool,
     )  # fmt: skip
 
 
@@ -157,7 +157,7 @@ def _run_pipeline(
     the summary; exit 1 when anything is missing from the result."""
     from kimmy_swarm.cli.command_work import run_work
 
-    outcome = run_work(work, client, json_lines, workflow=workflow)
+    outcome = run_work(work, client, json_lines, workflow=workflow, stored=stored)
     show(outcome, json_lines, stored=stored)
     if outcome.status != "completed" or outcome.problems:
         raise typer.Exit(1)
@@ -169,7 +169,7 @@ def review(
         Path, typer.Argument(help="Folder of .md/.txt/.pdf, or a .bib/.jsonl/.json file.")
     ],
     topic: Annotated[str, typer.Option("--topic", help="What the review is about.")] = "",
-    out: Out = Path("review"),
+    out: OutDir = Path("review"),
     max_papers: Annotated[
         int, typer.Option("--max-papers", callback=at_least(1), help="Most papers reviewed.")
     ] = 200,
@@ -205,11 +205,13 @@ def review(
     approval_timeout: ApprovalTimeout = None,
     on_approval_timeout: OnApprovalTimeout = OnTimeout.deny,
     stream: Stream = False,
+    max_concurrency: MaxConcurrency = 64,
     json_lines: Json = False,
 ) -> None:
     """Literature review of a corpus: review.md, references.bib, report.html, claims.jsonl."""
     _quiet_readers()
     from kimmy_swarm.agents.review import ReviewConfig, run_review
+    from kimmy_swarm.cli.out_dir import check_out, hold_out
     from kimmy_swarm.cli.summaries import print_review
 
     options = {
@@ -228,17 +230,20 @@ def review(
             approve_tools, approve_spawns_over, approval_timeout, on_approval_timeout
         ),
         "stream": stream,
+        "max_concurrency": max_concurrency,
     }
     ReviewConfig(**options)  # a bad option fails before a model server is asked
+    check_out(out)  # and a bad --out
     honours = {"structured_output": structured_output, "tools": tools}
     client = _client(base_url, model, api_key, context_tokens, local, max_tokens, call_timeout,
-                     honours, probe, json_lines)  # fmt: skip
+                     honours, probe, json_lines, pool=max_concurrency)  # fmt: skip
     config = ReviewConfig(**options, model=client)
     endpoint = _endpoint(client, local, context_tokens, max_tokens)
-    _run_pipeline(
-        lambda sinks: run_review(config, sinks=sinks, endpoint=endpoint),
-        client, print_review, json_lines, stored=store, workflow="kimmy review",
-    )  # fmt: skip
+    with hold_out(out):
+        _run_pipeline(
+            lambda sinks: run_review(config, sinks=sinks, endpoint=endpoint),
+            client, print_review, json_lines, stored=store, workflow="kimmy review",
+        )  # fmt: skip
 
 
 @app.command("analyze")
@@ -249,7 +254,7 @@ def analyze(
     question: Annotated[
         list[str] | None, typer.Option("--question", help="A question (repeatable).")
     ] = None,
-    out: Out = Path("analysis"),
+    out: OutDir = Path("analysis"),
     base_url: BaseUrl = None,
     model: ModelName = None,
     api_key: ApiKey = None,
@@ -270,10 +275,12 @@ def analyze(
     approval_timeout: ApprovalTimeout = None,
     on_approval_timeout: OnApprovalTimeout = OnTimeout.deny,
     stream: Stream = False,
+    max_concurrency: MaxConcurrency = 64,
     json_lines: Json = False,
 ) -> None:
     """Batch data analysis: one analyst per (dataset, question), all in parallel."""
     from kimmy_swarm.agents.analysis import AnalysisConfig, run_analysis
+    from kimmy_swarm.cli.out_dir import check_out, hold_out
     from kimmy_swarm.cli.summaries import print_analysis
 
     options = {
@@ -288,17 +295,20 @@ def analyze(
             approve_tools, approve_spawns_over, approval_timeout, on_approval_timeout
         ),
         "stream": stream,
+        "max_concurrency": max_concurrency,
     }
     AnalysisConfig(**options)  # a bad option fails before a model server is asked
+    check_out(out)  # and a bad --out
     honours = {"structured_output": structured_output, "tools": tools}
     client = _client(base_url, model, api_key, context_tokens, local, max_tokens, call_timeout,
-                     honours, probe, json_lines)  # fmt: skip
+                     honours, probe, json_lines, pool=max_concurrency)  # fmt: skip
     config = AnalysisConfig(**options, model=client)
     endpoint = _endpoint(client, local, context_tokens, max_tokens)
-    _run_pipeline(
-        lambda sinks: run_analysis(config, sinks=sinks, endpoint=endpoint),
-        client, print_analysis, json_lines, stored=store, workflow="kimmy analyze",
-    )  # fmt: skip
+    with hold_out(out):
+        _run_pipeline(
+            lambda sinks: run_analysis(config, sinks=sinks, endpoint=endpoint),
+            client, print_analysis, json_lines, stored=store, workflow="kimmy analyze",
+        )  # fmt: skip
 
 
 def _resume_client(
@@ -309,14 +319,21 @@ def _resume_client(
     api_key: str | None,
     context_tokens: int | None,
     call_timeout: float | None,
+    local: str | None = None,
 ) -> OpenAIChat | LocalModel | None:
-    """The model a stored pipeline run called: its endpoint's, or the one the flags name;
-    capped and adapted to as the run's was (its capabilities are not probed again)."""
+    """The model a stored pipeline run called: its endpoint's, or the one the flags name
+    (`--local` or `--base-url`); capped and adapted to as the run's was (its capabilities are
+    not probed again)."""
     from kimmy_swarm.cli.options import fail, model_client, stored_base_url
 
     endpoint = record.endpoint
     tokens = context_tokens or endpoint.context_tokens
     stored = {"max_tokens": endpoint.max_tokens, "capabilities": endpoint.capabilities}
+    if local is not None:  # given again: this model, in this process
+        return model_client(
+            None, None, None, required=True, local=local, context_tokens=tokens,
+            call_timeout=call_timeout, **stored,
+        )  # fmt: skip
     if base_url or model:  # given again: that server (e.g. a URL with credentials)
         return model_client(
             base_url, model or endpoint.model, api_key, required=True, context_tokens=tokens,
@@ -354,9 +371,12 @@ def resume_pipeline_run(
     max_concurrency: int | None = None,
     call_timeout: float | None = None,
     mcp_config: Path | None = None,
+    out: Path | None = None,
+    local: str | None = None,
 ) -> None:
     """`kimmy resume` of a `kimmy review` / `kimmy analyze` run: the same roles and model,
-    finished subtasks reused, the files written as an unbroken run writes them."""
+    finished subtasks reused, the files written as an unbroken run writes them (into `out`
+    when given, else the run's own folder)."""
     from kimmy_swarm.agents.pipelines import pipeline_record
 
     record = pipeline_record(settings)
@@ -366,7 +386,11 @@ def resume_pipeline_run(
         changes["max_concurrency"] = max_concurrency
     if mcp_config is not None:
         changes["mcp"] = mcp_config
-    client = _resume_client(record, run_id, base_url, model, api_key, context_tokens, call_timeout)
+    if out is not None:
+        changes["out"] = out
+    client = _resume_client(
+        record, run_id, base_url, model, api_key, context_tokens, call_timeout, local
+    )
     if record.settings.kind == "review":
         _quiet_readers()
         from kimmy_swarm.agents.review import resume_review
@@ -390,38 +414,9 @@ def resume_pipeline_run(
     )  # fmt: skip
 
 
-class _DemoPrinter:
-    """`kimmy demo`'s watcher: a progress view per pipeline, its steps and summaries."""
-
-    def __init__(self, json_lines: bool, stored: bool) -> None:
-        self.json_lines, self.stored = json_lines, stored
-
-    @contextmanager
-    def progress(self) -> Iterator[Sequence[EventSink]]:
-        from kimmy_swarm.swarm.progress import make_progress
-
-        with make_progress(json=self.json_lines) as sink:
-            yield [sink]
-
-    def step(self, text: str) -> None:
-        from kimmy_swarm.cli.summaries import say
-
-        say(text, self.json_lines)
-
-    def analysis_done(self, outcome: AnalysisOutcome) -> None:
-        from kimmy_swarm.cli.summaries import print_analysis
-
-        print_analysis(outcome, self.json_lines, stored=self.stored)
-
-    def review_done(self, outcome: ReviewOutcome) -> None:
-        from kimmy_swarm.cli.summaries import print_review
-
-        print_review(outcome, self.json_lines, stored=self.stored)
-
-
 @app.command("demo")
 def demo(
-    out: Out = Path("kimmy-demo"),
+    out: OutDir = Path("kimmy-demo"),
     runs_dir: RunsDir = DEFAULT_RUNS_DIR,
     store: Store = True,
     json_lines: Json = False,
@@ -430,11 +425,19 @@ def demo(
     documentation installed with Python and its packages."""
     _quiet_readers()
     from kimmy_swarm.agents.demo import run_demo
-    from kimmy_swarm.cli.interrupts import stop_on_signals
+    from kimmy_swarm.cli.demo_watch import DemoPrinter
+    from kimmy_swarm.cli.interrupts import Interrupted, stop_on_signals
+    from kimmy_swarm.cli.out_dir import hold_out
 
-    printer = _DemoPrinter(json_lines, stored=store)
-    with stop_on_signals():  # Ctrl-C exits 130, SIGTERM 143; finished work is stored
-        outcome = run_demo(out, runs_dir=runs_dir if store else None, watcher=printer)
+    printer = DemoPrinter(json_lines, stored=store)
+    # Ctrl-C exits 130, SIGTERM 143; finished work is stored, and the message names what is
+    # left of the demo's two runs and how to finish each
+    try:
+        with hold_out(out), stop_on_signals():
+            outcome = run_demo(out, runs_dir=runs_dir if store else None, watcher=printer)
+    except Interrupted as exc:
+        left = printer.unfinished(out, runs_dir, default_runs_dir=DEFAULT_RUNS_DIR)
+        raise Interrupted(exc.signum, left) from None
     printer.step(
         f"demo finished in {outcome.duration_s:.1f} s — open {out / 'review' / 'review.md'} "
         f"and {out / 'analysis' / 'report.html'}"

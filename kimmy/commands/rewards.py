@@ -18,12 +18,18 @@ import typer
 
 from kimmy_swarm.cli.options import (
     DEFAULT_RUNS_DIR,
+    GROUP_HELP,
     ApiKey,
     BaseUrl,
+    CallTimeout,
+    ContextTokens,
+    Local,
     ModelName,
+    RunArg,
     RunsDir,
     at_least,
     command_group,
+    fail,
 )
 
 if TYPE_CHECKING:
@@ -76,7 +82,7 @@ def _num(value: float) -> str:
 
 @app.command("rewards")
 def rewards_cmd(
-    run: Annotated[str, typer.Argument(help="Run id, unique prefix, or 'latest'.")],
+    run: RunArg,
     runs_dir: RunsDir = DEFAULT_RUNS_DIR,
     json_out: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
     step: Step = 0,
@@ -112,10 +118,23 @@ def rewards_cmd(
         ("λ2", f"{b.lambda2:.4f}", f"{schedule.value}, step {step} of {total_steps}"),
         ("total", f"{b.total:.4f}", "λ1·r_inst + λ2·r_comp + r_result"),
         ("critical steps", str(c.steps), f"serial {c.serial_steps}"),
-        ("speed-up", f"{c.speedup:.2f}×", f"wall {c.wall_s:.2f} s of {c.serial_wall_s:.2f} s"),
+        (
+            "speed-up",
+            f"{c.speedup:.2f}×",
+            f"critical path {c.wall_s:.2f} s of {c.serial_wall_s:.2f} s (sub-agents' time summed)",
+        ),
+        ("wall time", _wall(traj.started_at, traj.finished_at), "run started → finished"),
     ]:
         table.add_row(term, value, note)
     Console().print(table)
+
+
+def _wall(started_at: float | None, finished_at: float | None) -> str:
+    """The run's wall time as `kimmy show` and `kimmy swarm` print it (`RunResult.wall_s`)."""
+    from kimmy_swarm.swarm.schema import wall_time_s
+
+    wall = wall_time_s(started_at, finished_at)
+    return "—" if wall is None else f"{wall:.2f} s"
 
 
 def _print_group(records: list[RolloutRecord], out: Path, *, offline: bool) -> None:
@@ -165,13 +184,22 @@ def _print_group(records: list[RolloutRecord], out: Path, *, offline: bool) -> N
 @app.command("rollouts")
 def rollouts_cmd(
     task_file: Annotated[Path, typer.Argument(help="Task file (JSON): a pipeline or a plan.")],
-    k: Annotated[int, typer.Option("-k", callback=at_least(1), help="Rollouts in the group.")] = 8,
-    out: Annotated[Path, typer.Option("--out", help="The JSONL file written.")] = Path(
-        "rollouts.jsonl"
-    ),
+    k: Annotated[int, typer.Option("-k", callback=at_least(1), help=GROUP_HELP)] = 8,
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--jsonl",
+            "--out",
+            help="The JSONL file the rollouts are written to (--out: the old name, deprecated; "
+            "every other --out is a folder).",
+        ),
+    ] = Path("rollouts.jsonl"),
     base_url: BaseUrl = None,
     model: ModelName = None,
     api_key: ApiKey = None,
+    local: Local = None,
+    context_tokens: ContextTokens = None,
+    call_timeout: CallTimeout = None,
     runs_dir: RunsDir = DEFAULT_RUNS_DIR,
     artifacts: Artifacts = None,
     step: Step = 0,
@@ -188,9 +216,17 @@ def rollouts_cmd(
     from kimmy_swarm.rewards.export import build_group, write_rollouts
     from kimmy_swarm.swarm.runtime import new_run_id
 
+    if out.is_dir():  # found before the rollouts run, not when their records are written
+        raise fail(
+            f"--jsonl {out} is a folder; it names the JSONL file written, "
+            f"e.g. --jsonl {out / 'rollouts.jsonl'}"
+        )
     task = read_task(task_file)
     runner = task_runner(task, task_file.resolve().parent)
-    client = model_client(base_url, model, api_key, required=False)
+    client = model_client(
+        base_url, model, api_key, required=False, local=local,
+        context_tokens=context_tokens, call_timeout=call_timeout,
+    )  # fmt: skip
     trajs, plans, breakdowns = [], [], []
     try:
         with tempfile.TemporaryDirectory(prefix="kimmy-rollouts-") as tmp:

@@ -28,10 +28,14 @@ from kimmy_swarm.cli.options import (
     ContextTokens,
     Json,
     Local,
+    MaxConcurrency,
+    MaxSubagents,
     McpConfigFile,
     ModelName,
     OnApprovalTimeout,
     OnTimeout,
+    ResumeOutDir,
+    RunArg,
     RunsDir,
     Stream,
     approval_policy,
@@ -41,13 +45,16 @@ from kimmy_swarm.cli.options import (
 )
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
     from kimmy_swarm.agents.tools.mcp import McpHost
     from kimmy_swarm.swarm import EventSink, Plan, RunConfig, Swarm
     from kimmy_swarm.swarm.schema import RunResult
+    from kimmy_swarm.swarm.store import StoredRun
 
 app = command_group()
 
-RunId = Annotated[str, typer.Argument(help="Run id, unique prefix, or 'latest'.")]
+RunId = RunArg
 
 
 def _positive(value: float | None) -> float | None:
@@ -170,10 +177,7 @@ def run(
     context_tokens: ContextTokens = None,
     call_timeout: CallTimeout = None,
     local: Local = None,
-    max_concurrency: Annotated[
-        int,
-        typer.Option("--max-concurrency", callback=at_least(1), help="Most sub-agents in flight."),
-    ] = 64,
+    max_concurrency: MaxConcurrency = 64,
     rate_limit: Annotated[
         str | None, typer.Option("--rate-limit", help="Model calls per period: 600/m, 10/s.")
     ] = None,
@@ -187,12 +191,31 @@ def run(
         FailurePolicyName,
         typer.Option("--failure-policy", help="What a failure does to the rest."),
     ] = FailurePolicyName.SKIP_DEPENDENTS,
-    max_subagents: Annotated[
-        int | None, typer.Option("--max-subagents", callback=at_least(1))
+    max_subagents: MaxSubagents = None,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option(
+            "--token-budget",
+            "--max-tokens",
+            callback=at_least(1),
+            help="Tokens the whole run may spend, all calls together; then it stops, "
+            "resumable (--max-tokens: the old name, deprecated).",
+        ),
     ] = None,
-    max_tokens: Annotated[int | None, typer.Option("--max-tokens", callback=at_least(1))] = None,
-    deadline: Annotated[float | None, typer.Option("--deadline", callback=_positive)] = None,
-    max_depth: Annotated[int, typer.Option("--max-depth", callback=at_least(0))] = 3,
+    deadline: Annotated[
+        float | None,
+        typer.Option(
+            "--deadline",
+            callback=_positive,
+            help="Seconds the whole run may take; then it stops, resumable.",
+        ),
+    ] = None,
+    max_depth: Annotated[
+        int,
+        typer.Option(
+            "--max-depth", callback=at_least(0), help="Most levels of spawned sub-agents."
+        ),
+    ] = 3,
     adaptive: Annotated[bool, typer.Option(help="Back off when the server is overloaded.")] = True,
     seed: Annotated[
         int | None, typer.Option("--seed", help="Seeds the retry jitter (reproducible delays).")
@@ -286,12 +309,11 @@ def resume(
     api_key: ApiKey = None,
     context_tokens: ContextTokens = None,
     call_timeout: CallTimeout = None,
-    max_concurrency: Annotated[
-        int | None,
-        typer.Option("--max-concurrency", callback=at_least(1), help="Most sub-agents in flight."),
-    ] = None,
+    local: Local = None,
+    max_concurrency: MaxConcurrency = None,
     runs_dir: RunsDir = DEFAULT_RUNS_DIR,
     mcp_config: McpConfigFile = None,
+    out: ResumeOutDir = None,
     json_lines: Json = False,
 ) -> None:
     """Continue a stored run: finished subtasks are reused, the rest runs."""
@@ -299,24 +321,38 @@ def resume(
     from kimmy_swarm.swarm import RunConfig
     from kimmy_swarm.swarm.store import RunStore
 
+    if local is not None and (base_url or model):
+        from kimmy_swarm.cli.options import fail
+
+        raise fail("give one model: --base-url/--model or --local MODEL")
     with RunStore(runs_dir, create=False) as store:
         stored = store.load_run(run_id)
     kind = record_kind(stored.settings)
     if kind == "solve" or "solve" in stored.settings:  # `kimmy swarm`: its orchestrator goes on
         from kimmy_swarm.cli.commands.solve import resume_swarm
 
-        resume_swarm(stored.run_id, runs_dir, stored.settings, json_lines, api_key, call_timeout,
-                     mcp_config=mcp_config)  # fmt: skip
+        with _files_folder(stored, out):
+            resume_swarm(stored.run_id, runs_dir, stored.settings, json_lines, api_key,
+                         call_timeout, mcp_config=mcp_config, out=out, local=local)  # fmt: skip
         return
     if kind is not None:  # a `kimmy review` / `kimmy analyze` run
         from kimmy_swarm.cli.commands.pipelines import resume_pipeline_run
 
-        resume_pipeline_run(
-            stored.run_id, runs_dir, stored.settings, json_lines, base_url=base_url,
-            model=model, api_key=api_key, context_tokens=context_tokens,
-            max_concurrency=max_concurrency, call_timeout=call_timeout, mcp_config=mcp_config,
-        )  # fmt: skip
+        with _files_folder(stored, out):
+            resume_pipeline_run(
+                stored.run_id, runs_dir, stored.settings, json_lines, base_url=base_url,
+                model=model, api_key=api_key, context_tokens=context_tokens,
+                max_concurrency=max_concurrency, call_timeout=call_timeout,
+                mcp_config=mcp_config, out=out, local=local,
+            )  # fmt: skip
         return
+    if out is not None:
+        from kimmy_swarm.cli.options import fail
+
+        raise fail(
+            f"--out {out}: run {stored.run_id} is a plan run (kimmy run), which stores its "
+            "outputs and writes no files; drop --out (kimmy show RUN --output ID prints one)"
+        )
     given: dict[str, Any] = {"max_concurrency": max_concurrency}
     config = RunConfig.from_settings(stored.settings).replace(
         **{k: v for k, v in given.items() if v is not None}
@@ -324,7 +360,7 @@ def resume(
     swarm = _swarm(config, runs_dir)
     settings = stored.settings
     remote = base_url or model
-    local = None if remote else settings.get("local")
+    local = local or (None if remote else settings.get("local"))
     host = _mcp_tools(swarm, mcp_config, runs_dir)
     try:
         _attach(
@@ -346,6 +382,26 @@ def resume(
         if host is not None:
             host.close()
     _finish(result, json_lines, runs_dir)
+
+
+def _files_folder(stored: StoredRun, out: Path | None) -> AbstractContextManager[object]:
+    """The folder a resumed run writes its files into, held while it runs
+    (`kimmy.out_dir.hold_out`): `--out`, else the one stored with the run."""
+    from contextlib import nullcontext
+
+    from kimmy_swarm.agents.pipeline_record import stored_settings
+    from kimmy_swarm.cli.out_dir import hold_out
+
+    if out is not None:
+        return hold_out(out)
+    folder = stored_settings(stored.settings).get("out")
+    if not isinstance(folder, str):  # stored by an earlier version: its resume says so
+        return nullcontext()
+    return hold_out(
+        Path(folder),
+        f"run {stored.run_id}'s --out",
+        hint="write its files elsewhere with --out DIR",
+    )
 
 
 @app.command("runs")

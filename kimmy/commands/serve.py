@@ -134,7 +134,9 @@ ModelArg = Annotated[
 def serve_cmd(
     ctx: typer.Context,
     model_dir: ModelArg = None,
-    tiny: Annotated[bool, typer.Option(help="Serve a tiny random model (tests).")] = False,
+    tiny: Annotated[
+        bool, typer.Option("--tiny", help="Serve a tiny random model (wiring checks).")
+    ] = False,
     host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port.", min=1, max=65535)] = 8000,
     api_key: ApiKeyOption = None,
@@ -191,13 +193,19 @@ def serve_cmd(
         )  # fmt: skip
         raise typer.Exit(code)
     from kimmy_swarm.model.errors import KimiModelError
-    from kimmy_swarm.model.serve.factory import build_engine, engine_memory, load_source
+    from kimmy_swarm.model.serve.factory import (
+        TINY_CONTEXT,
+        build_engine,
+        engine_memory,
+        load_source,
+    )
 
     try:
         loaded = load_source("tiny" if model_dir is None else model_dir, quant=quant.value)
         llm = build_engine(
             loaded.model, loaded.tokenizer, max_num_seqs=max_num_seqs,
-            max_model_len=max_model_len, page_size=page_size, num_pages=num_pages,
+            max_model_len=max_model_len or (TINY_CONTEXT if model_dir is None else None),
+            page_size=page_size, num_pages=num_pages,
         )  # fmt: skip
     except KimiModelError as e:
         raise fail(str(e)) from e

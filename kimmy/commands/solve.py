@@ -28,14 +28,22 @@ from kimmy_swarm.cli.options import (
     ApproveTools,
     BaseUrl,
     CallTimeout,
+    ContextTokens,
     Json,
     Local,
+    MaxConcurrency,
+    MaxSubagents,
+    MaxTokens,
     McpConfigFile,
     ModelName,
+    NativeTools,
     OnApprovalTimeout,
     OnTimeout,
+    OutDir,
+    Probe,
     RunsDir,
     Stream,
+    StructuredOutput,
     approval_policy,
     at_least,
     command_group,
@@ -49,13 +57,20 @@ app = command_group()
 
 
 def open_model(
-    source: dict[str, Any], api_key: str | None = None, call_timeout: float | None = None
+    source: dict[str, Any],
+    api_key: str | None = None,
+    call_timeout: float | None = None,
+    *,
+    honours: dict[str, bool | None] | None = None,
+    probe: bool = False,
 ) -> Any:
     """The model a source names (started: a local one runs in this process), or None.
 
     Sources: {"kind": "offline"}, {"kind": "http", "base_url", "model"}, {"kind": "tiny"},
-    {"kind": "local", "path"} (smollm2, a .gguf file or a checkpoint folder).
-    `call_timeout`: `--call-timeout` (None: the client's own limits).
+    {"kind": "local", "path"} (smollm2, a .gguf file or a checkpoint folder); each may say
+    `context_tokens` (`--context-tokens`) and `max_tokens` (`--max-answer-tokens`).
+    `call_timeout`: `--call-timeout` (None: the client's own limits); `honours` and `probe`:
+    what `--structured-output`, `--tools/--no-tools` and `--probe` say of a server.
     """
 
     kind = source.get("kind")
@@ -63,31 +78,44 @@ def open_model(
         return None
     from kimmy_swarm.cli.options import model_client, stored_base_url
 
+    limits = {
+        "context_tokens": source.get("context_tokens"),
+        "max_tokens": source.get("max_tokens"),
+        "call_timeout": call_timeout,
+        "honours": honours,
+        "probe": probe,
+    }
     if kind == "http":
         url = stored_base_url(source.get("base_url"))
-        return model_client(
-            url, source.get("model"), api_key, required=True, call_timeout=call_timeout
-        )
+        return model_client(url, source.get("model"), api_key, required=True, **limits)
     local = "tiny" if kind == "tiny" else source["path"]
-    return model_client(None, None, None, required=True, local=local, call_timeout=call_timeout)
+    return model_client(None, None, None, required=True, local=local, **limits)
 
 
 def _source(
-    base_url: str | None, model: str | None, local: str | None, tiny: bool
+    base_url: str | None,
+    model: str | None,
+    local: str | None,
+    tiny: bool,
+    context_tokens: int | None = None,
+    max_tokens: int | None = None,
 ) -> dict[str, Any]:
     import os
 
-    from kimmy_swarm.cli.options import fail
+    from kimmy_swarm.cli.options import fail, say_unused_model_flags
 
     given = sum([bool(base_url or model), local is not None, tiny])
     if given > 1:
         raise fail("give one model: --base-url/--model, --local MODEL or --tiny")
+    sizes = {"context_tokens": context_tokens, "max_tokens": max_tokens}
+    limits = {k: v for k, v in sizes.items() if v is not None}
     if tiny:
-        return {"kind": "tiny"}
+        return {"kind": "tiny", **limits}
     if local is not None:
-        return {"kind": "local", "path": local}
+        return {"kind": "local", "path": local, **limits}
     if base_url or model or os.environ.get("KIMMY_BASE_URL"):
-        return {"kind": "http", "base_url": base_url, "model": model}
+        return {"kind": "http", "base_url": base_url, "model": model, **limits}
+    say_unused_model_flags({"--context-tokens": context_tokens, "--max-answer-tokens": max_tokens})
     return {"kind": "offline"}
 
 
@@ -96,22 +124,31 @@ def _endpoint_of(source: dict[str, Any]) -> ModelEndpoint:
     from kimmy_swarm.swarm.llm.endpoint import ModelEndpoint
 
     kind = source["kind"]
+    limits = {
+        "context_tokens": source.get("context_tokens"),
+        "max_tokens": source.get("max_tokens"),
+    }
     if kind == "http":
-        return ModelEndpoint(kind="http", base_url=source["base_url"], model=source["model"])
+        return ModelEndpoint(
+            kind="http", base_url=source["base_url"], model=source["model"], **limits
+        )
     if kind in ("tiny", "local"):
-        return ModelEndpoint(kind="local", local="tiny" if kind == "tiny" else source["path"])
+        local = "tiny" if kind == "tiny" else source["path"]
+        return ModelEndpoint(kind="local", local=local, **limits)
     return ModelEndpoint()
 
 
 def _source_of(endpoint: ModelEndpoint) -> dict[str, Any]:
     """The model source `open_model` opens for a stored endpoint (a model object given from
     Python is not stored: such a run goes on offline)."""
+    sizes = {"context_tokens": endpoint.context_tokens, "max_tokens": endpoint.max_tokens}
+    context = {k: v for k, v in sizes.items() if v is not None}
     if endpoint.kind == "http":
-        return {"kind": "http", "base_url": endpoint.base_url, "model": endpoint.model}
+        return {"kind": "http", "base_url": endpoint.base_url, "model": endpoint.model, **context}
     if endpoint.kind == "local" and endpoint.local == "tiny":
-        return {"kind": "tiny"}
+        return {"kind": "tiny", **context}
     if endpoint.kind == "local" and endpoint.local is not None:
-        return {"kind": "local", "path": endpoint.local}
+        return {"kind": "local", "path": endpoint.local, **context}
     return {"kind": "offline"}
 
 
@@ -120,13 +157,18 @@ def _say(text: str, json_lines: bool) -> None:
 
 
 def print_solve(outcome: SolveOutcome, json_lines: bool, *, stored: bool) -> None:
-    """The closing lines of a `kimmy swarm` run."""
+    """The closing lines of a `kimmy swarm` run: the sub-agents as `kimmy show` counts them
+    (the orchestrator included) and the run's wall time (`RunResult.wall_s`)."""
+    from kimmy_swarm.cli.summaries import solve_notes
+
     _say(
-        f"swarm: {outcome.subagents} sub-agents in {outcome.turns} orchestrator turns, "
-        f"{len(outcome.agents)} created at run time, {outcome.duration_s:.1f} s "
-        f"(status {outcome.status})",
+        f"swarm: {outcome.subagents + 1} sub-agents ({outcome.subagents} + the orchestrator) "
+        f"in {outcome.turns} orchestrator turns, {len(outcome.agents)} created at run time, "
+        f"{outcome.duration_s:.2f} s wall time (status {outcome.status})",
         json_lines,
     )
+    for note in solve_notes(outcome):
+        _say(f"  {note}", json_lines)
     for name, prompt in list(outcome.agents.items())[:8]:
         _say(f"  created {name}: {' '.join(prompt.split())[:100]}", json_lines)
     for problem in outcome.problems[:5]:
@@ -161,16 +203,9 @@ def swarm_cmd(
         list[str] | None,
         typer.Option("--data", help="A CSV/Parquet file or bundled dataset (repeatable)."),
     ] = None,
-    out: Annotated[
-        Path, typer.Option("--out", help="Output folder (answer.md).", file_okay=False)
-    ] = Path("swarm-out"),
-    max_subagents: Annotated[
-        int, typer.Option("--max-subagents", callback=at_least(1), help="Most sub-agents.")
-    ] = 1000,
-    max_concurrency: Annotated[
-        int,
-        typer.Option("--max-concurrency", callback=at_least(1), help="Most sub-agents in flight."),
-    ] = 64,
+    out: OutDir = Path("swarm-out"),
+    max_subagents: MaxSubagents = 1000,
+    max_concurrency: MaxConcurrency = 64,
     max_turns: Annotated[
         int, typer.Option("--max-turns", callback=at_least(1), help="Most orchestrator turns.")
     ] = 50,
@@ -181,6 +216,11 @@ def swarm_cmd(
     model: ModelName = None,
     api_key: ApiKey = None,
     call_timeout: CallTimeout = None,
+    context_tokens: ContextTokens = None,
+    max_tokens: MaxTokens = None,
+    structured_output: StructuredOutput = None,
+    tools: NativeTools = None,
+    probe: Probe = True,
     local: Local = None,
     tiny: Annotated[
         bool, typer.Option("--tiny", help="An in-process tiny random model (wiring checks).")
@@ -197,8 +237,9 @@ def swarm_cmd(
 ) -> None:
     """A goal in words: the orchestrator creates sub-agents, runs them in parallel, answers."""
     from kimmy_swarm.agents.orchestrator import SolveConfig, run_solve
+    from kimmy_swarm.cli.out_dir import check_out, hold_out
 
-    source = _source(base_url, model, local, tiny)
+    source = _source(base_url, model, local, tiny, context_tokens, max_tokens)
     config = SolveConfig(
         goal=goal, out=out, corpus=corpus, datasets=tuple(data or ()),
         runs_dir=runs_dir if store else None, max_subagents=max_subagents,
@@ -214,36 +255,45 @@ def swarm_cmd(
         from kimmy_swarm.agents.pipeline import RunResources
 
         offline_rules(config.goal, RunResources())  # one clear line, nothing loaded
-    client = open_model(source, api_key, call_timeout)
+    check_out(out)
+    honours = {"structured_output": structured_output, "tools": tools}
+    client = open_model(source, api_key, call_timeout, honours=honours, probe=probe)
     if source["kind"] == "http" and client is not None:
         from kimmy_swarm.swarm.llm import redact_url
 
         # stored with the run: credentials in the URL masked (the client keeps the real one)
-        source = {"kind": "http", "base_url": redact_url(client.base_url), "model": client.name}
+        source = {**source, "base_url": redact_url(client.base_url), "model": client.name}
     config = SolveConfig(**{**vars(config), "model": client})
-    run_with_progress(
-        lambda sinks: run_solve(config, sinks=sinks, endpoint=_endpoint_of(source)),
-        client,
-        json_lines,
-        store,
-        workflow="kimmy swarm",
-    )
+    with hold_out(out):
+        run_with_progress(
+            lambda sinks: run_solve(config, sinks=sinks, endpoint=_endpoint_of(source)),
+            client,
+            json_lines,
+            store,
+            workflow="kimmy swarm",
+        )
 
 
 def resume_swarm(run_id: str, runs_dir: Path, settings: dict[str, Any], json_lines: bool,
                  api_key: str | None, call_timeout: float | None = None,
-                 mcp_config: Path | None = None) -> None:  # fmt: skip
-    """`kimmy resume` of a `kimmy swarm` run: the same model, the conversation restored."""
+                 mcp_config: Path | None = None, out: Path | None = None,
+                 local: str | None = None) -> None:  # fmt: skip
+    """`kimmy resume` of a `kimmy swarm` run: the same model (or `local`, given again), the
+    conversation restored (its files written into `out` when given, else the run's own
+    folder)."""
     from kimmy_swarm.agents.orchestrator import SolveSettings, resume_solve
     from kimmy_swarm.agents.pipeline_record import parse_record
     from kimmy_swarm.swarm.llm.endpoint import ModelEndpoint
 
     record = parse_record(settings, SolveSettings)  # None: stored by an earlier version
-    client = open_model(_source_of(record.endpoint if record else ModelEndpoint()), api_key,
-                        call_timeout)  # fmt: skip
+    source = _source_of(record.endpoint if record else ModelEndpoint())
+    if local is not None:
+        sizes = (source.get("context_tokens"), source.get("max_tokens"))
+        source = _source(None, None, local, False, *sizes)
+    client = open_model(source, api_key, call_timeout)
     run_with_progress(
         lambda sinks: resume_solve(
-            run_id, runs_dir=runs_dir, model=client, sinks=sinks, mcp=mcp_config
+            run_id, runs_dir=runs_dir, model=client, sinks=sinks, mcp=mcp_config, out=out
         ),
         client,
         json_lines,

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from kimmy_swarm.cli.options import command_group, fail, int_option
+from kimmy_swarm.cli.options import GROUP_HELP, command_group, fail, int_option
 
 if TYPE_CHECKING:
     from kimmy_swarm.model.train.loop import TrainResult
@@ -178,7 +178,13 @@ def parl_cmd(
         typer.Option(help="Documents of the tasks (default: the installed Python's docstrings)."),
     ] = None,
     model: Annotated[
-        str, typer.Option(help="Starting orchestrator: smollm2, a .gguf file or a checkpoint.")
+        str,
+        typer.Option(
+            "--checkpoint",
+            "--model",
+            help="Starting orchestrator: smollm2, a .gguf file or a checkpoint folder "
+            "(--model: the old name, deprecated).",
+        ),
     ] = "smollm2",
     reward: Annotated[
         RewardArm,
@@ -189,9 +195,17 @@ def parl_cmd(
     ] = RewardArm.parl,
     steps: Annotated[int, int_option("Optimizer steps (in all, a resume included).")] = 40,
     tasks: Annotated[int, int_option("Spawn tasks drawn from the corpus.")] = 32,
-    width: Annotated[int, int_option("Documents per task.", low=2)] = 6,
+    width: Annotated[
+        int,
+        typer.Option(
+            "--docs-per-task",
+            "--width",
+            min=2,
+            help="Documents per task (--width: the old name, deprecated).",
+        ),
+    ] = 6,
     tasks_per_step: Annotated[int, int_option("Tasks per step.")] = 2,
-    group_size: Annotated[int, typer.Option("-k", min=2, help="Rollouts per task (group).")] = 4,
+    group_size: Annotated[int, typer.Option("-k", min=2, help=GROUP_HELP)] = 4,
     lr: Annotated[float, typer.Option(help="AdamW learning rate.")] = 1e-5,
     anneal_steps: Annotated[
         int | None, int_option("Steps until λ reaches 0 (default: --steps).")

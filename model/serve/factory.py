@@ -29,6 +29,7 @@ __all__ = [
     "GGML_MIN_FILE_BYTES",
     "QUANTS",
     "SMOLLM2_NAME",
+    "TINY_CONTEXT",
     "LoadedModel",
     "Quant",
     "build_engine",
@@ -191,6 +192,13 @@ def load_source(source: str | Path, *, quant: Quant = "auto") -> LoadedModel:
     entry = MODELS.get(text)
     what = f"{entry.description}, from {found}" if entry else f"{text} from {found}"
     return LoadedModel(model, tokenizer, text, what)
+
+
+#: The tiny model's context when served (`kimmy serve --tiny`, `LocalModel.tiny`): it has no
+#: positional limit (KDA layers, MLA without positions), and its tokenizer, trained on the
+#: Python docs, cuts prose finely — an orchestrator's opening is ~6,500 of its tokens, past
+#: the engine's default of 4,096.
+TINY_CONTEXT = 16384
 
 
 def load_tiny(*, seed: int = 0) -> tuple[Any, Tokenizer, str]:

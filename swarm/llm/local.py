@@ -88,7 +88,9 @@ class LocalModel:
 
             return load_tiny(seed=seed)
 
-        return cls(load, **options)
+        from kimmy_swarm.model.serve.factory import TINY_CONTEXT
+
+        return cls(load, **{"max_model_len": TINY_CONTEXT, **options})
 
     @classmethod
     def load(cls, source: str | Path, **options: Any) -> LocalModel:
@@ -104,6 +106,8 @@ class LocalModel:
             loaded = load_source(source)
             return loaded.model, loaded.tokenizer, loaded.name
 
+        if str(source) == "tiny":
+            return cls.tiny(**options)
         return cls(load, **options)
 
     @classmethod

@@ -19,6 +19,7 @@ from kimmy_swarm.cli.commands.rewards import app
 from kimmy_swarm.cli.tasks import TaskFileError
 from kimmy_swarm.rewards.export import load_rollouts
 from kimmy_swarm.swarm.errors import ConfigError, UserError
+from kimmy_swarm.swarm.store import RunStore
 from tests.rewards._fixtures import ICLR_JSON, run_small
 from tests.support.openai_behaviours import Reply, ServerRequest
 from tests.support.openai_server import OpenAIServer
@@ -81,7 +82,7 @@ def test_offline_review_rollouts_score_the_same(kimmy: Any, tmp_path: Path) -> N
         tmp_path, pipeline="review", corpus=corpus, topic="question answering", max_papers=10
     )
     out, runs = tmp_path / "rollouts.jsonl", tmp_path / "runs"
-    res = kimmy("rollouts", task, "-k", 2, "--out", out, "--runs-dir", runs)
+    res = kimmy("rollouts", task, "-k", 2, "--jsonl", out, "--runs-dir", runs)
     assert res.exit_code == 0, res.output
     assert "scored the same" in res.output
     records = load_rollouts(out)
@@ -144,7 +145,16 @@ def test_model_rollouts_differ_and_get_advantages(kimmy: Any, tmp_path: Path) ->
     agent = VaryingReviewModel()
     with OpenAIServer(default=agent, models=["served-model"]) as srv:
         res = kimmy(
-            "rollouts", task, "-k", 2, "--out", out, "--runs-dir", runs, "--base-url", srv.base_url
+            "rollouts",
+            task,
+            "-k",
+            2,
+            "--jsonl",
+            out,
+            "--runs-dir",
+            runs,
+            "--base-url",
+            srv.base_url,
         )
         assert {r.body["model"] for r in srv.chat_requests} == {"served-model"}
     assert res.exit_code == 0, res.output
@@ -196,7 +206,16 @@ def test_plan_rollouts_with_a_model_server(kimmy: Any, tmp_path: Path) -> None:
     out, runs = tmp_path / "r.jsonl", tmp_path / "runs"
     with OpenAIServer(models=["m"]) as srv:  # echoes: every sub-agent answers
         res = kimmy(
-            "rollouts", task, "-k", 2, "--out", out, "--runs-dir", runs, "--base-url", srv.base_url
+            "rollouts",
+            task,
+            "-k",
+            2,
+            "--jsonl",
+            out,
+            "--runs-dir",
+            runs,
+            "--base-url",
+            srv.base_url,
         )
         calls = len(srv.chat_requests)
     assert res.exit_code == 0, res.output
@@ -207,3 +226,23 @@ def test_plan_rollouts_with_a_model_server(kimmy: Any, tmp_path: Path) -> None:
     assert [r.reward["r_inst"] for r in records] == [2 / 64, 2 / 64]
     assert all(r.reward["grader"] == "completion" and r.reward["r_result"] == 1.0 for r in records)
     assert "the model's rollouts scored alike" in res.output
+
+
+def test_plan_rollouts_with_a_model_in_process(kimmy: Any, tmp_path: Path) -> None:
+    """`rollouts` takes the model flags every model command takes: `--local` (here the tiny
+    random model, in this process), `--context-tokens`, `--call-timeout`."""
+    plan = {
+        "goal": "one note",
+        "subtasks": [{"id": "a", "role": "researcher", "instructions": "a"}],
+    }
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    task = _task(tmp_path, plan="plan.json")
+    out, runs = tmp_path / "r.jsonl", tmp_path / "runs"
+    res = kimmy("rollouts", task, "-k", 2, "--jsonl", out, "--runs-dir", runs, "--local", "tiny",
+                "--call-timeout", 120, "--context-tokens", 16384)  # fmt: skip
+    assert res.exit_code in (0, 1), res.output  # noise from a random model may fail a check
+    records = load_rollouts(out)
+    assert len(records) == 2 and all(r.messages[0]["content"] == "one note" for r in records)
+    with RunStore(runs, create=False) as store:  # the sub-agents called the model
+        for r in records:
+            assert store.events(r.run_id, types=["model_called"])

@@ -111,6 +111,28 @@ def test_failed_run_exits_1_and_resume_reruns_only_unfinished(
     assert "5 done" not in out and "4 done" in out
 
 
+def test_resume_takes_a_model_in_this_process(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`kimmy resume --local MODEL`: the run goes on with a model in this process (as every
+    command that reaches a model takes --local), not the server it was started against."""
+    plan = write_plan(tmp_path / "plan.json", chain_plan(1))
+    runs = str(tmp_path / "runs")
+    bad = status(400, {"error": {"message": "no such prompt"}})
+    with OpenAIServer(default=bad) as srv:
+        code, *_ = run_cli(capsys, "run", str(plan), "--base-url", srv.base_url,
+                           "--runs-dir", runs)  # fmt: skip
+    assert code == 1
+    code, _, err = run_cli(capsys, "resume", "latest", "--runs-dir", runs, "--local", "tiny",
+                           "--base-url", "http://127.0.0.1:9/v1")  # fmt: skip
+    assert code == 2 and "give one model" in err
+    code, _, err = run_cli(capsys, "resume", "latest", "--runs-dir", runs, "--local", "tiny")
+    assert code in (0, 1), err  # the tiny model's noise may fail a check; it was called
+    code, out, _ = run_cli(capsys, "show", "latest", "--runs-dir", runs, "--json")
+    result = RunResult.model_validate_json(out)
+    assert result.usage.model_calls >= 1  # calls the 400-answering server never counted
+
+
 @pytest.mark.parametrize(
     ("plan", "flags", "needle"),
     [

@@ -3,12 +3,17 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from kimmy_swarm.cli.app import main
 from kimmy_swarm.cli.commands.solve import _endpoint_of, _source_of
 from kimmy_swarm.swarm.llm.endpoint import ModelEndpoint
+from kimmy_swarm.swarm.store import RunStore
+from tests.support.openai_server import OpenAIServer, echo
 
 
 @pytest.mark.parametrize(
@@ -20,6 +25,10 @@ from kimmy_swarm.swarm.llm.endpoint import ModelEndpoint
         (
             {"kind": "http", "base_url": "http://***@h:8000/v1", "model": "m"},
             ModelEndpoint(kind="http", base_url="http://***@h:8000/v1", model="m"),
+        ),
+        (  # --context-tokens and --max-answer-tokens are stored with the run
+            {"kind": "tiny", "context_tokens": 8192, "max_tokens": 64},
+            ModelEndpoint(kind="local", local="tiny", context_tokens=8192, max_tokens=64),
         ),
     ],
 )
@@ -34,3 +43,21 @@ def test_a_url_is_stored_without_its_credentials() -> None:
     stored = _endpoint_of({"kind": "http", "base_url": "http://u:pw@h/v1", "model": "m"})
     assert "pw" not in stored.model_dump_json()
     assert _source_of(ModelEndpoint(kind="other")) == {"kind": "offline"}  # a Python object
+
+
+def test_swarm_takes_the_model_flags_review_takes(tmp_path: Path) -> None:
+    """`kimmy swarm --max-answer-tokens N --context-tokens C --no-probe --tools`: every call
+    asks for at most N tokens, and the run records both sizes (a resume uses them)."""
+    corpus = tmp_path / "papers.json"
+    corpus.write_text(json.dumps([{"title": "A", "abstract": "dropout helps", "authors": ["X"]}]))
+    with OpenAIServer(default=echo(), models=["m"]) as srv:
+        main(["swarm", "Which papers mention dropout?", "--corpus", str(corpus),
+              "--base-url", srv.base_url, "--max-answer-tokens", "40", "--context-tokens",
+              "8192", "--no-probe", "--tools", "--max-turns", "1",
+              "--out", str(tmp_path / "out"), "--runs-dir", str(tmp_path / "runs")])  # fmt: skip
+        asked = [r.body.get("max_tokens") for r in srv.chat_requests]
+    assert asked and all(n is not None and n <= 40 for n in asked), asked
+    with RunStore(tmp_path / "runs", create=False) as store:
+        (started,) = store.events("latest", types=["run_started"])
+    endpoint = json.dumps(started.settings)
+    assert '"max_tokens": 40' in endpoint and '"context_tokens": 8192' in endpoint

@@ -13,8 +13,9 @@ from kimmy_swarm.cli.commands.train import RewardArm
 from kimmy_swarm.cli.parl_training import REWARD_ARMS
 from tests.agents.parl.conftest import write_notes
 
-FAST = ["--model", "tiny", "--tasks", "3", "--width", "3", "-k", "2", "--tasks-per-step", "1",
-        "--max-new-tokens", "64", "--step-latency", "0", "--checkpoint-every", "1"]  # fmt: skip
+FAST = ["--checkpoint", "tiny", "--tasks", "3", "--docs-per-task", "3", "-k", "2",
+        "--tasks-per-step", "1", "--max-new-tokens", "64", "--step-latency", "0",
+        "--checkpoint-every", "1"]  # fmt: skip
 
 
 def test_reward_arms_agree() -> None:
@@ -56,7 +57,7 @@ def test_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str
     )
     notes = write_notes(tmp_path / "notes", n=3)
     assert main(["train", "parl", "--out", str(tmp_path / "y"), "--corpus", str(notes),
-                 *FAST, "--width", "5"]) == 2  # fmt: skip
+                 *FAST, "--docs-per-task", "5"]) == 2  # fmt: skip
     err = capsys.readouterr().err.strip()
     assert "3 documents with a title; a task of width 5 needs at least 5" in err
     assert len(err.splitlines()) == 1

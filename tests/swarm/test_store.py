@@ -15,7 +15,12 @@ import pytest
 from kimmy_swarm.swarm import Swarm
 from kimmy_swarm.swarm import events as ev
 from kimmy_swarm.swarm.context import SubtaskContext
-from kimmy_swarm.swarm.errors import ConfigError, RunNotFoundError, StoreError
+from kimmy_swarm.swarm.errors import (
+    AmbiguousRunIdError,
+    ConfigError,
+    RunNotFoundError,
+    StoreError,
+)
 from kimmy_swarm.swarm.schema import Plan, RunStatus, Subtask, SubtaskResult, SubtaskStatus, Usage
 from kimmy_swarm.swarm.store import DB_NAME, RunStore
 
@@ -191,6 +196,19 @@ def test_resolve_by_prefix_latest_and_unknown(store: RunStore) -> None:
     with pytest.raises(RunNotFoundError, match="nope") as info:
         store.load_run("nope")
     assert RUN in str(info.value)
+
+
+def test_an_ambiguous_prefix_names_its_runs_newest_first(store: RunStore) -> None:
+    others = [f"20250101-00000{i}-abc{i:03d}" for i in range(1, 7)]
+    for run_id in others:
+        store.create_run(run_id, PLAN, {})
+    with pytest.raises(AmbiguousRunIdError) as info:
+        store.resolve("2025")
+    assert isinstance(info.value, RunNotFoundError)  # callers that catch "no run" still do
+    assert info.value.matches[0] == others[-1] and len(info.value.matches) == 7
+    message = str(info.value)
+    assert message.startswith("run id prefix '2025' is ambiguous: it matches 7 runs (")
+    assert others[-1] in message and "… (2 more)" in message and RUN not in message
 
 
 def test_latest_in_an_empty_store_is_not_found(tmp_path: Path) -> None:

@@ -5,8 +5,15 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from kimmy_swarm.agents.analysis.questions import match_question, named_columns, question_words
-from kimmy_swarm.agents.tools.datasets import load_dataset
+from kimmy_swarm.agents.analysis.questions import (
+    QuestionColumns,
+    asks_for_outcome,
+    match_question,
+    named_columns,
+    question_words,
+    stem,
+)
+from kimmy_swarm.agents.tools.datasets import Dataset, load_dataset
 
 
 @pytest.fixture(scope="module")
@@ -92,3 +99,55 @@ def test_a_class_name_or_a_group_word_picks_the_labelled_target() -> None:
     asked = match_question("Which diagnosis has the largest mean radius?", ds.frame, ds.target)
     assert asked.values == ["mean radius"] and "mean texture" not in asked.named
     assert asked.group == "target"
+
+
+@pytest.fixture(scope="module")
+def longley() -> Dataset:
+    return load_dataset("statsmodels:longley")
+
+
+def _ask(question: str, ds: Dataset) -> QuestionColumns:
+    return match_question(question, ds.frame, ds.target, ds.labels, ds.descriptions)
+
+
+def test_a_word_of_a_column_description_names_the_column(longley: Dataset) -> None:
+    asked = _ask("What drives employment?", longley)
+    assert (asked.named, asked.values, asked.group) == (["TOTEMP"], ["TOTEMP"], None)
+    assert asked.readings == [
+        "'employment' read as TOTEMP (Total Employment, from the dataset's description)"
+    ]
+    # simple stems: "employed" is employment, "unemployment" is "Number of unemployed"
+    assert _ask("How many people were employed?", longley).values == ["TOTEMP"]
+    assert _ask("What drives unemployment?", longley).values == ["UNEMP"]
+    assert [stem(w) for w in ("employment", "employed", "employees", "unemployment")] == [
+        "employ", "employ", "employ", "unemploy",
+    ]  # fmt: skip
+
+
+def test_a_column_named_outright_wins_over_a_description(longley: Dataset) -> None:
+    asked = _ask("How does UNEMP relate to employment?", longley)
+    assert asked.values == ["UNEMP"] and asked.named == ["UNEMP", "TOTEMP"]
+    assert asked.readings == []  # UNEMP was named, not read
+    frame = pd.DataFrame({"jobs": [1.0, 2.0, 4.0], "employment": [3.0, 1.0, 2.0]})
+    described = {"jobs": "Total employment", "employment": "Share of adults at work"}
+    asked = match_question("What drives employment?", frame, None, None, described)
+    assert (asked.named, asked.values) == (["employment"], ["employment"])
+
+
+def test_a_question_about_nothing_in_the_descriptions_names_nothing(longley: Dataset) -> None:
+    asked = _ask("What drives rainfall?", longley)
+    assert (asked.named, asked.values, asked.readings, asked.outcome) == ([], [], [], False)
+    assert not asks_for_outcome("What drives rainfall?")
+
+
+def test_a_question_about_the_outcome_is_about_the_designated_target(longley: Dataset) -> None:
+    for question in ("What drives the outcome?", "What predicts the target?"):
+        asked = _ask(question, longley)
+        assert (asked.values, asked.outcome) == (["TOTEMP"], True)
+        assert asked.readings == [
+            "the question asks about the outcome in general terms: read as TOTEMP, "
+            "the dataset's designated target"
+        ]
+    # no designated target: nothing to read it as
+    asked = match_question("What drives the outcome?", longley.frame, None)
+    assert (asked.values, asked.outcome) == ([], True)

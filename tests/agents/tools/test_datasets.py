@@ -161,3 +161,27 @@ def test_concurrent_loads_match_sequential_loads() -> None:
     first, second = load_dataset("sklearn:iris"), load_dataset("sklearn:iris")
     first.frame.iloc[0, 0] = -1.0
     assert second.frame.iloc[0, 0] != -1.0
+
+
+def test_bundled_datasets_keep_their_column_descriptions() -> None:
+    longley = load_dataset("statsmodels:longley")
+    assert longley.descriptions["TOTEMP"] == "Total Employment"
+    assert longley.descriptions["UNEMP"] == "Number of unemployed"
+    assert set(longley.descriptions) == set(longley.frame.columns)
+    # a name alone on its line, the description indented below it, cut to one sentence
+    crime = load_dataset("statsmodels:statecrime").descriptions
+    assert crime["violent"] == "Rate of violent crimes / 100,000 population."
+    # names in another case; coded values ("0 - Strong Democrat") are no description
+    assert load_dataset("statsmodels:spector").descriptions["GRADE"].startswith("binary")
+    assert load_dataset("statsmodels:anes96").descriptions["PID"] == (
+        "Party identification of respondent."
+    )
+    diabetes = load_dataset("sklearn:diabetes").descriptions
+    assert diabetes["bp"] == "average blood pressure"
+    assert "disease progression" in diabetes["target"]
+    assert load_dataset("sklearn:iris").descriptions == {}  # iris names its columns only
+
+
+def test_table_files_have_no_descriptions(tmp_path: Path) -> None:
+    (tmp_path / "t.csv").write_text("a,b\n1,2\n")
+    assert load_dataset(str(tmp_path / "t.csv")).descriptions == {}

@@ -62,3 +62,17 @@ def test_the_module_imports_no_torch_until_a_model_starts() -> None:
     code = "import sys, kimmy_swarm.swarm.llm.local; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.split() == ["False"], out.stderr
+
+
+async def test_the_tiny_model_takes_an_orchestrators_opening() -> None:
+    """`--tiny` (`LocalModel.load("tiny")`) served 4,096 tokens, and its tokenizer makes the
+    orchestrator's opening ~6,500: `kimmy swarm … --tiny` failed its first call (HTTP 400).
+    The tiny model has no positional limit; it is served with `TINY_CONTEXT`."""
+    from kimmy_swarm.model.serve.factory import TINY_CONTEXT
+
+    long_prompt = [{"role": "user", "content": "word " * 5000}]
+    for model in (LocalModel.load("tiny", max_num_seqs=2), LocalModel.tiny(max_num_seqs=2)):
+        async with model:
+            assert model.context_length == TINY_CONTEXT > 6500
+            reply = await model.chat(long_prompt, max_tokens=1)
+            assert reply.usage.prompt_tokens > 4096
