@@ -220,7 +220,7 @@ def swarm_cmd(
     max_tokens: MaxTokens = None,
     structured_output: StructuredOutput = None,
     tools: NativeTools = None,
-    probe: Probe = True,
+    probe: Probe = False,  # opt-in here: a swarm run never probed before the flag existed
     local: Local = None,
     tiny: Annotated[
         bool, typer.Option("--tiny", help="An in-process tiny random model (wiring checks).")
