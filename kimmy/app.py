@@ -158,9 +158,30 @@ def _root(
             "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
         ),
     ] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet",
+            "-q",
+            help="Print nothing on stdout (progress, summaries, answers); errors still go to "
+            "stderr, and the exit code tells the outcome.",
+        ),
+    ] = False,
 ) -> None:
-    # A typer app needs a callback (or commands of its own) to be a group.
-    pass
+    if quiet:  # until `main` returns: stdout, and the progress view (on stderr) with it
+        from kimmy_swarm.cli.command_work import QUIET
+
+        _QUIET.enter_context(contextlib.redirect_stdout(_QUIET.enter_context(_devnull())))
+        QUIET.on = True
+        _QUIET.callback(setattr, QUIET, "on", False)
+
+
+#: What `--quiet` holds open while the command runs (closed by `main`).
+_QUIET = contextlib.ExitStack()
+
+
+def _devnull() -> Any:
+    return open(os.devnull, "w", encoding="utf-8")  # closed by _QUIET
 
 
 def _raw_value(argv: list[str], exc: Exception) -> str | None:
@@ -183,6 +204,11 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of `kimmy`: one line per user error, no tracebacks, set exit codes."""
     for warning in deprecated_options(sys.argv[1:] if argv is None else argv):
         print(warning, file=sys.stderr)
+    with _QUIET:  # `--quiet`: stdout is back once the command ended
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     try:
         code = app(args=argv, prog_name="kimmy", standalone_mode=False)
     except _UsageError as exc:

@@ -4,6 +4,7 @@ Ctrl-C or SIGTERM (`kimmy.interrupts`), the model closed afterwards."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -51,11 +52,21 @@ def run_work(
     with stop_on_signals(RESUME_HINT if stored else NOT_STORED_HINT):
         try:
             telemetry = telemetry_sinks(workflow)
-            with make_progress(json=json_lines) as sink:
+            # `kimmy --quiet`: stdout goes nowhere, and the progress view with it
+            quiet = {"stream": sys.stdout} if QUIET.on else {}
+            with make_progress(json=json_lines, **quiet) as sink:
                 return work([sink, *telemetry])
         finally:
             if model is not None:
                 asyncio.run(model.aclose())
 
 
-__all__ = ["run_work", "telemetry_sinks"]
+class _Quiet:
+    """Whether `kimmy --quiet` asked for silence (set for one command by `kimmy_swarm.cli.app`)."""
+
+    on = False
+
+
+QUIET = _Quiet()
+
+__all__ = ["QUIET", "run_work", "telemetry_sinks"]

@@ -175,3 +175,14 @@ def test_model_flags_given_without_a_model_are_named(
     assert "no model is given, so --max-answer-tokens, --call-timeout do nothing" in err
     main(["analyze", "statsmodels:longley", "--out", str(tmp_path / "b"), "--no-store"])
     assert "no model is given" not in capsys.readouterr().err
+
+
+def test_quiet_prints_nothing_but_errors(capsys: pytest.CaptureFixture[str], tmp_path: Any) -> None:
+    args = ["analyze", "statsmodels:longley", "--no-store"]
+    assert main(["-q", *args, "--out", str(tmp_path / "a")]) == 0
+    assert capsys.readouterr() == ("", "")  # no summary, no answer, no progress lines
+    assert main(["--quiet", "analyze", "statsmodels:longly", "--no-store"]) == 2
+    assert "could not be loaded" in capsys.readouterr().err  # errors still said
+    assert main([*args, "--out", str(tmp_path / "b")]) == 0  # stdout is back afterwards
+    out = capsys.readouterr().out
+    assert "answer [statsmodels:longley]" in out
