@@ -10,10 +10,15 @@
 
 `run_demo` runs both and returns their outcomes; a `DemoWatcher` (the `kimmy demo` command
 is one) gets the progress sinks, a line per step and each outcome as it arrives.
+
+A demo stopped during its analysis is finished by `kimmy resume` of that run: the demo's
+folder says (`DEMO_STATE`) whether its review has started, and `review_left` tells the
+resume that the review is still to run (`run_demo_review` runs it as the demo would).
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -53,6 +58,9 @@ DEMO_PACKAGES: tuple[str, ...] = (
 DEMO_TOPIC = "parsing and encoding text, files and data formats"
 #: Most papers (module docstrings) the demo's review reads.
 DEMO_MAX_PAPERS = 150
+#: The file in a demo's folder that says how far its review got: "not started", "started"
+#: or "done" (`{"review": …}`).
+DEMO_STATE = ".kimmy-demo.json"
 
 
 @dataclass
@@ -112,19 +120,20 @@ def run_demo(
         watcher: told what happens (default: nobody).
     """
     from kimmy_swarm.agents.analysis import AnalysisConfig, run_analysis
-    from kimmy_swarm.agents.review import ReviewConfig, run_review
     from kimmy_swarm.agents.tools.docstring_corpus import write_docstring_corpus
     from kimmy_swarm.swarm.errors import FilesNotWrittenError
 
     watch: DemoWatcher = watcher if watcher is not None else _Silent()
     t0 = time.perf_counter()
-    # the review's corpus first (about a second): a demo stopped during its analysis can
-    # then be finished by `kimmy review` on it, beside `kimmy resume` of the analysis
-    corpus = out / "docs-corpus"
+    # the review's corpus first (about a second): a demo stopped during its analysis is
+    # finished by `kimmy resume` of the analysis, which then reviews this corpus
     try:
-        written = write_docstring_corpus(corpus, limit=max_modules, packages=DEMO_PACKAGES)
+        written = write_docstring_corpus(
+            out / "docs-corpus", limit=max_modules, packages=DEMO_PACKAGES
+        )
     except OSError as exc:  # the folder went away or the disk filled after the analysis
         raise FilesNotWrittenError(f"the demo's corpus could not be written: {exc}") from exc
+    _set_review(out, "not started")
     watch.step(
         f"[1/2] batch analysis of {len(DEMO_DATASETS)} bundled datasets → {out / 'analysis'}"
     )
@@ -134,7 +143,32 @@ def run_demo(
             sinks=sinks,
         )
     watch.analysis_done(analysis)
-    watch.step(f"[2/2] literature review of {written} module docstrings → {out / 'review'}")
+    review = run_demo_review(out, runs_dir=runs_dir, watcher=watch, documents=written)
+    return DemoOutcome(analysis, review, time.perf_counter() - t0)
+
+
+def run_demo_review(
+    out: Path,
+    *,
+    runs_dir: Path | None = None,
+    watcher: DemoWatcher | None = None,
+    documents: int | None = None,
+) -> ReviewOutcome:
+    """The demo's second half, its literature review of the corpus in `out/docs-corpus`
+    (written by `run_demo` before its analysis), into `out/review`.
+
+    Args:
+        documents: how many module docstrings the corpus holds (said in the step line;
+            None: counted).
+    """
+    from kimmy_swarm.agents.review import ReviewConfig, run_review
+
+    watch: DemoWatcher = watcher if watcher is not None else _Silent()
+    corpus = out / "docs-corpus"
+    if documents is None:
+        documents = sum(1 for _ in corpus.glob("*.md"))
+    watch.step(f"[2/2] literature review of {documents} module docstrings → {out / 'review'}")
+    _set_review(out, "started")
     with watch.progress() as sinks:
         review = run_review(
             ReviewConfig(
@@ -146,16 +180,44 @@ def run_demo(
             ),
             sinks=sinks,
         )
+    _set_review(out, "done")
     watch.review_done(review)
-    return DemoOutcome(analysis, review, time.perf_counter() - t0)
+    return review
+
+
+def review_left(analysis_out: Path) -> Path | None:
+    """The demo folder whose analysis writes into `analysis_out`, when that demo's review
+    has not started (a demo stopped during its analysis); None for any other folder."""
+    folder = analysis_out.parent
+    if analysis_out.name != "analysis":
+        return None
+    try:
+        state = json.loads((folder / DEMO_STATE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    left = isinstance(state, dict) and state.get("review") == "not started"
+    return folder if left and (folder / "docs-corpus").is_dir() else None
+
+
+def _set_review(out: Path, state: str) -> None:
+    """Say in the demo's folder how far its review got (`DEMO_STATE`)."""
+    from kimmy_swarm.swarm.errors import FilesNotWrittenError
+
+    try:
+        (out / DEMO_STATE).write_text(json.dumps({"review": state}) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise FilesNotWrittenError(f"the demo's state could not be written: {exc}") from exc
 
 
 __all__ = [
     "DEMO_DATASETS",
     "DEMO_MAX_PAPERS",
     "DEMO_PACKAGES",
+    "DEMO_STATE",
     "DEMO_TOPIC",
     "DemoOutcome",
     "DemoWatcher",
+    "review_left",
     "run_demo",
+    "run_demo_review",
 ]

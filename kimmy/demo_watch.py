@@ -1,10 +1,9 @@
 """`kimmy demo`'s watcher: a progress view per pipeline, its steps and summaries, and, when
 the demo is stopped, what is left of it and the command that finishes each part.
 
-A demo is two runs, its analysis then its review: `kimmy resume latest` after Ctrl-C would
-only continue the one that was running. So the message after an interrupted demo names both
-halves: the run that stopped (`kimmy resume RUN` finishes it) and the half not yet started
-(the `kimmy review` command that runs it on the corpus the demo wrote first).
+A demo is two runs, its analysis then its review. The message after an interrupted demo
+names both halves and the run that stopped: `kimmy resume RUN` finishes it, and a resumed
+analysis goes on with the review (`finish_demo`), as the demo would have.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ if TYPE_CHECKING:
     from kimmy_swarm.agents.review import ReviewOutcome
     from kimmy_swarm.swarm import EventSink
 
-__all__ = ["DemoPrinter"]
+__all__ = ["DemoPrinter", "finish_demo"]
 
 
 class _RunId:
@@ -89,22 +88,26 @@ class DemoPrinter:
             if half in self._finished:
                 lines.append(f"  {half}: finished (run {run_id})")
             elif run_id is not None:
+                then = ", then runs the review" if half == "analysis" else ""
                 lines.append(
-                    f"  {half}: run {run_id} stopped: `kimmy resume {run_id}{where}` finishes it"
+                    f"  {half}: run {run_id} stopped: `kimmy resume {run_id}{where}` finishes "
+                    f"it{then}"
                 )
             elif half == "review":
-                lines.append(f"  review: not started: `{_review_command(out)}{where}` runs it")
+                lines.append("  review: not started (the analysis's resume runs it)")
             else:
                 lines.append(f"  {half}: not started: {again}")
         return "\n".join(lines)
 
 
-def _review_command(out: Path) -> str:
-    """The `kimmy review` command that runs the demo's review as `run_demo` does."""
-    from kimmy_swarm.agents.demo import DEMO_MAX_PAPERS, DEMO_TOPIC
+def finish_demo(analysis_out: Path, runs_dir: Path, json_lines: bool) -> None:
+    """After `kimmy resume` of an analysis: when it was a demo's analysis, stopped before the
+    demo's review began, run that review now (said first), as `kimmy demo` would have."""
+    from kimmy_swarm.agents.demo import review_left, run_demo_review
 
-    q = shlex.quote
-    return (
-        f"kimmy review {q(str(out / 'docs-corpus'))} --topic {q(DEMO_TOPIC)} "
-        f"--out {q(str(out / 'review'))} --max-papers {DEMO_MAX_PAPERS}"
-    )
+    demo = review_left(analysis_out)
+    if demo is None:
+        return
+    printer = DemoPrinter(json_lines, stored=True)
+    printer.step(f"this run was the analysis of the demo in {demo}; its review runs now")
+    run_demo_review(demo, runs_dir=runs_dir, watcher=printer)

@@ -317,7 +317,7 @@ def resume(
     json_lines: Json = False,
 ) -> None:
     """Continue a stored run: finished subtasks are reused, the rest runs."""
-    from kimmy_swarm.agents.pipeline_record import record_kind
+    from kimmy_swarm.agents.pipeline_record import record_kind, stored_settings
     from kimmy_swarm.swarm import RunConfig
     from kimmy_swarm.swarm.store import RunStore
 
@@ -345,6 +345,11 @@ def resume(
                 max_concurrency=max_concurrency, call_timeout=call_timeout,
                 mcp_config=mcp_config, out=out, local=local,
             )  # fmt: skip
+        folder = stored_settings(stored.settings).get("out")
+        if kind == "analysis" and isinstance(folder, str):  # a demo's analysis: its review next
+            from kimmy_swarm.cli.demo_watch import finish_demo
+
+            finish_demo(Path(folder), runs_dir, json_lines)
         return
     if out is not None:
         from kimmy_swarm.cli.options import fail

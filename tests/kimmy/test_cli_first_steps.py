@@ -118,7 +118,7 @@ def test_ctrl_c_on_a_command_that_runs_no_run_suggests_no_resume(
     assert code == 130 and "not stored (--no-store)" in err and "kimmy resume" not in err
 
 
-def test_ctrl_c_during_the_demo_names_each_half_and_its_command(
+def test_ctrl_c_during_the_demo_names_each_half_and_resume_finishes_the_demo(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
@@ -151,19 +151,21 @@ def test_ctrl_c_during_the_demo_names_each_half_and_its_command(
     analysis_line, review_line = lines[start + 1 :]
     run_id = analysis_line.split("run ", 1)[1].split()[0]
     assert analysis_line == (
-        f"  analysis: run {run_id} stopped: `kimmy resume {run_id} --runs-dir {runs}` finishes it"
+        f"  analysis: run {run_id} stopped: `kimmy resume {run_id} --runs-dir {runs}` "
+        "finishes it, then runs the review"
     )
-    assert review_line.startswith("  review: not started: `kimmy review ")
+    assert review_line == "  review: not started (the analysis's resume runs it)"
     monkeypatch.setattr(analysis, "run_analysis", run_analysis)
-    # each command it names does what it says: the analysis run finishes, the review runs
-    code, _, err = run_cli(capsys, *shlex.split(analysis_line.split("`")[1])[1:])
+    monkeypatch.setattr(demo, "DEMO_MAX_PAPERS", 3)  # a small review: fast
+    # the command it names does what it says: the analysis run finishes, then the review runs
+    code, said, err = run_cli(capsys, *shlex.split(analysis_line.split("`")[1])[1:])
     assert code == 0, err
+    assert f"this run was the analysis of the demo in {out}; its review runs now" in said
     assert (out / "analysis" / "report.html").exists()
-    review = shlex.split(review_line.split("`")[1])[1:]
-    assert review[review.index("--runs-dir") + 1] == str(runs)
-    code, _, err = run_cli(capsys, *review, "--max-papers", "3")  # a small review: fast
-    assert code == 0, err
     assert (out / "review" / "review.md").exists()
+    # the demo is finished: resuming its analysis again does not review again
+    code, said, err = run_cli(capsys, "resume", run_id, "--runs-dir", runs)
+    assert code == 0 and "review runs now" not in said, err
 
 
 def test_a_folder_corpus_cites_the_authors_and_years_its_files_give(
