@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kimmy_swarm.agents.orchestrator.agent_specs import MEETS, AgentSpec, spec_role
+from kimmy_swarm.agents.orchestrator.agent_specs import MEETS, AgentSpec, rows_schema, spec_role
 from kimmy_swarm.agents.orchestrator.corpus_view import CorpusView, search_tool
 from kimmy_swarm.agents.roles import Role
 from kimmy_swarm.agents.toolbox import ToolBox
@@ -26,24 +26,49 @@ if TYPE_CHECKING:
 
 #: The subtask id (and role) of the single agent.
 SINGLE_AGENT = "single_agent"
-SINGLE_PROMPT = (
-    "You are one agent doing a wide search alone. Find every paper of the corpus that meets "
-    "the goal's condition: search the corpus for candidates (search), read each candidate "
-    "(read_document; read_metadata for the decision, rating and other fields), and keep one "
-    "row per paper that meets the condition, with exactly the requested columns, copied as "
-    "written. Answer with all the rows."
-)
+#: What the single agent is told it does, and how: the orchestrator's own advice on
+#: `search` (phrases in query, other conditions in where), then reading each document found.
+SINGLE_PROMPT = """\
+You are one agent doing a wide search alone: find every document of the corpus that meets \
+the goal, and report the columns the goal asks for. Work in this order:
+1. search(query, where, limit=100): phrases the goal asks for go in query, quoted \
+('dropout'): it keeps the documents whose title or text mentions one. Conditions on the \
+other fields (a decision, e-mail domains, numbers) go in where, as {"field", "op", \
+"value"}: they are checked for you. It returns the ids and titles of the documents found.
+2. For each id found: read_document(id) (read_metadata(id) for fields such as citations, \
+decision or rating), and check that the document meets the goal.
+3. Answer with the rows of the documents that meet the goal."""
+
+
+def single_rows_format(columns: tuple[str, ...] | list[str]) -> str:
+    """How the single agent's answer looks: the rows of the documents it found."""
+    row = ", ".join(f'"{c}": …' for c in columns)
+    return (
+        f'Your answer is {{"rows": [{{"{MEETS}": true, {row}}}, …]}}: one row for each '
+        "document that meets the goal, its values copied from the document; no row for the "
+        "others."
+    )
 
 
 def single_agent_role(task: WideTask, *, max_steps: int) -> Role:
     """The single agent: its prompt, the three tools, rows of the task's columns."""
     spec = AgentSpec(
         name=SINGLE_AGENT,
-        system_prompt=SINGLE_PROMPT,
+        system_prompt=SINGLE_PROMPT + "\n\n" + single_rows_format(task.columns),
         tools=("search", "read_document", "read_metadata"),
-        output_columns=tuple(task.columns),
+        output_schema=rows_schema(task.columns),
     )
     return spec_role(spec).derive(max_steps=max_steps)
+
+
+def single_instructions(goal: str, view: CorpusView, columns: tuple[str, ...] | list[str]) -> str:
+    """The single agent's task: the goal, and the corpus as the orchestrator is told of it
+    (its size and fields), with the columns of the answer's rows."""
+    fields = "\n".join(f"- {f}" for f in view.field_hints())
+    return (
+        f"Goal: {goal}\n\nCorpus: {len(view.corpus.ids)} documents. Fields of each document "
+        f"(for where):\n{fields}\n\nColumns of each row: {', '.join(columns)}"
+    )
 
 
 @dataclass
@@ -79,13 +104,15 @@ def run_single(
     corpus = load_corpus(corpus_path, defaults=ICLR_DEFAULTS)
     index = SearchIndex(corpus.documents)
     tools = wide_toolbox(corpus, index)
-    box = ToolBox([*tools.values(), search_tool(CorpusView(corpus, index))])
+    view = CorpusView(corpus, index)
+    box = ToolBox([*tools.values(), search_tool(view)])
     config = RunConfig(max_concurrency=1, max_total_tokens=token_cap, temperature=temperature,
                        max_retries=0, timeout_s=24 * 3600.0)  # fmt: skip
     swarm = Swarm(model=model, config=config, runs_dir=runs_dir)
     install(swarm, [single_agent_role(task, max_steps=max_steps)], box, policy="model")
+    task_text = single_instructions(goal, view, task.columns)
     plan = Plan(goal=goal, subtasks=[Subtask(id=SINGLE_AGENT, role=SINGLE_AGENT,
-                                             instructions=goal, inputs={})])  # fmt: skip
+                                             instructions=task_text, inputs={})])  # fmt: skip
     t0 = time.perf_counter()
     try:
         result = swarm.run_sync(plan)
@@ -103,4 +130,12 @@ def run_single(
                          error)  # fmt: skip
 
 
-__all__ = ["SINGLE_AGENT", "SINGLE_PROMPT", "SingleOutcome", "run_single", "single_agent_role"]
+__all__ = [
+    "SINGLE_AGENT",
+    "SINGLE_PROMPT",
+    "SingleOutcome",
+    "run_single",
+    "single_agent_role",
+    "single_instructions",
+    "single_rows_format",
+]
