@@ -58,7 +58,8 @@ def single_agent_role(task: WideTask, *, max_steps: int) -> Role:
         tools=("search", "read_document", "read_metadata"),
         output_schema=rows_schema(task.columns),
     )
-    return spec_role(spec).derive(max_steps=max_steps)
+    # a small model answers from memory at once unless its first turn must call a tool
+    return spec_role(spec).derive(max_steps=max_steps, tools_first=True)
 
 
 def single_instructions(goal: str, view: CorpusView, columns: tuple[str, ...] | list[str]) -> str:

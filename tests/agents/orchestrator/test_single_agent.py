@@ -41,11 +41,13 @@ def test_the_single_agent_is_told_how_to_search_and_answers_the_rows_it_found(
 
     def search(messages: list[dict[str, Any]], options: dict[str, Any]) -> ChatResponse:
         seen["system"], seen["task"] = messages[0]["content"], messages[1]["content"]
+        seen["choices"] = [options.get("tool_choice")]
         where = [{"field": "decision", "op": "contains", "value": "Accept"}]
         return _call("search", {"query": "'dropout'", "where": where, "limit": 100})
 
     def read(messages: list[dict[str, Any]], options: dict[str, Any]) -> ChatResponse:
         seen["found"] = json.loads(messages[-1]["content"])
+        seen["choices"].append(options.get("tool_choice"))
         return _call("read_metadata", {"doc_id": "p2"})
 
     def answer(messages: list[dict[str, Any]], options: dict[str, Any]) -> str:
@@ -59,6 +61,7 @@ def test_the_single_agent_is_told_how_to_search_and_answers_the_rows_it_found(
                          corpus, model, runs_dir=tmp_path / "runs")  # fmt: skip
     model.assert_consumed()
 
+    assert seen["choices"] == ["required", None]  # it must look first, then may answer
     assert "search(query, where, limit=100)" in seen["system"]
     assert "each document you are given" not in seen["system"]  # it is given none
     assert "one row for each document that meets the goal" in seen["system"]
