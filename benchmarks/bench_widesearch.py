@@ -116,8 +116,10 @@ def page(
             else "the 489 ICLR 2017 papers"
         )
         + f"; model `{args.model}` on our engine (llama.cpp kernels), greedy; token cap "
-        f"{args.token_cap or 'none'} per run. One run, Python {platform.python_version()}, "
+        f"{args.token_cap or 'none'} per run; a model call's limit {args.call_timeout:.0f} s. "
+        f"One run, Python {platform.python_version()}, "
         f"{dt.date.today().isoformat()}, {platform.machine()} with {args.cpus} CPU cores.",
+        *([f"\n{args.note}"] if args.note else []),
         "",
         "| goal | truth rows | F1 swarm | F1 single | P / R swarm | P / R single | cells swarm "
         "| cells single | wall swarm (s) | wall single (s) | tokens swarm | tokens single "
@@ -155,9 +157,18 @@ def main() -> None:
     parser.add_argument("--token-cap", type=int, default=400_000)
     parser.add_argument("--skip-single", action="store_true", help="the swarm only")
     parser.add_argument(
+        "--call-timeout", type=float, default=3600.0,
+        help="one model call's limit in seconds, the same for both (a measurement, not a "
+        "test of timeouts: the adaptive limit, learned afresh per goal, cut the single "
+        "agent's first call on a busy machine)",
+    )  # fmt: skip
+    parser.add_argument(
         "--runs-dir", type=Path, default=None,
         help="keep the runs here (kimmy show reads them; default: removed)",
     )  # fmt: skip
+    parser.add_argument(
+        "--note", default="", help="a line the page carries under its header (e.g. what else ran)"
+    )
     add_out_option(parser, "widesearch.md")
     args = parser.parse_args()
     args.cpus = os.cpu_count()
@@ -179,7 +190,8 @@ def main() -> None:
             for name in names:
                 # A client per goal: each run has its own event loop.
                 model = OpenAIChat(local.base_url, local.name, max_connections=128,
-                                   context_length=local.context_length)  # fmt: skip
+                                   context_length=local.context_length,
+                                   timeout_s=args.call_timeout)  # fmt: skip
                 goal = WIDE_SUITE[name]
                 if not goal.task.ground_truth(papers):
                     print(f"{name}: no paper of this corpus meets it; skipped", flush=True)
@@ -191,7 +203,8 @@ def main() -> None:
                          "wall_s": 0.0, "tokens": 0, "steps": 0}  # fmt: skip
                 else:
                     model = OpenAIChat(local.base_url, local.name, max_connections=8,
-                                       context_length=local.context_length)  # fmt: skip
+                                       context_length=local.context_length,
+                                       timeout_s=args.call_timeout)  # fmt: skip
                     single = single_run(goal, corpus, model, tmp / name, args.token_cap)
                     s = _graded(goal, single, papers)
                 rows.append((name, w, s))
