@@ -83,9 +83,10 @@ class Role:
         brief: what its model is given for one subtask, to answer from in its first turn
             under a schema made for that subtask (`agents.brief`; None: the model calls the
             tools itself). A role with a brief offers its model no tools.
-        tools_first: its first turn must call a tool (`tool_choice="required"` where the
-            model's server calls tools natively): for a role that must look before it
-            answers, whose small model would otherwise answer from memory at once.
+        first_tool: the tool its first turn must call, and only it (`tool_choice` names it
+            where the model's server calls tools natively; None: any or none): for a role
+            that must look before it answers, whose small model would otherwise answer from
+            memory at once, or call other tools with arguments it cannot know yet.
     """
 
     name: str
@@ -98,7 +99,7 @@ class Role:
     max_tokens: int = 1_024
     brief: Brief | None = None
     requires_approval: bool = False
-    tools_first: bool = False
+    first_tool: str | None = None
 
     def __post_init__(self) -> None:
         if not re.fullmatch(ROLE_PATTERN, self.name):

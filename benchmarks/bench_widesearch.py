@@ -10,8 +10,9 @@ For each goal of `agents.widesearch.WIDE_SUITE` (its words, as a person would ty
   creates sub-agents and fans them out; its answer is graded against the ground truth;
 - single: one agent with the same model, the same tools (`search`, `read_document`,
   `read_metadata`) and the same token cap (`agents.orchestrator.single_agent`), told the
-  corpus's fields and how to search and read as the orchestrator is; its first turn must
-  call a tool (a 1.5B otherwise answers from memory at once).
+  corpus's fields and how to search and read as the orchestrator is; its first turn calls
+  `search` and only it (a 1.5B otherwise answers from memory at once, or reads ids it
+  invents).
 
 Reported per goal and as means: item-F1, precision, recall, cell accuracy, wall-clock,
 tokens, critical steps (PARL's, from the swarm's trajectory; the single agent's model

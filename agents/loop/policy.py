@@ -120,15 +120,15 @@ class _Turns:
         """The `tools` sent with a turn that offers them (None in text)."""
         return self.specs if self.text is None else None
 
-    def options(self, offer_tools: bool, *, require_call: bool = False) -> dict[str, Any]:
+    def options(self, offer_tools: bool, *, must_call: str | None = None) -> dict[str, Any]:
         """One turn's options (its `max_tokens` aside). A turn that offers tools asks for no
         JSON schema: JSON-constrained decoding would forbid tool calls (native or in text).
-        `require_call`: the turn must call a tool (native tools only)."""
+        `must_call`: the tool the turn must call, and only it (native tools only)."""
         options: dict[str, Any] = {}
         if offer_tools and self.native_tools is not None:
             options["tools"] = self.native_tools
-            if require_call:
-                options["tool_choice"] = "required"
+            if must_call is not None:
+                options["tool_choice"] = {"type": "function", "function": {"name": must_call}}
         if not offer_tools and self.response_format is not None:
             options["response_format"] = self.response_format
         return options
@@ -234,7 +234,7 @@ async def run_model_policy(run: Attempt, executor: Executor | None) -> BaseModel
         # for the JSON schema with constrained decoding (where the server enforces it): a
         # weak model that answered in prose gets a turn that can only produce a valid answer.
         offer_tools = turns.specs is not None and step < role.max_steps and not repaired
-        options = turns.options(offer_tools, require_call=role.tools_first and step == 1)
+        options = turns.options(offer_tools, must_call=role.first_tool if step == 1 else None)
         on_overflow = _DigestOnOverflow(
             run, budget, options.get("tools"), turns.tool_text, opening=step == 1
         )

@@ -58,8 +58,9 @@ def single_agent_role(task: WideTask, *, max_steps: int) -> Role:
         tools=("search", "read_document", "read_metadata"),
         output_schema=rows_schema(task.columns),
     )
-    # a small model answers from memory at once unless its first turn must call a tool
-    return spec_role(spec).derive(max_steps=max_steps, tools_first=True)
+    # its first turn searches, and only that: free, a 1.5B answers from memory at once;
+    # made to call some tool, it searches and reads ids it invents ("1", "2", …) in one turn
+    return spec_role(spec).derive(max_steps=max_steps, first_tool="search")
 
 
 def single_instructions(goal: str, view: CorpusView, columns: tuple[str, ...] | list[str]) -> str:

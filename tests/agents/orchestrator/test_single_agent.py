@@ -61,7 +61,8 @@ def test_the_single_agent_is_told_how_to_search_and_answers_the_rows_it_found(
                          corpus, model, runs_dir=tmp_path / "runs")  # fmt: skip
     model.assert_consumed()
 
-    assert seen["choices"] == ["required", None]  # it must look first, then may answer
+    search_only = {"type": "function", "function": {"name": "search"}}
+    assert seen["choices"] == [search_only, None]  # it must search first, then may answer
     assert "search(query, where, limit=100)" in seen["system"]
     assert "each document you are given" not in seen["system"]  # it is given none
     assert "one row for each document that meets the goal" in seen["system"]
