@@ -73,11 +73,7 @@ def print_review(outcome: ReviewOutcome, json_lines: bool = False, *, stored: bo
         f"({outcome.peak_researchers} researchers at peak), {outcome.duration_s:.2f} s wall time",
         json_lines,
     )
-    say(
-        f"fact-check: {files.supported}/{files.claims} claims supported "
-        f"({100 * outcome.pass_rate:.1f}%), {files.flagged} flagged",
-        json_lines,
-    )
+    say(_review_check_line(outcome), json_lines)
     _say_fallbacks(outcome.fallbacks, outcome.made_by, outcome.subagents, json_lines)
     for skipped in outcome.skipped[:5]:
         say(f"  skipped {skipped.source}: {skipped.reason}", json_lines)
@@ -86,6 +82,28 @@ def print_review(outcome: ReviewOutcome, json_lines: bool = False, *, stored: bo
     for name, path in files.paths.items():
         say(f"  {name:<15} {path}", json_lines)
     _say_run(outcome, json_lines, stored)
+
+
+def _review_check_line(outcome: ReviewOutcome) -> str:
+    """What the review's fact-check did, never a rate over checks that could not fail: a
+    claim that quotes its passage word for word is counted apart, with what was checked of
+    it (comparing it with the sentence it copies could not find it wrong); a partial run's
+    counts carry no percentage."""
+    files = outcome.files
+    tail = "" if outcome.status == "completed" else f" (run {outcome.status}: see the problems)"
+    if not files.verbatim:
+        rate = f" ({100 * outcome.pass_rate:.1f}%)" if outcome.status == "completed" else ""
+        return (
+            f"fact-check: {files.supported}/{files.claims} claims supported{rate}, "
+            f"{files.flagged} flagged{tail}"
+        )
+    reworded = files.claims - files.verbatim
+    said = f", {reworded} reword it (checked against it)" if reworded else ""
+    return (
+        f"fact-check: {files.claims} claims, {files.flagged} flagged; {files.verbatim} quote "
+        "their paper word for word (checked: the right paper, and every number, negation, "
+        f"hedge and caveat kept){said}{tail}"
+    )
 
 
 def print_analysis(
@@ -97,10 +115,12 @@ def print_analysis(
         f"{outcome.duration_s:.2f} s wall time",
         json_lines,
     )
+    # a partial run's rate covers only what was reported: no percentage that reads as whole
+    rate = f" ({100 * outcome.pass_rate:.1f}%)" if outcome.status == "completed" else ""
+    tail = "" if outcome.status == "completed" else f" (run {outcome.status}: see the problems)"
     say(
-        f"fact-check: {outcome.verified}/{outcome.findings} numbers verified by recomputation "
-        f"({100 * outcome.pass_rate:.1f}%), {outcome.mismatched} mismatched, "
-        f"{outcome.unverifiable} unverifiable",
+        f"fact-check: {outcome.verified}/{outcome.findings} numbers verified by recomputation"
+        f"{rate}, {outcome.mismatched} mismatched, {outcome.unverifiable} unverifiable{tail}",
         json_lines,
     )
     _say_fallbacks(outcome.fallbacks, outcome.made_by, outcome.subagents, json_lines)

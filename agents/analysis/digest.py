@@ -66,6 +66,10 @@ class FindingRecord(_Part):
     note: str
     model: ModelFamily
     level: str
+    part: Literal["", "any", "positive"] = ""
+    cov_type: Literal["nonrobust", "HC3"] = "nonrobust"
+    nominal: list[str] = []
+    without_row: int | None = None
     value: float
     verdict: VerdictLabel
     #: The recomputed value (None: not recomputed, or not finite).
@@ -193,6 +197,10 @@ def _join(
                 note=f.note,
                 model=f.model,
                 level=f.level,
+                part=f.part,
+                cov_type=f.cov_type,
+                nominal=list(f.nominal),
+                without_row=f.without_row,
                 value=f.value,
                 verdict=verdict.verdict if verdict is not None else UNCHECKED,
                 recomputed=_clean(verdict.recomputed) if verdict is not None else None,

@@ -12,9 +12,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from kimmy_swarm.agents.tools.conventions import CV_FOLDS
+
 __all__ = [
     "ALPHA",
     "FAMILY_NAMES",
+    "PART_TITLES",
     "class_name",
     "correlations_text",
     "diagnostics_text",
@@ -23,6 +26,7 @@ __all__ = [
     "num",
     "profile_text",
     "pvalue_text",
+    "two_part_text",
 ]
 
 #: The significance level the readings use.
@@ -32,6 +36,11 @@ _SKEWED = 1.0
 #: |r| above which two columns are called nearly collinear.
 _STRONG_R = 0.9
 _VIF_HIGH = 10.0
+#: Cook's distance above which one row alone moves the coefficients past their 50%
+#: confidence region (D is compared with the median of F(P, N - P), about 1).
+_COOKS_LARGE = 1.0
+#: Coefficients whose change without a dominant row is said in words at most.
+_MAX_CHANGES = 4
 FAMILY_NAMES = {
     "ols": "OLS",
     "logit": "logistic regression",
@@ -40,6 +49,17 @@ FAMILY_NAMES = {
     "negbin": "negative binomial regression",
     "logit_l2": "L2-penalised logistic regression",
     "mnlogit_l2": "L2-penalised multinomial logit",
+    "two_part": "two-part model",
+}
+#: What each part of a two-part model describes, of its target ({0}).
+PART_TITLES = {"any": "Whether {0} > 0", "positive": "The amount where {0} > 0"}
+#: How each kind of categorical column is read (`agents.tools.variables`).
+_KIND_READINGS = {
+    "nominal": "nominal codes, counted per level (as a predictor, each enters a model as "
+    "dummies against its most frequent level)",
+    "ordinal": "ordered levels, counted per level (as a predictor, each enters a model as an "
+    "ordered score, one number)",
+    "binary": "two values, counted per value",
 }
 
 
@@ -70,8 +90,32 @@ def profile_text(prof: dict[str, Any], missing: dict[str, int]) -> str:
     )
 
 
+def _scale(c: str, d: dict[str, Any]) -> str:
+    """An ordered column with its ends' meanings: "rate_marriage (1 = very poor … 5 = very
+    good)"; the column alone where the source says nothing of its levels."""
+    meanings, levels = d.get("meanings") or {}, list(d.get("levels") or {})
+    if not levels or not meanings.get(levels[0]) or not meanings.get(levels[-1]):
+        return c
+    lo, hi = levels[0], levels[-1]
+    return f"{c} ({lo} = {meanings[lo]} … {hi} = {meanings[hi]})"
+
+
+def _categorical_text(described: dict[str, dict[str, Any]]) -> str | None:
+    """Which described columns are categorical, by kind, and how they are read."""
+    groups: dict[str, list[str]] = {}
+    for c, d in described.items():
+        if d.get("kind") in _KIND_READINGS:
+            shown = _scale(c, d) if d["kind"] == "ordinal" else c
+            groups.setdefault(d["kind"], []).append(shown)
+    if not groups:
+        return None
+    said = [f"{', '.join(cols)}: {_KIND_READINGS[k]}" for k, cols in groups.items()]
+    return "Categorical, so no mean, skew or outliers — " + "; ".join(said)
+
+
 def distributions_text(described: dict[str, dict[str, Any]], outliers: dict[str, int]) -> str:
-    """The skewed columns (|skew| > 1) and those with values beyond the 1.5 IQR fences."""
+    """The skewed columns (|skew| > 1), those with values beyond the 1.5 IQR fences, and the
+    categorical ones (`kind` in `described`: level counts instead of mean, skew, outliers)."""
     skewed = sorted(
         ((c, d["skew"]) for c, d in described.items() if d.get("skew") is not None
          and abs(d["skew"]) > _SKEWED),
@@ -94,35 +138,63 @@ def distributions_text(described: dict[str, dict[str, Any]], outliers: dict[str,
         )
     else:
         parts.append("no value lies beyond the 1.5 IQR fences")
-    return "; ".join(parts) + "."
+    text = "; ".join(parts) + "."
+    for c, d in described.items():
+        if d.get("zeros") is not None and d.get("count"):
+            text += (
+                f" {c} is 0 in {d['zeros']} of {num(d['count'])} rows "
+                f"({num(100 * d['zeros'] / d['count'])}%): zero-heavy, so its outliers are not "
+                "counted (fences from quartiles near 0 would flag every positive value)."
+            )
+    categorical = _categorical_text(described)
+    return text + (f" {categorical}." if categorical else "")
 
 
-def correlations_text(pairs: list[dict[str, Any]]) -> str:
-    """The strongest pair, and how many of the top pairs are nearly collinear."""
+def correlations_text(pairs: list[dict[str, Any]], *, target: str | None = None) -> str:
+    """The strongest pair, and which of the top pairs are nearly collinear; a pair with the
+    `target` is no collinearity (a strong one is what a model of it hopes for), so the advice
+    to keep such columns out of one model never names the target."""
     if not pairs:
         return "No pair of numeric columns has a defined correlation."
     top = pairs[0]
     sign = "positive" if top["r"] > 0 else "negative"
     text = f"The strongest correlation is {sign}: {top['a']} ~ {top['b']}, r = {num(top['r'])}"
-    strong = [p for p in pairs if abs(p["r"]) > _STRONG_R]
-    if len(strong) > 1:
+    strong = [
+        p for p in pairs if abs(p["r"]) > _STRONG_R and target not in (p["a"], p["b"])
+    ]  # fmt: skip
+    if strong:
+        shown = ", ".join(f"{p['a']} ~ {p['b']} (r = {num(p['r'])})" for p in strong)
+        both = "both" if len(strong) == 1 else "all"
         text += (
-            f"; {len(strong)} of the top {len(pairs)} pairs have |r| > {_STRONG_R}, so those "
-            "columns carry nearly the same information and should not all enter one model"
+            f"; nearly collinear (|r| > {_STRONG_R}): {shown}, so those columns carry nearly "
+            f"the same information and should not {both} enter one model"
         )
     return text + "."
 
 
 def _fit_measures(fit: dict[str, Any]) -> str:
-    m = fit["measures"]
+    """The fit clause, "Fit (family)" and its measures with n; a classifier's are said to be in
+    sample (on the rows it was fitted on), then its cross-validated accuracy (and AUC) out of
+    sample."""
+    m, n = fit["measures"], fit["nobs"]
+    head = f"Fit ({FAMILY_NAMES[fit['family']]})"
     if fit["family"] == "ols":
-        return f"R² = {num(m['r2'])} (adjusted {num(m['adj_r2'])})"
+        return f"{head}: R² = {num(m['r2'])} (adjusted {num(m['adj_r2'])}) (n = {n})"
     parts = [f"McFadden pseudo-R² = {num(m['pseudo_r2'])}"]
     if m.get("accuracy") is not None:
         parts.append(f"{num(100 * m['accuracy'])}% of the rows classified correctly")
     if m.get("aic") is not None:
         parts.append(f"AIC = {num(m['aic'])}")
-    return ", ".join(parts)
+    if m.get("accuracy") is None:
+        return f"{head}: {', '.join(parts)} (n = {n})"
+    text = f"{head} in sample, on the {n} rows it was fitted on: {', '.join(parts)}"
+    if m.get("cv_accuracy") is not None:
+        auc = f"; AUC {num(m['cv_auc'])}" if m.get("cv_auc") is not None else ""
+        text += (
+            f"; out of sample, {num(100 * m['cv_accuracy'])}% classified correctly "
+            f"({CV_FOLDS}-fold cross-validation{auc})"
+        )
+    return text
 
 
 def class_name(fit: dict[str, Any], level: str) -> str:
@@ -136,24 +208,23 @@ def class_name(fit: dict[str, Any], level: str) -> str:
 def _effect(fit: dict[str, Any], c: dict[str, Any]) -> str:
     target, b, family, p = fit["target"], c["coef"], fit["family"], pvalue_text(c["pvalue"])
     up = "raises" if b > 0 else "lowers"
+    dummy = any(c["term"].startswith(f"{n}=") for n in fit.get("nominal") or [])
+    # both open with a word of ours: the sentence's capital never lands on a column's name
+    unit = (
+        f"level {c['term']} (against its reference level)" if dummy else f"each unit of {c['term']}"
+    )
     if family == "ols":
-        return f"each unit of {c['term']} {up} {target} by {num(abs(b))} ({p})"
+        return f"{unit} {up} {target} by {num(abs(b))} ({p})"
     if family in ("poisson", "negbin"):
         ratio = math.exp(b)
         if 0.01 <= ratio <= 10:  # a percent change reads well
-            return (
-                f"each unit of {c['term']} {up} the expected {target} by "
-                f"{num(abs(100 * math.expm1(b)))}% ({p})"
-            )
-        return f"each unit of {c['term']} multiplies the expected {target} by {num(ratio)} ({p})"
+            return f"{unit} {up} the expected {target} by {num(abs(100 * math.expm1(b)))}% ({p})"
+        return f"{unit} multiplies the expected {target} by {num(ratio)} ({p})"
     if family == "logit":
-        event = fit["classes"][-1]
-        return (
-            f"each unit of {c['term']} {up} the odds of {target} = {event} "
-            f"(odds ratio {num(math.exp(b))}, {p})"
-        )
+        event = "> 0" if fit.get("part") == "any" else f"= {fit['classes'][-1]}"
+        return f"{unit} {up} the odds of {target} {event} (odds ratio {num(math.exp(b))}, {p})"
     return (
-        f"each unit of {c['term']} {up} the odds of class {class_name(fit, c['level'])} "
+        f"{unit} {up} the odds of class {class_name(fit, c['level'])} "
         f"against class {class_name(fit, fit['classes'][0])} "
         f"(odds ratio {num(math.exp(b))}, {p})"
     )
@@ -192,8 +263,9 @@ def _penalised(fit: dict[str, Any]) -> str:
 
 def model_text(fit: dict[str, Any]) -> str:
     """The family and why, the fit measures, and the significant effects with direction."""
-    name = FAMILY_NAMES[fit["family"]]
-    text = f"Model choice: {fit['reason']}. Fit ({name}): {_fit_measures(fit)} (n = {fit['nobs']})"
+    if fit.get("parts"):
+        return two_part_text(fit)
+    text = f"Model choice: {fit['reason']}. {_fit_measures(fit)}"
     if fit["family"].endswith("_l2"):
         text += (
             ". The unpenalised fit does not exist: its coefficients diverge, as they do when "
@@ -206,15 +278,21 @@ def model_text(fit: dict[str, Any]) -> str:
 
 
 def diagnostics_text(fit: dict[str, Any], diag: dict[str, Any] | None) -> str:
-    """What the residual, dispersion and collinearity checks say about trusting the model."""
+    """What the residual, influence, dispersion and collinearity checks say about trusting
+    the model."""
     parts = []
     family = fit["family"]
     res = (diag or {}).get("residual") or {}
     if res.get("bp_pvalue") is not None:
         if res["bp_pvalue"] < ALPHA:
+            robust = (
+                "HC3 robust standard errors are reported"
+                if fit.get("cov_type") == "HC3"
+                else "the OLS standard errors are unreliable (use robust ones)"
+            )
             parts.append(
                 f"Breusch–Pagan {pvalue_text(res['bp_pvalue'])}: the residual variance is not "
-                "constant, so the OLS standard errors are unreliable (use robust ones)"
+                f"constant, so {robust}"
             )
         else:
             parts.append(
@@ -228,6 +306,7 @@ def diagnostics_text(fit: dict[str, Any], diag: dict[str, Any] | None) -> str:
             else "no evidence against normal residuals"
         )
         parts.append(f"Jarque–Bera {pvalue_text(res['jb_pvalue'])}: {verdict}")
+    parts.extend(_influence(fit, diag))
     disp = fit.get("poisson_dispersion")
     if disp is not None:
         how = "overdispersed" if family == "negbin" else "not overdispersed"
@@ -238,9 +317,58 @@ def diagnostics_text(fit: dict[str, Any], diag: dict[str, Any] | None) -> str:
     return ". ".join(parts) + "." if parts else ""
 
 
+def _influence(fit: dict[str, Any], diag: dict[str, Any] | None) -> list[str]:
+    """How many rows are influential by Cook's distance (> 4/n), the largest, and whether one
+    row alone dominates the fit (D > 1)."""
+    found = (diag or {}).get("influence") or {}
+    if any(found.get(k) is None for k in ("influential", "cooks_max", "cooks_max_row")):
+        return []
+    count, d = int(found["influential"]), found["cooks_max"]
+    label = (diag or {}).get("cooks_max_label")
+    row = f"row {int(found['cooks_max_row'])} ({f'{label}; ' if label else ''}rows counted from 0)"
+    cut = f"Cook's distance > 4/n = {num(4 / fit['nobs'])}"
+    if count == 1:
+        text = f"1 row is influential ({cut}): {row}, D = {num(d)}"
+    else:
+        many = f"{count} rows are" if count else "No row is"
+        text = f"{many} influential ({cut}); the largest, {row}, has D = {num(d)}"
+    if d > _COOKS_LARGE:
+        return [
+            f"{text}. Its D > {num(_COOKS_LARGE)}: dropping that row alone would move the "
+            "coefficients past their 50% confidence region, so they rest heavily on it"
+            f"{_without_row(fit, (diag or {}).get('without_row') or {})}"
+        ]
+    return [f"{text}; none has D > {num(_COOKS_LARGE)}, so no single row dominates the fit and "
+            "all are kept"]  # fmt: skip
+
+
+def _without_row(fit: dict[str, Any], without: dict[str, float | None]) -> str:
+    """How the coefficients change when the fit is run again without its dominant row (the
+    largest relative changes first), or only that the row is kept where it was not."""
+    kept = " (the fit keeps it; check it for an error)"
+    reported = {c["term"]: c["coef"] for c in fit["coefficients"] if c["term"] != "const"}
+    pairs = [(t, b, without[t]) for t, b in reported.items() if without.get(t) is not None]
+    if not pairs:
+        return kept
+    pairs.sort(key=lambda p: -abs(p[2] - p[1]) / max(abs(p[1]), 1e-300))
+    shown = ", ".join(
+        f"{t}'s{' coefficient goes' if i == 0 else ''} from {num(b)} to {num(w)}"
+        f"{' (its sign flips)' if b * w < 0 else ''}"
+        for i, (t, b, w) in enumerate(pairs[:_MAX_CHANGES])
+    )
+    more = f", {len(pairs) - _MAX_CHANGES} more in the table" if len(pairs) > _MAX_CHANGES else ""
+    return (
+        f". The fit was also run without that row: {shown}{more}; the reported fit keeps the "
+        "row (check it for an error)"
+    )
+
+
 def _collinearity(fit: dict[str, Any], diag: dict[str, Any] | None) -> list[str]:
-    out = []
-    vif = {k: v for k, v in ((diag or {}).get("vif") or {}).items() if v is not None}
+    """VIF and near-duplicate advice over the predictors; the target is never named."""
+    out, target = [], fit["target"]
+    vif = {
+        k: v for k, v in ((diag or {}).get("vif") or {}).items() if v is not None and k != target
+    }  # fmt: skip
     high = sorted((k for k in vif if vif[k] > _VIF_HIGH), key=lambda k: -vif[k])
     if high:
         shown = ", ".join(f"{k} ({num(vif[k])})" for k in high)
@@ -251,10 +379,20 @@ def _collinearity(fit: dict[str, Any], diag: dict[str, Any] | None) -> list[str]
     elif vif:
         worst = max(vif, key=lambda k: vif[k])
         out.append(f"All VIFs ≤ {num(_VIF_HIGH)} (largest {worst}, {num(vif[worst])})")
-    dropped = fit.get("dropped") or []
+    dropped = [d for d in fit.get("dropped") or [] if target not in (d["column"], d["duplicates"])]
     if dropped:
         shown = ", ".join(
             f"{d['column']} (duplicates {d['duplicates']}, r = {num(d['r'])})" for d in dropped
         )
         out.append(f"Left out of the model as near-duplicates (|r| > 0.98): {shown}")
     return out
+
+
+def two_part_text(fit: dict[str, Any]) -> str:
+    """A two-part model: why (the share of zeros), then each part as `model_text` reads it,
+    titled by what it describes (`PART_TITLES`)."""
+    texts = [f"Model choice: {fit['reason']}."]
+    for part in fit["parts"]:
+        body = model_text(part).removeprefix("Model choice: ")
+        texts.append(f"{PART_TITLES[part['part']].format(fit['target'])} — {body}")
+    return " ".join(texts)

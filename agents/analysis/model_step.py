@@ -12,8 +12,14 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kimmy_swarm.agents.analysis.interpret import FAMILY_NAMES, diagnostics_text, model_text, num
-from kimmy_swarm.agents.tools.conventions import AnalysisError
+from kimmy_swarm.agents.analysis.interpret import (
+    FAMILY_NAMES,
+    PART_TITLES,
+    diagnostics_text,
+    model_text,
+    num,
+)
+from kimmy_swarm.agents.tools.conventions import CV_FOLDS, AnalysisError
 from kimmy_swarm.agents.tools.finding import NumericFinding
 
 if TYPE_CHECKING:
@@ -44,29 +50,46 @@ class ModelStep:
         )
 
 
+def _model_fields(fit: dict[str, Any]) -> dict[str, Any]:
+    """What every finding of a fit names: its predictors and family, and where they apply
+    the part of a two-part model and the predictors entered as dummies."""
+    out: dict[str, Any] = {"predictors": fit["predictors"], "model": fit["family"]}
+    if fit.get("part"):
+        out["part"] = fit["part"]
+    if fit.get("nominal"):
+        out["nominal"] = fit["nominal"]
+    return out
+
+
 def _coefficient_findings(step: ModelStep, fit: dict[str, Any]) -> None:
-    target, model = fit["target"], {"predictors": fit["predictors"], "model": fit["family"]}
+    target, model = fit["target"], _model_fields(fit)
     labels = dict(zip(fit["classes"], fit["class_labels"], strict=False))
+    robust = {"cov_type": "HC3"} if fit.get("cov_type") == "HC3" else {}
     for c in fit["coefficients"]:
         level = {"level": c["level"], "note": labels.get(c["level"], "")} if c["level"] else {}
         if c["term"] == "const":
             step.add("intercept", [target], c["coef"], **model, **level)
         else:
             step.add("slope", [target, c["term"]], c["coef"], **model, **level)
-        step.add("se", [target, c["term"]], c["se"], **model, **level)
-        step.add("pvalue", [target, c["term"]], c["pvalue"], **model, **level)
+        step.add("se", [target, c["term"]], c["se"], **model, **level, **robust)
+        step.add("pvalue", [target, c["term"]], c["pvalue"], **model, **level, **robust)
 
 
-def _fit_findings(step: ModelStep, fit: dict[str, Any]) -> None:
-    target, preds = fit["target"], fit["predictors"]
-    model = {"predictors": preds, "model": fit["family"]}
+def _one_fit_findings(step: ModelStep, fit: dict[str, Any]) -> None:
+    target, preds, model = fit["target"], fit["predictors"], _model_fields(fit)
     _coefficient_findings(step, fit)
     for stat, value in fit["measures"].items():
         step.add(stat, [target], value, **model)
     step.add("nobs", [target], fit["nobs"], **model)
     if fit["family"] == "negbin":  # the reason for the switch, checkable on its own
         step.add("dispersion", [target], fit["poisson_dispersion"], predictors=preds,
-                 model="poisson")  # fmt: skip
+                 model="poisson", nominal=fit.get("nominal") or [])  # fmt: skip
+
+
+def _fit_findings(step: ModelStep, fit: dict[str, Any]) -> None:
+    target = fit["target"]
+    for one in fit.get("parts") or [fit]:  # a two-part model: each part's own numbers
+        _one_fit_findings(step, one)
     for d in fit["dropped"]:
         step.add("corr", [d["column"], d["duplicates"]], d["r"], note=LEFT_OUT)
         step.notes.append(
@@ -77,9 +100,19 @@ def _fit_findings(step: ModelStep, fit: dict[str, Any]) -> None:
 
 
 def _diagnostic_findings(step: ModelStep, fit: dict[str, Any], diag: dict[str, Any]) -> None:
-    target, model = fit["target"], {"predictors": fit["predictors"], "model": fit["family"]}
+    target, model = fit["target"], _model_fields(fit)
     for stat, value in diag["residual"].items():
         step.add(stat, [target], value, **model)
+    label = {"note": diag["cooks_max_label"]} if diag.get("cooks_max_label") else {}
+    for stat, value in (diag.get("influence") or {}).items():
+        step.add(stat, [target], value, **model, **(label if stat == "cooks_max_row" else {}))
+    row = (diag.get("influence") or {}).get("cooks_max_row")
+    for term, value in (diag.get("without_row") or {}).items():  # the refit without that row
+        where = {"without_row": int(row), **label}
+        if term == "const":
+            step.add("intercept", [target], value, **model, **where)
+        else:
+            step.add("slope", [target, term], value, **model, **where)
     for pred, value in diag["vif"].items():
         step.add("vif", [target, pred], value, **model)
     step.add("cond_number", [target], diag["cond_number"], **model)
@@ -99,21 +132,44 @@ def model_step(
     step.fit = fit
     _fit_findings(step, fit)
     step.interpretation["model"] = model_text(fit)
-    try:
-        diag = run.call("diagnose_model", dataset=dataset, target=target,
-                        predictors=fit["predictors"], ols=fit["family"] == "ols")  # fmt: skip
-    except AnalysisError as exc:
-        step.problems.append(f"no diagnostics of the model of {target!r}: {exc}")
-        diag = None
-    if diag is not None:
-        step.diagnostics = diag
-        _diagnostic_findings(step, fit, diag)
-    step.interpretation["diagnostics"] = diagnostics_text(fit, diag)
+    parts = fit.get("parts") or []
+    readings = []
+    for one in parts or [fit]:
+        diag = _diagnose(run, step, dataset, one)
+        reading = diagnostics_text(one, diag)
+        if parts and reading:
+            reading = f"{PART_TITLES[one['part']].format(target)}: {reading}"
+        readings.append(reading)
+    step.interpretation["diagnostics"] = " ".join(r for r in readings if r)
     return step
 
 
+def _diagnose(run: Attempt, step: ModelStep, dataset: str, fit: dict[str, Any]) -> dict | None:
+    """The diagnostics of one fit (a part of a two-part model alike), as findings."""
+    target = fit["target"]
+    try:
+        diag = run.call("diagnose_model", dataset=dataset, target=target,
+                        predictors=fit["predictors"], ols=fit["family"] == "ols",
+                        nominal=fit.get("nominal") or None, part=fit.get("part") or "")  # fmt: skip
+    except AnalysisError as exc:
+        step.problems.append(f"no diagnostics of the model of {target!r}: {exc}")
+        return None
+    step.diagnostics = diag if step.diagnostics is None else step.diagnostics
+    _diagnostic_findings(step, fit, diag)
+    return diag
+
+
 def fit_summary(fit: dict[str, Any]) -> str:
-    """One clause for the analysis summary: family, target, predictors and the main measure."""
+    """One clause for the analysis summary: family, target, predictors and the main measure
+    (of each part of a two-part model)."""
+    parts = fit.get("parts") or []
+    if parts:
+        shown = "; ".join(
+            f"{PART_TITLES[p['part']].format(fit['target']).lower()}: "
+            f"{fit_summary(p).split(': ', 1)[1]}"
+            for p in parts
+        )
+        return f"Two-part model of {fit['target']} on {', '.join(fit['predictors'])} ({shown})"
     m, name = fit["measures"], FAMILY_NAMES[fit["family"]]
     if fit["family"] == "ols":
         r2 = m.get("r2")
@@ -121,7 +177,9 @@ def fit_summary(fit: dict[str, Any]) -> str:
     else:
         measure = f"McFadden pseudo-R² = {m['pseudo_r2']:.3f}"
         if m.get("accuracy") is not None:
-            measure += f", accuracy {m['accuracy']:.3f}"
+            measure += f", accuracy {m['accuracy']:.3f} in sample"
+        if m.get("cv_accuracy") is not None:
+            measure += f" and {m['cv_accuracy']:.3f} in {CV_FOLDS}-fold cross-validation"
     head = name[0].upper() + name[1:] if name[0].islower() else name
     return (
         f"{head} of {fit['target']} on {', '.join(fit['predictors'])}: {measure} "

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kimmy_swarm.agents.analysis.answers import LeftOut, answer_text, left_out, left_out_text
 from kimmy_swarm.agents.analysis.comparisons import compare_asked
 from kimmy_swarm.agents.analysis.interpret import (
     correlations_text,
@@ -152,12 +153,17 @@ def _fit(run: Attempt, d: _Draft, target: str, predictors: list[str]) -> dict[st
     return step.fit
 
 
-def _describe(run: Attempt, d: _Draft, columns: list[str], missing: dict[str, int]) -> None:
+def _describe(
+    run: Attempt, d: _Draft, columns: list[str], missing: dict[str, int]
+) -> dict[str, dict[str, Any]]:
     """Distribution statistics, missing counts and outliers, and their reading."""
     described = run.call("describe_columns", dataset=d.dataset, columns=columns)
     for col in columns:
         for stat in _DESCRIBED_STATS:
             d.add(stat, [col], described[col][stat])
+        meanings = described[col].get("meanings") or {}  # a categorical column's levels
+        for level, n in (described[col].get("levels") or {}).items():
+            d.add("level_count", [col], n, level=level, note=meanings.get(level, ""))
     with_missing = [c for c, n in missing.items() if n > 0 and c not in columns]
     for col in [*columns, *with_missing][:MAX_MISSING]:
         d.add("missing", [col], missing[col])
@@ -165,14 +171,37 @@ def _describe(run: Attempt, d: _Draft, columns: list[str], missing: dict[str, in
     for col, n in outliers.items():
         d.add("outliers", [col], n)
     d.interpretation["distributions"] = distributions_text(described, outliers)
+    return described
 
 
-def _correlate(run: Attempt, d: _Draft) -> list[dict[str, Any]]:
+def _correlate(run: Attempt, d: _Draft, target: str | None) -> list[dict[str, Any]]:
     pairs = run.call("top_correlations", dataset=d.dataset, top=TOP_PAIRS)
     for p in pairs:
         d.add("corr", [p["a"], p["b"]], p["r"])
-    d.interpretation["correlations"] = correlations_text(pairs)
+    d.interpretation["correlations"] = correlations_text(pairs, target=target)
     return pairs
+
+
+def _left_out(
+    run: Attempt,
+    d: _Draft,
+    prof: dict[str, Any],
+    fit: dict[str, Any],
+    described: dict[str, dict[str, Any]],
+    named: list[str],
+) -> list[LeftOut]:
+    """The columns the model left out and why, each said in a note (the near-duplicates
+    have theirs from the model step)."""
+    used = {fit["target"], *fit["predictors"]}
+    unseen = [c for c in prof["numeric_columns"] if c not in used and c not in described]
+    if unseen:  # a constant or empty column is left out for that, not for the count
+        described = {**described, **run.call("describe_columns", dataset=d.dataset,
+                                             columns=unseen)}  # fmt: skip
+    out = left_out(prof, fit, described, named=named, max_predictors=MAX_PREDICTORS)
+    others = [x for x in out if x.r is None]
+    if others:
+        d.notes.append(f"left out of the model of {fit['target']}: {left_out_text(others)}")
+    return out
 
 
 def _figure(run: Attempt, d: _Draft, kind: str, columns: list[str]) -> None:
@@ -223,17 +252,28 @@ def _result(d: _Draft, prof: dict[str, Any], **fields: Any) -> DatasetAnalysis:
 
 
 def _summary(
-    d: _Draft, fit: dict[str, Any] | None, pairs: list[dict[str, Any]], prof: dict[str, Any]
+    d: _Draft,
+    fit: dict[str, Any] | None,
+    pairs: list[dict[str, Any]],
+    prof: dict[str, Any],
+    dropped: list[LeftOut],
 ) -> str:
-    """How the question was read (where no column name said it), shape, model, top pair."""
+    """The answer first where a model gives one: its predictors ranked with their effect
+    sizes, the model and its fit, the columns it left out and why; then how the question
+    was read (where no column name said it) and the shape. Without a model: how the
+    question was read, the shape and the strongest correlation."""
     readings = (d.asked or {}).get("readings") or []
-    parts = [*readings, f"{prof['rows']} rows, {prof['columns']} columns"]
-    if fit is not None:
-        parts.append(fit_summary(fit))
-    if pairs:
-        top = pairs[0]
-        parts.append(f"strongest correlation {top['a']} ~ {top['b']}: r = {top['r']:.3f}")
-    return "; ".join(parts) + "."
+    shape = [*readings, f"{prof['rows']} rows, {prof['columns']} columns"]
+    if fit is None:
+        if pairs:
+            top = pairs[0]
+            shape.append(f"strongest correlation {top['a']} ~ {top['b']}: r = {top['r']:.3f}")
+        return "; ".join(shape) + "."
+    model = fit_summary(fit)
+    if dropped:
+        model += f"; left out of the model: {left_out_text(dropped)}"
+    tail = "; ".join(shape)
+    return f"{answer_text(fit)}. {model}. {tail[0].upper()}{tail[1:]}."
 
 
 def analyze_dataset(run: Attempt) -> DatasetAnalysis:
@@ -251,8 +291,9 @@ def analyze_dataset(run: Attempt) -> DatasetAnalysis:
     predictors: list[str] = fit["predictors"] if fit is not None else []
     leading = [target, *predictors] if target is not None else []
     columns = list(dict.fromkeys([*leading, *numeric]))[:MAX_DESCRIBED]
-    _describe(run, d, columns, missing)
-    pairs = _correlate(run, d)
+    described = _describe(run, d, columns, missing)
+    pairs = _correlate(run, d, target)
+    dropped = _left_out(run, d, prof, fit, described, asked) if fit is not None else []
     if target is not None:
         _figure(run, d, "histogram", [target])
     if predictors:
@@ -270,7 +311,7 @@ def analyze_dataset(run: Attempt) -> DatasetAnalysis:
         fields.update(answered=False, reason="; ".join(d.problems) or "no grouped comparison")
     elif d.problems:
         fields["reason"] = "; ".join(d.problems)
-    return _result(d, prof, summary=_summary(d, fit, pairs, prof), **fields)
+    return _result(d, prof, summary=_summary(d, fit, pairs, prof, dropped), **fields)
 
 
 # --- fact-checker ------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from kimmy_swarm.agents.analysis.report_text import (
     finding_sections,
     mismatch_lines,
     model_notes,
+    run_status,
     section_status,
     summary_rows,
 )
@@ -39,6 +40,7 @@ def html_sections(
     header = ReportSection(
         "Findings across datasets",
         tables=[Table(SUMMARY_HEADER, summary_rows(digest), "one row per (dataset, question)")],
+        status=run_status(digest),
     )
     sections: list[ReportSection] = [header]
     if digest.problems:

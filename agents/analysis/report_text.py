@@ -13,6 +13,7 @@ from kimmy_swarm.agents.analysis.digest import AnalysisDigest, AnalysisEntry, Fi
 from kimmy_swarm.agents.analysis.interpret import FAMILY_NAMES
 from kimmy_swarm.agents.analysis.model_step import LEFT_OUT
 from kimmy_swarm.agents.analysis.report_groups import group_paragraphs, group_tables
+from kimmy_swarm.agents.analysis.report_levels import level_table
 from kimmy_swarm.agents.analysis.report_models import diagnostic_tables, model_tables
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "mismatch_lines",
     "model_notes",
     "render_markdown",
+    "run_status",
     "section_status",
     "summary_rows",
 ]
@@ -95,10 +97,11 @@ def finding_sections(entry: AnalysisEntry) -> list[Section]:
     recs = entry.findings
     placed: set[int] = set()
     column_table = _column_table(recs, placed)
+    levels = level_table(recs, placed, cell)  # categorical columns: counts per level
     corr_table = _corr_table(recs, placed)
     tables: dict[str, list[Tab]] = {
         "profile": [],
-        "distributions": [column_table] if column_table is not None else [],
+        "distributions": [t for t in (column_table, levels) if t is not None],
         "correlations": [corr_table] if corr_table is not None else [],
         "model": model_tables(recs, placed, cell),
         "diagnostics": diagnostic_tables(recs, placed, cell),
@@ -144,6 +147,13 @@ def section_status(entry: AnalysisEntry) -> str:
     counts = entry.counts
     flagged = counts.mismatch or counts.unverifiable or counts.unchecked
     return "warning" if entry.status == "partial" or flagged else "ok"
+
+
+def run_status(digest: AnalysisDigest) -> str:
+    """The whole run's badge: `ok` only when no analysis is partial, failed or flagged and
+    the run has no problems (a partial run's summary is no `ok`)."""
+    flagged = digest.problems or any(section_status(e) != "ok" for e in digest.analyses)
+    return "warning" if flagged else "ok"
 
 
 def entry_notes(entry: AnalysisEntry) -> list[str]:
@@ -206,6 +216,9 @@ def intro_text(digest: AnalysisDigest) -> str:
         f"data: {t.verified} verified, {t.mismatch} mismatched, "
         f"{t.unverifiable} unverifiable, {t.unchecked} unchecked."
     )
+    failed = sum(e.status == "failed" for e in digest.analyses)
+    if failed:
+        text += f" {failed} of the analyses failed and reported nothing (see Problems)."
     if digest.not_loaded:
         text += f" {len(digest.not_loaded)} dataset(s) could not be loaded (see Problems)."
     return text

@@ -119,7 +119,7 @@ class DatasetAnalysis(_Out, Provenance):
     target: str | None = None
     predictors: list[str] = Field(default_factory=list)
     #: The model family fitted ("ols", "logit", "mnlogit", "poisson", "negbin", "logit_l2",
-    #: "mnlogit_l2"; `agents.tools.models`) and why it was chosen; None: no model.
+    #: "mnlogit_l2", "two_part"; `agents.tools.models`) and why it was chosen; None: no model.
     model: str | None = None
     model_reason: str = ""
     summary: str = ""

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from kimmy_swarm.agents.analysis.questions import match_question
 from kimmy_swarm.agents.analysis.report_roles import report_tools
 from kimmy_swarm.agents.toolbox import ToolBox, make_tool
-from kimmy_swarm.agents.tools import diagnostics, groups, models, stats
+from kimmy_swarm.agents.tools import diagnostics, families, groups, models, stats, variables
 from kimmy_swarm.agents.tools.finding import NumericFinding
 from kimmy_swarm.agents.tools.recompute import verify
 from kimmy_swarm.swarm.errors import UserError
@@ -58,6 +58,77 @@ def _figure_png(frame: pd.DataFrame, dataset: str, kind: str, columns: list[str]
     return plots.scatter_png(frame[x], frame[y], title=f"{dataset}: {y} vs {x}", xlabel=x, ylabel=y)
 
 
+def _column_types(board: AnalysisBoard, dataset: str) -> dict[str, variables.ColumnType]:
+    """The kind of each numeric column of a loaded dataset (`variables.column_types`)."""
+    frame = board.frame(dataset)
+    ds = board.datasets.get(dataset)
+    if ds is None:
+        return variables.column_types(frame)
+    return variables.column_types(frame, codes=ds.codes, labels=ds.labels,
+                                  descriptions=ds.descriptions, target=ds.target)  # fmt: skip
+
+
+def _zeros(values: pd.Series) -> int | None:
+    """The zeros of a zero-heavy column — non-negative, not all 0, at least
+    `families.TWO_PART` of its values 0 — whose quartile fences would call every positive
+    value an outlier (None: not zero-heavy)."""
+    x = values.dropna().astype(float)
+    zeros = int((x == 0).sum())
+    heavy = len(x) > 0 and x.min() == 0 < x.max() and zeros >= families.TWO_PART * len(x)
+    return zeros if heavy else None
+
+
+def _described(frame: pd.DataFrame, col: str, stats_: dict[str, float],
+               typed: variables.ColumnType | None) -> dict[str, Any]:  # fmt: skip
+    """A column's describe statistics; a categorical one's kind and level counts in place of
+    its mean, std and skew (and, nominal, of its median, min and max: codes, no numbers); a
+    zero-heavy one's rows at 0 (`zeros`, and as its one level)."""
+    out: dict[str, Any] = {k: _finite(v) for k, v in stats_.items()}
+    if typed is None or not typed.categorical:
+        zeros = _zeros(frame[col])
+        if zeros is not None:
+            out.update(zeros=zeros, levels={"0": zeros})
+        return out
+    dropped = ("mean", "std", "skew") + (("median", "min", "max") if typed.kind == "nominal"
+                                         else ())  # fmt: skip
+    out.update(dict.fromkeys(dropped))
+    out.update(kind=typed.kind, why=typed.reason, levels=variables.level_counts(frame[col]),
+               meanings=dict(typed.meanings))  # fmt: skip
+    return out
+
+
+def _fit_json(fit: models.ModelFit, labels: list[str]) -> dict[str, Any]:
+    """A `ModelFit` as the `fit_model` tool returns it (a two-part model's `parts` alike)."""
+    return {
+        "target": fit.target,
+        "predictors": fit.predictors,
+        "kind": fit.kind,
+        "family": fit.family,
+        "reason": fit.reason,
+        "classes": fit.classes,
+        "class_labels": labels if fit.part != "any" else [],
+        "coefficients": [
+            {
+                "term": c.term,
+                "level": c.level,
+                "coef": _finite(c.coef),
+                "se": _finite(c.se),
+                "pvalue": _finite(c.pvalue),
+            }
+            for c in fit.coefficients
+        ],
+        "measures": {k: _finite(v) for k, v in fit.measures.items()},
+        "nobs": fit.nobs,
+        "poisson_dispersion": fit.poisson_dispersion,
+        "cov_type": fit.cov_type,
+        "nominal": fit.nominal,
+        "part": fit.part,
+        "parts": [_fit_json(p, labels) for p in fit.parts],
+        "dropped": [{"column": c, "duplicates": k, "r": r} for c, k, r in fit.dropped],
+        "notes": fit.notes,
+    }
+
+
 def build_toolbox(board: AnalysisBoard, sandbox: Sandbox | None = None) -> ToolBox:
     """The analysis tools over `board` (`run_python` only when a sandbox is given)."""
     box = ToolBox(make_tool(fn) for fn in _data_tools(board))
@@ -96,10 +167,16 @@ def _data_tools(board: AnalysisBoard) -> list[Any]:
 
     def describe_columns(
         dataset: str, columns: list[str] | None = None
-    ) -> dict[str, dict[str, float | None]]:
-        """count, mean, median, std (ddof=1), min, max, skew of numeric columns (null: none)."""
-        described = stats.describe(board.frame(dataset), columns)
-        return {c: {k: _finite(v) for k, v in d.items()} for c, d in described.items()}
+    ) -> dict[str, dict[str, Any]]:
+        """count, mean, median, std (ddof=1), min, max, skew of numeric columns (null: none);
+        a categorical column (coded levels, a class label, two values, or few integer values:
+        `kind` binary / ordinal / nominal, `why`) has its rows per value in `levels`, what
+        the source says each means in `meanings`, and null mean, std and skew (a nominal one
+        also null median, min and max)."""
+        frame = board.frame(dataset)
+        described = stats.describe(frame, columns)
+        kinds = _column_types(board, dataset)
+        return {c: _described(frame, c, d, kinds.get(c)) for c, d in described.items()}
 
     def top_correlations(
         dataset: str, top: int = 5, method: Literal["pearson", "spearman", "kendall"] = "pearson"
@@ -185,57 +262,63 @@ def _model_tools(board: AnalysisBoard) -> list[Any]:
         binomial; `reason` says why) of target on predictors (default: the most correlated,
         near-duplicates left out and listed in `dropped`, class-code columns never), with a
         constant: coefficients
-        (by term and, for a multinomial model, class `level`), fit measures, notes."""
+        (by term and, for a multinomial model, class `level`), fit measures, notes.
+        Nominal predictors (`nominal`) enter as dummies, terms "occupation=2" against the
+        most frequent level; OLS standard errors are HC3 robust (`cov_type`) when Breusch–Pagan
+        rejects at 0.05; a zero-heavy target (family "two_part") has no coefficients of its
+        own but two `parts`: the logit of target > 0 (`part` "any") and the OLS where
+        target > 0 ("positive")."""
         ds = board.datasets.get(dataset)
         labels = list((ds.labels.get(target) or {}).values()) if ds is not None else []
         coded = [c for c in (ds.labels if ds is not None else {}) if c != target]
         fit = models.fit_model(
             board.frame(dataset), target, predictors, max_predictors=max_predictors,
-            labels=labels or None, exclude=coded,
+            labels=labels or None, exclude=coded, kinds=_column_types(board, dataset),
         )  # fmt: skip
-        return {
-            "target": fit.target,
-            "predictors": fit.predictors,
-            "kind": fit.kind,
-            "family": fit.family,
-            "reason": fit.reason,
-            "classes": fit.classes,
-            "class_labels": labels,
-            "coefficients": [
-                {
-                    "term": c.term,
-                    "level": c.level,
-                    "coef": _finite(c.coef),
-                    "se": _finite(c.se),
-                    "pvalue": _finite(c.pvalue),
-                }
-                for c in fit.coefficients
-            ],
-            "measures": {k: _finite(v) for k, v in fit.measures.items()},
-            "nobs": fit.nobs,
-            "poisson_dispersion": fit.poisson_dispersion,
-            "dropped": [{"column": c, "duplicates": k, "r": r} for c, k, r in fit.dropped],
-            "notes": fit.notes,
-        }
+        return _fit_json(fit, labels)
 
     def diagnose_model(
-        dataset: str, target: str, predictors: list[str], ols: bool = True
+        dataset: str,
+        target: str,
+        predictors: list[str],
+        ols: bool = True,
+        nominal: list[str] | None = None,
+        part: Literal["", "any", "positive"] = "",
     ) -> dict[str, Any]:
-        """Diagnostics of target on predictors: VIF per predictor, condition number, and for
-        OLS (`ols`) Jarque-Bera residual normality and Breusch-Pagan heteroscedasticity."""
-        dg = diagnostics.diagnose(board.frame(dataset), target, predictors, ols=ols)
+        """Diagnostics of target on predictors: VIF per predictor (per dummy of a `nominal`
+        one), condition number, and for OLS (`ols`) Jarque-Bera residual normality,
+        Breusch-Pagan heteroscedasticity and influence (`influence`: rows with Cook's
+        distance > 4/n, the largest distance and its row, from 0, labelled in
+        `cooks_max_label` where the table names its rows; `without_row`: the coefficients
+        refitted without that row when its distance exceeds 1); `part` diagnoses a part of a
+        two-part model."""
+        dg = diagnostics.diagnose(board.frame(dataset), target, predictors, ols=ols,
+                                  nominal=nominal or (), part=part)  # fmt: skip
         return {
             "target": dg.target,
             "predictors": dg.predictors,
             "residual": {k: _finite(v) for k, v in dg.residual.items()},
+            "influence": {k: _finite(v) for k, v in dg.influence.items()},
+            "cooks_max_label": dg.cooks_max_label,
+            "without_row": {k: _finite(v) for k, v in dg.without_row.items()},
             "vif": {k: _finite(v) for k, v in dg.vif.items()},
             "cond_number": _finite(dg.cond_number),
+            "nominal": dg.nominal,
+            "part": dg.part,
         }
 
     def count_outliers(dataset: str, columns: list[str]) -> dict[str, int]:
-        """Values beyond the Tukey fences (1.5 IQR) in each column."""
+        """Values beyond the Tukey fences (1.5 IQR) in each numeric column; categorical ones
+        (`describe_columns`' `kind`) are left out, their levels are no outliers, and so are
+        zero-heavy ones (at least half 0: fences from quartiles of 0 flag every positive)."""
         frame = board.frame(dataset)
-        return {c: stats.outliers(frame, c) for c in columns}
+        kinds = _column_types(board, dataset)
+        return {
+            c: stats.outliers(frame, c)
+            for c in columns
+            if (c not in kinds or not kinds[c].categorical)
+            and (c not in kinds or _zeros(frame[c]) is None)
+        }
 
     def make_figure(dataset: str, kind: FigureKind, columns: list[str]) -> dict[str, Any]:
         """Draw a histogram [col], scatter [x, y] or correlation heatmap [] as a PNG."""

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from kimmy_swarm.agents.review._prose import attribution, parenthetical, split_attribution, surname
+from kimmy_swarm.agents.review._venue import standing_of
 
 if TYPE_CHECKING:
     from kimmy_swarm.agents.review.schemas import Claim, ClaimCheck, Section
@@ -66,7 +67,8 @@ def citation_links(claim: Claim, corpus: Corpus) -> tuple[str, list[tuple[str, s
         if i == 0 and subject:
             cites.append((subject, url))
         elif doc is not None:
-            cites.append((parenthetical(attribution(doc.authors, doc.year, doc.title))[1:-1], url))
+            who = attribution(doc.authors, doc.year, doc.title, standing_of(doc.meta))
+            cites.append((parenthetical(who)[1:-1], url))
         else:
             cites.append((doc_id, None))
     return claim.text, cites

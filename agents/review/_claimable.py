@@ -30,7 +30,10 @@ _BOILERPLATE = re.compile(
 )
 _MARKUP = re.compile(
     r">>>|\.\.\.\s*$|::|:(?:mod|func|class|meth|attr|data|ref|doc|obj):|`~|^\s*\.\. |\{\{|\}\}"
-    r"|<https?://|<a\s+href|</a>|&(?:gt|lt|amp);|={3,}|-{4,}|^\S+\s+-{2,3}\s|~{3,}|\*\*|\||\$[^$\s][^$]*\$"
+    r"|<https?://|<a\s+href|</a>|&(?:gt|lt|amp);|={3,}|-{4,}|^\S+\s+-{2,3}\s|~{3,}|\*\*|\|"
+    # TeX math that is a formula ("$S_P \sim P^n$"); a symbol or a number ("10$\times$",
+    # "$32$", "$k$-means") reads as prose and is shown plain (`_prose.plain_tex`)
+    r"|\$(?=[^$]*[_^{}=]|[^$]{13})[^$\s][^$]*\$"
 )
 _LIST_START = re.compile(r"^\s*(?:[-*•#+>]|\d{1,2}[.)]|\(?[a-z]\)|[ivx]{1,4}\.)\s")
 _SHELL = re.compile(r"^\s*(?:\$|%|pip|conda|python3?|git|cd|ls|make)\s|\s--?[a-z][\w-]*=")

@@ -12,6 +12,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from kimmy_swarm.agents.review._venue import IN_TEXT, in_text_status
+from kimmy_swarm.agents.tools.authors import PARTICLES, family_name
+
 _FIRST_PERSON = {
     "we": "they",
     "We": "They",
@@ -31,11 +34,17 @@ _OPENING = re.compile(
 )
 _THIS_PAPER = re.compile(r"^(?:This|The present|In this) (?:paper|work|study|article)\b,?")
 _THIS_THING = re.compile(r"^This (module|package|library|class|function|tool|script)\b")
+#: The year of a citation, with the paper's standing when it is no accepted paper
+#: ("2017, rejected submission": `agents.review._venue`).
+_WHEN = r"(?:\d{4}|n\.d\.)(?:, (?:" + "|".join(IN_TEXT.values()) + r"))?"
+#: A family name with its particles, written as its owner writes it ("van de Panne").
+_PARTICLE = r"(?:(?i:" + "|".join(sorted(PARTICLES)) + r")\s+)"
+_FAMILY = rf"{_PARTICLE}*[A-Z][\w'’-]+"
 _ATTRIBUTION = re.compile(
-    r"^(?P<subject>(?:The paper by )?[A-Z][^()]{0,60}?\((?:\d{4}|n\.d\.)\)|“[^”]{1,200}”)\s+"
+    rf"^(?P<subject>(?:The paper by )?(?:[A-Z]|{_PARTICLE})[^()]{{0,60}}?\({_WHEN}\)"
+    r"|“[^”]{1,200}”)\s+"
 )
-_WHEN = r"(?:\d{4}|n\.d\.)"
-_NAMED = r"[A-Z][\w'’-]+(?: et al\.| and [A-Z][\w'’-]+)?"
+_NAMED = rf"{_FAMILY}(?: et al\.| and {_FAMILY})?"
 #: "Zhang et al. (2017)" at the start, after an optional "The paper by".
 _LEADING = re.compile(rf"^(?:[Tt]he paper by )?(?P<subject>{_NAMED} \({_WHEN}\))\s+")
 #: "… (Zhang et al., 2017)." or "… (“json”)." closing the sentence.
@@ -64,6 +73,24 @@ _DOC_VERBS = frozenset((
 ))  # fmt: skip
 
 
+#: TeX an abstract writes where a review shows the character ("880\\%", "10$\\times$").
+_TEX_SYMBOLS = {
+    r"\times": "×", r"\sim": "~", r"\approx": "≈", r"\pm": "±", r"\le": "≤", r"\leq": "≤",
+    r"\ge": "≥", r"\geq": "≥", r"\cdot": "·", r"\infty": "∞",
+}  # fmt: skip
+_TEX_MATH = re.compile(r"\$(\\[a-z]+|[^$\s\\_^{}=](?:[^$\\_^{}=]{0,10}[^$\s\\_^{}=])?)\$")
+_TEX_TEXT = re.compile(r"\\(?:emph|textit|textbf|textsc|texttt|textrm)\{([^{}]*)\}")
+
+
+def plain_tex(text: str) -> str:
+    """`text` with the TeX of a prose sentence shown plain: "\\%" → "%", "$\\times$" → "×",
+    "$32$" → "32", "\\emph{GMAN}" → "GMAN", "``x''" → "“x”". A formula is left alone (such a
+    sentence is not quoted: `_claimable`)."""
+    text = text.replace(r"\%", "%").replace("``", "“").replace("''", "”")
+    text = _TEX_TEXT.sub(lambda m: m.group(1), text)
+    return _TEX_MATH.sub(lambda m: _TEX_SYMBOLS.get(m.group(1), m.group(1)), text)
+
+
 def _doc_verb(word: str) -> str | None:
     """The base form of `word` if it is one of `_DOC_VERBS` (any person), else None."""
     low = word.lower()
@@ -74,17 +101,20 @@ def _doc_verb(word: str) -> str | None:
 
 
 def surname(author: str) -> str:
-    """The family name of an author as written ("Chiyuan Zhang*" → "Zhang")."""
-    name = author.replace("*", "").strip()
-    if "," in name:  # "Zhang, Chiyuan"
-        return name.split(",", 1)[0].strip()
-    parts = name.split()
-    return parts[-1] if parts else name
+    """The family name of an author as written, particles included ("Chiyuan Zhang*" →
+    "Zhang", "Michiel van de Panne" → "van de Panne"; `agents.tools.authors.name_parts`).
+    A name keeps its owner's lower-case particle even where it opens a sentence, as papers
+    of the field write it ("van den Oord et al. (2016) show …")."""
+    return family_name(author)
 
 
-def attribution(authors: Sequence[str], year: int | None, title: str) -> str:
-    """How a claim names its source: "Zhang et al. (2017)", "Kim and Lee (2016)", "“json”"."""
+def attribution(authors: Sequence[str], year: int | None, title: str, status: str = "") -> str:
+    """How a claim names its source: "Zhang et al. (2017)", "Kim and Lee (2016)", "“json”";
+    a paper that is no accepted one says its standing (`status`: "rejected" → "Li et al.
+    (2017, rejected submission)", `agents.review._venue`)."""
     when = str(year) if year is not None else "n.d."
+    if in_text_status(status):
+        when = f"{when}, {in_text_status(status)}"
     names = [surname(a) for a in authors if a.strip()]
     if not names:
         return f"“{title.strip()[:120]}”"
@@ -123,7 +153,7 @@ def third_person(sentence: str, subject: str, title: str = "") -> str:
     in its own words, a closing citation ("X holds." → "X holds (Zhang et al., 2017).").
     Only a first-person sentence of another shape says "… report that …".
     """
-    text = " ".join(sentence.split())
+    text = " ".join(plain_tex(sentence).split())
     if text[:1] in '"“' and text.count(text[0]) + text.count("”") == 1:
         text = text[1:]  # a quotation whose close lies in the next sentence
     opening = _OPENING.match(text)
@@ -203,6 +233,20 @@ def shorten(text: str, words: int = 25) -> str:
     return " ".join(parts[:words]) + (" …" if len(parts) > words else "")
 
 
+def in_sentence(title: str) -> str:
+    """A section title inside a sentence: its first letter lower-cased unless the first
+    word is an acronym or a name ("Energy-based GANs" → "energy-based GANs"; "LSTM …")."""
+    first = title.split(" ", 1)[0]
+    if len(first) > 1 and any(c.isupper() for c in first[1:]):
+        return title
+    return title[:1].lower() + title[1:]
+
+
+def is_miscellany(title: str) -> bool:
+    """Whether a section gathers the papers no line of research names ("Other work")."""
+    return title.strip().lower() in {"other work", "other lines of work"}
+
+
 def theme_title(label: str) -> str:
     """ "attention / memory / reading" → "Attention, memory and reading"."""
     terms = [t.strip() for t in label.split("/") if t.strip()]
@@ -215,8 +259,11 @@ def theme_title(label: str) -> str:
 __all__ = [
     "CONNECTORS",
     "attribution",
+    "in_sentence",
+    "is_miscellany",
     "opens_with_source",
     "parenthetical",
+    "plain_tex",
     "shorten",
     "split_attribution",
     "surname",

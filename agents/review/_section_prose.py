@@ -1,11 +1,13 @@
 """One theme's section, offline: a synthesis paragraph, then its claims in paragraphs.
 
 The summary says what the theme's papers share (phrases several of them use, with the
-papers that use them) and how they differ (the lines of work they fall into, how many report
-numbers); the claims follow grouped — a paragraph per shared line of work, one for the other
-papers, one setting the reported results side by side, one for the open questions the
-papers name. Every claim is a researcher's quoted finding, attributed to its paper
-(`_prose.third_person`) and opened by a connector where it follows another.
+papers that use them), how they differ (the lines of work they fall into) and who reports
+what number; the claims follow grouped — a paragraph per shared line of work, one for the
+other papers, one with the reported results, one for the open questions the papers name.
+Every claim is a researcher's quoted finding, attributed to its paper
+(`_prose.third_person`). A connector that links ("Similarly, …") opens a claim only when it
+is about what the claim before it is about (both name the shared phrase, or they share
+content words); results, measured on each paper's own tasks, are never linked.
 """
 
 from __future__ import annotations
@@ -17,17 +19,28 @@ from kimmy_swarm.agents.review._prose import (
     attribution,
     opens_with_source,
     parenthetical,
+    split_attribution,
     with_connector,
 )
 from kimmy_swarm.agents.review._synthesis import (
     SharedPhrase,
     cite_list,
     group_by_phrase,
+    headline,
     shared_phrases,
     states_measure,
 )
 from kimmy_swarm.agents.review.schemas import Claim, Finding, PaperNotes
+from kimmy_swarm.agents.tools.search import tokenize_terms
 
+#: Words two claims share without being about the same thing ("propose", "model").
+_PLAIN = frozenset(
+    tokenize_terms(
+        "propose present introduce show study describe develop new novel method approach model "
+        "models network networks learning paper work results framework algorithm use using "
+        "based demonstrate perform performance task tasks data training train"
+    )
+)
 #: Paragraph names of the claims that are not grouped by a shared phrase.
 OTHER_WORK, RESULTS, OPEN_QUESTIONS = "Other lines of work", "Results", "Open questions"
 #: What `RESULTS` is called for documents without authors (documentation states no results).
@@ -35,7 +48,8 @@ DETAILS = "Details"
 #: Connectors by position in a paragraph (none for the first sentence, then every other).
 _IN_GROUP = {1: "Similarly", 3: "Relatedly", 5: "Along the same line"}
 _IN_OTHER = {2: "Elsewhere", 4: "Also"}
-_IN_RESULTS = {1: "By comparison", 3: "By comparison", 5: "In contrast"}
+#: Results are measured on each paper's own tasks: no connector compares them.
+_IN_RESULTS: dict[int, str] = {}
 _IN_OPEN = {1: "Also", 2: "Further"}
 
 
@@ -55,7 +69,7 @@ class SectionLimits:
 
 def short_cite(notes: PaperNotes) -> str:
     """ "Zhang et al., 2017" (or "“json”") for a paper's notes."""
-    return parenthetical(attribution(notes.authors, notes.year, notes.title))[1:-1]
+    return parenthetical(attribution(notes.authors, notes.year, notes.title, notes.status))[1:-1]
 
 
 def _kind(notes: PaperNotes, i: int, finding: Finding) -> str:
@@ -86,7 +100,7 @@ def _summary(
     phrases: Sequence[SharedPhrase],
     groups: Sequence[SharedPhrase],
     left: Sequence[str],
-    with_numbers: int,
+    numbers: Sequence[tuple[str, str]],
     terms: Sequence[str],
 ) -> str:
     cite = {n.doc_id: short_cite(n) for n in papers}
@@ -110,23 +124,46 @@ def _summary(
         out.append(f"They differ in {what}: {joined}.")
     if not any(p.authors for p in papers):
         pass  # documentation states no results to set side by side
-    elif with_numbers >= 2:
-        out.append(
-            f"{with_numbers} of them give numbers for their results, set side by side under "
-            "Results below; each was measured on that paper's own tasks and data."
-        )
-    elif with_numbers == 1:
-        out.append("One of them states numbers for its results (below).")
+    elif numbers:
+        who = "; ".join(f"{cite[d]}: {figure}" for d, figure in numbers)
+        out.append(f"Who reports what number, each on its own tasks and data: {who}.")
     return " ".join(out)
 
 
-def _paragraph(findings: Sequence[str], connectors: dict[int, str]) -> list[str]:
+def _linked(before: str, text: str, phrase: str, common: frozenset[str] = frozenset()) -> bool:
+    """Whether two claims are about the same thing in their own words: both name the
+    paragraph's shared phrase, or they share two content words other than `common` (the
+    topic's) — never "Similarly, … chess" after a claim on something else."""
+    mine, theirs = set(_content(text)) - common, set(_content(before)) - common
+    key = _content(phrase)
+    if key and set(key) <= mine and set(key) <= theirs:
+        return True
+    return len(mine & theirs) >= 2
+
+
+def _content(text: str) -> list[str]:
+    """The content words of a claim, without its attribution."""
+    return [t for t in tokenize_terms(split_attribution(text)[1]) if t not in _PLAIN]
+
+
+def _paragraph(
+    findings: Sequence[str],
+    connectors: dict[int, str],
+    *,
+    phrase: str = "",
+    common: frozenset[str] = frozenset(),
+) -> list[str]:
     """The findings in order, a connector before those at the connectors' positions that
-    open with their source (a sentence with its own opening keeps it)."""
-    return [
-        with_connector(text, connectors[i]) if i in connectors and opens_with_source(text) else text
-        for i, text in enumerate(findings)
-    ]
+    open with their source (a sentence with its own opening keeps it). In a paragraph of a
+    shared phrase, a connector that links ("Similarly") is used only where the claim is
+    linked to the one before it (`_linked`)."""
+    out = []
+    for i, text in enumerate(findings):
+        use = i in connectors and opens_with_source(text)
+        if use and phrase and not _linked(findings[i - 1], text, phrase, common):
+            use = False
+        out.append(with_connector(text, connectors[i]) if use else text)
+    return out
 
 
 def theme_section(
@@ -186,14 +223,24 @@ def theme_section(
     paragraphs.append((RESULTS if authored else DETAILS, results, _IN_RESULTS))
     paragraphs.append((OPEN_QUESTIONS, opens, _IN_OPEN))
     claims: list[Claim] = []
+    shared_phrase = {p.phrase[:1].upper() + p.phrase[1:]: p.phrase for p in groups}
     for group, items, connectors in paragraphs:
-        texts = _paragraph([t for _, t in items], connectors)
+        texts = _paragraph(
+            [t for _, t in items],
+            connectors,
+            phrase=shared_phrase.get(group, ""),
+            common=frozenset(tokenize_terms(topic)),
+        )
         for (doc_id, _), text in zip(items, texts, strict=True):
             claims.append(
                 Claim(id=f"{theme_id}.c{len(claims) + 1}", text=text, cited=[doc_id], group=group)
             )
-    with_numbers = len(measured)
-    summary = _summary(papers, phrases, groups, left, with_numbers, terms)
+    numbers = [
+        (d, figure)
+        for d, text in results
+        if d in measured and (figure := headline(split_attribution(text)[1]))
+    ]
+    summary = _summary(papers, phrases, groups, left, numbers, terms)
     return summary, claims
 
 

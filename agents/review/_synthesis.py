@@ -176,6 +176,26 @@ def states_measure(text: str) -> bool:
     return bool(_MEASURE.search(text))
 
 
+_FIGURE_END = re.compile(r"\s?[()]|[,;:.](?:\s|$)|\s(?:and|while|which|but|whereas)\s")
+
+
+def headline(text: str, words: int = 5) -> str:
+    """The first measured number of a claim with the words that say what it measures, up to
+    `words` of them ("84.7% of the classes have samples exhibiting …" → "84.7% of the
+    classes have samples"); "" when it states none."""
+    found = _MEASURE.search(text)
+    if not found:
+        return ""
+    start = found.start()
+    while start > 0 and (text[start - 1].isdigit() or text[start - 1] in ".,"):
+        start -= 1  # "880%" whole, not "0%"
+    rest = text[start:]
+    cut = _FIGURE_END.search(rest, found.end() - start)
+    phrase = rest[: cut.start()] if cut else rest
+    figure = " ".join(phrase.split()[: words + 1]).rstrip(".,;:")
+    return figure.removeprefix("of ")  # "an error rate of 3.65" → "3.65"
+
+
 def cite_list(cites: Sequence[str], *, at_most: int = 3) -> str:
     """ "(A, 2017; B, 2016; and 4 more)" from short citations "A, 2017"."""
     shown = "; ".join(cites[:at_most])
@@ -183,4 +203,11 @@ def cite_list(cites: Sequence[str], *, at_most: int = 3) -> str:
     return f"({shown}{f'; and {more} more' if more > 0 else ''})"
 
 
-__all__ = ["SharedPhrase", "cite_list", "group_by_phrase", "shared_phrases", "states_measure"]
+__all__ = [
+    "SharedPhrase",
+    "cite_list",
+    "group_by_phrase",
+    "headline",
+    "shared_phrases",
+    "states_measure",
+]

@@ -35,6 +35,7 @@ from kimmy_swarm.agents.brief import (
 )
 from kimmy_swarm.agents.review._claimable import is_prose
 from kimmy_swarm.agents.review._prose import attribution
+from kimmy_swarm.agents.review._selection import most_read
 from kimmy_swarm.agents.review.schemas import (
     CHECK_PREFIX,
     PLAN_ID,
@@ -47,6 +48,7 @@ from kimmy_swarm.agents.review.schemas import (
     SectionCheck,
 )
 from kimmy_swarm.agents.tools.search import tokenize_terms
+from kimmy_swarm.agents.tools.themes import default_k
 
 if TYPE_CHECKING:
     from kimmy_swarm.agents.roles import AttemptView
@@ -72,10 +74,14 @@ def plan_brief(run: AttemptView) -> SubtaskBrief:
     if topic:
         hits = run.call("search_corpus", query=topic, k=max(limit, corpus_size, 1))
         matched = len(hits)
-        candidates = [(h["doc_id"], h["title"]) for h in hits[: CANDIDATES_PER_PAPER * limit]]
+        # The most cited and accepted of the papers about the topic, in the search's order.
+        shown = most_read(hits, CANDIDATES_PER_PAPER * limit) if hits else []
+        candidates = [(h["doc_id"], h["title"]) for h in shown]
+        best_ids = {h["doc_id"] for h in most_read(shown, limit)} if shown else set()
     else:
         ids = [str(d) for d in run.inputs.get("doc_ids") or []][:limit]
         candidates = [(d, run.call("read_document", doc_id=d)["title"]) for d in ids]
+        best_ids = {d for d, _ in candidates}
     filled = {"corpus_size": corpus_size, "matched": matched, "notes": []}
     if not candidates:
         return SubtaskBrief(
@@ -83,9 +89,13 @@ def plan_brief(run: AttemptView) -> SubtaskBrief:
             schema=pin(answer_schema(ReviewPlan, keep=("topic",)), "topic", topic),
             filled={**filled, "relevant": [], "themes": []},
         )
-    best = [d for d, _ in candidates[:limit]]
+    best = [d for d, _ in candidates if d in best_ids]
     themes = run.call(
-        "find_themes", doc_ids=best, k=run.inputs.get("themes"), exclude_terms=tokenize_terms(topic)
+        "find_themes",
+        doc_ids=best,
+        k=run.inputs.get("themes"),
+        exclude_terms=tokenize_terms(topic),
+        topic=topic or None,
     )
     ids = [d for d, _ in candidates]
     lines = [
@@ -112,7 +122,9 @@ def plan_brief(run: AttemptView) -> SubtaskBrief:
     text(schema, "themes.*.label", 80)
     choose(schema, "themes.*.doc_ids.*", ids)
     bound(schema, "themes.*.doc_ids", least=1)
-    bound(schema, "themes", least=1, most=max(1, len(themes)))
+    # As many themes as suggested, or as a set of this size usually holds (a suggestion
+    # may put most papers under "other work").
+    bound(schema, "themes", least=1, most=max(1, len(themes), default_k(len(best))))
     return SubtaskBrief(
         text="\n".join(lines), schema=schema, filled=filled, derived=_themes_documents
     )
@@ -135,7 +147,7 @@ def research_brief(run: AttemptView) -> SubtaskBrief:
     every = run.call("document_sentences", doc_id=doc_id)
     stated = list(dict.fromkeys(s["text"] for s in every if is_prose(s["text"])))
     stated = stated[:MAX_SENTENCES]
-    who = attribution(doc["authors"], doc["year"], doc["title"])
+    who = attribution(doc["authors"], doc["year"], doc["title"], doc.get("status", ""))
     lines = [
         f"Document {doc_id}: {doc['title']!r} ({who}).",
         "Its statements, one a line (each finding's `passage` is one of them, copied whole; "
@@ -160,6 +172,7 @@ def research_brief(run: AttemptView) -> SubtaskBrief:
         "authors": doc["authors"],
         "url": doc.get("url"),
         "citations": doc.get("citations"),
+        "status": doc.get("status", ""),
     }
     return SubtaskBrief(text="\n".join(lines), schema=schema, filled=filled)
 
@@ -181,7 +194,8 @@ def write_brief(run: AttemptView) -> SubtaskBrief:
     lines = [f"Theme {run.inputs.get('label')!r}: its papers and their findings."]
     findings = 0
     for n in notes:
-        lines.append(f"[{n.doc_id}] {attribution(n.authors, n.year, n.title)}: {n.title!r}")
+        who = attribution(n.authors, n.year, n.title, n.status)
+        lines.append(f"[{n.doc_id}] {who}: {n.title!r}")
         for f in n.findings:
             findings += 1
             lines.append(f"  - ({f.kind or 'finding'}) {f.text}")

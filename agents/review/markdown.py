@@ -22,8 +22,10 @@ from kimmy_swarm.agents.review._citations import (
     reference_order,
 )
 from kimmy_swarm.agents.review._prose import split_attribution
+from kimmy_swarm.agents.review._venue import in_text_status, standing_of, venue_note
 from kimmy_swarm.agents.review.content import ReviewContent, gather
 from kimmy_swarm.agents.review.schemas import Claim, Section, check_id, read_id, write_id
+from kimmy_swarm.agents.tools.authors import name_parts
 
 if TYPE_CHECKING:
     from kimmy_swarm.agents.tools.corpus import Corpus, Document
@@ -31,9 +33,12 @@ if TYPE_CHECKING:
 
 
 def _reference(doc: Document) -> str:
+    """One reference: authors (year). *Title*. Where it stands ("ICLR 2017", "Submitted to
+    ICLR 2017; rejected": `_venue.venue_note`). URL."""
     authors = ", ".join(doc.authors) if doc.authors else "Anonymous"
     year = doc.year if doc.year is not None else "n.d."
-    tail = "".join(f" {x}." for x in (doc.venue, doc.url) if x)
+    where = venue_note(doc.venue, doc.meta.get("decision"))
+    tail = "".join(f" {x}." for x in (where, doc.url) if x)
     return f"**[{doc.id}]** {authors} ({year}). *{doc.title}*.{tail}"
 
 
@@ -71,6 +76,14 @@ def _section_md(section: Section, content: ReviewContent, corpus: Corpus) -> lis
     return lines
 
 
+def _standing_mark(doc_id: str, corpus: Corpus) -> str:
+    """ " *(rejected submission)*" after a comparison row's title, "" for a published paper."""
+    if doc_id not in corpus:
+        return ""
+    label = in_text_status(standing_of(corpus.get(doc_id).meta))
+    return f" *({label})*" if label else ""
+
+
 def _timeline(content: ReviewContent) -> list[str]:
     by_year: dict[int, list[str]] = defaultdict(list)
     for section in content.sections:
@@ -100,8 +113,9 @@ def render_markdown(content: ReviewContent, corpus: Corpus) -> str:
             "|---|---|---|---|---|",
         ]
         lines += [
-            f"| {_md_cell(r.title)} [{r.doc_id}] | {_md_cell(r.year)} | {_md_cell(s.title)} "
-            f"| {_md_cell(r.approach)} | {_md_cell(r.key_result)} |"
+            f"| {_md_cell(r.title)} [{r.doc_id}]{_standing_mark(r.doc_id, corpus)} "
+            f"| {_md_cell(r.year)} | {_md_cell(s.title)} "
+            f"| {_md_cell(r.approach)} | {_md_cell(r.key_result or '—')} |"
             for s, r in rows
         ]
         lines.append("")
@@ -135,17 +149,27 @@ def _bib_escape(text: str) -> str:
 
 
 def render_bibtex(doc_ids: list[str], corpus: Corpus) -> str:
-    """references.bib: one entry per cited document."""
+    """references.bib: one entry per cited document. Authors in the form BibTeX reads
+    particles and suffixes from ("van de Panne, Michiel"); a rejected or withdrawn
+    submission has no `booktitle`, its `note` says where it was submitted and what became
+    of it ("Submitted to ICLR 2017; rejected"), and a workshop paper's `booktitle` is the
+    workshop track's."""
     entries = []
     for doc_id in doc_ids:
         doc = corpus.get(doc_id)
         fields = {
             "title": doc.title,
-            "author": " and ".join(a.replace("*", "") for a in doc.authors),
+            "author": " and ".join(name_parts(a).bibtex() for a in doc.authors),
         }
         if doc.year is not None:
             fields["year"] = str(doc.year)
-        if doc.venue:
+        status = standing_of(doc.meta)
+        where = venue_note(doc.venue, doc.meta.get("decision"))
+        if status in ("rejected", "withdrawn"):
+            fields["note"] = where
+        elif status == "workshop":
+            fields["booktitle"] = where
+        elif doc.venue:
             fields["booktitle"] = doc.venue
         if doc.url:
             fields["url"] = doc.url

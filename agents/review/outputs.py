@@ -24,12 +24,15 @@ if TYPE_CHECKING:
 
 @dataclass
 class ReviewFiles(PipelineFiles):
-    """The four files by name, and the claim counts (`supported` of `claims` kept)."""
+    """The four files by name, and the claim counts (`supported` of `claims` kept;
+    `verbatim` of them quote their passage word for word, so that comparing them with it
+    could not fail: a summary gives no share supported of those, `_factcheck`)."""
 
     claims: int
     supported: int
     flagged: int
     problems: list[str] = field(default_factory=list)
+    verbatim: int = 0
 
 
 def write_review(out: Path, corpus: Corpus, result: RunResult, *, topic: str) -> ReviewFiles:
@@ -54,6 +57,7 @@ def write_review(out: Path, corpus: Corpus, result: RunResult, *, topic: str) ->
         supported=supported,
         flagged=len(content.checks) - supported,
         problems=content.problems,
+        verbatim=sum(bool(c.verbatim) for c in content.checks.values()),
     )
 
 

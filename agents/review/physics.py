@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from kimmy_swarm.agents.review.procedures import research_paper, sentence_score
+from kimmy_swarm.agents.review._sentence_roles import SentenceRole
+from kimmy_swarm.agents.review.procedures import counts_as_result, research_paper, sentence_score
 from kimmy_swarm.agents.review.schemas import PaperNotes
 
 if TYPE_CHECKING:
@@ -41,9 +42,15 @@ def _physics_score(text: str, relevance: float) -> tuple[float, float]:
     return result + 3.0 * len(quantities(text)), contribution
 
 
+def _physics_result(text: str, role: SentenceRole) -> bool:
+    """A result sentence, or any sentence of the paper's own (no background) that states a
+    measured quantity ("The array operates at 0.3 K …")."""
+    return counts_as_result(text, role) or (role != "background" and bool(quantities(text)))
+
+
 def research_physics(run: Attempt) -> PaperNotes:
     """Physics researcher: contribution, then the sentences that state measured quantities."""
-    notes = research_paper(run, _physics_score)
+    notes = research_paper(run, _physics_score, _physics_result)
     found = [q for f in notes.findings for q in quantities(f.passage)]
     return notes.model_copy(update={"terms": list(dict.fromkeys(found))[:6] or notes.terms})
 

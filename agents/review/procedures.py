@@ -1,17 +1,20 @@
 """The literature review's offline procedures: real retrieval, extraction and checking.
 
 Each is the offline policy of one role and calls the same tools a model would:
-- `plan_review` (planner): BM25 retrieval of the papers relevant to the topic (a score
-  threshold and the topic's key words decide; `max_papers` only caps), then TF-IDF +
-  clustering into themes named by their key phrases.
-- `research_paper` (researcher): the paper's contribution, result and open-question
-  sentences (prose only: no code, lists or boilerplate), chosen by cue phrases, numbers and
-  relevance to the topic, quoted exactly and attributed.
+- `plan_review` (planner): the papers about the topic (`SearchIndex.relevant`: named in
+  the title or where the paper speaks of its own work, or dense in the topic's vocabulary;
+  never a passing mention), capped at `max_papers` keeping the most cited and accepted
+  (`_selection`), then grouped into themes named by their key phrases.
+- `research_paper` (researcher): the paper's contribution, result and limitation
+  sentences (prose only: no code, lists or boilerplate) by each sentence's role
+  (`_sentence_roles`: background is never a result), results with numbers first and with
+  their caveats, quoted exactly and attributed (with the paper's standing: `_venue`).
 - `write_section` (writer): one section per theme — a synthesis of what the papers share
   and where they differ, their claims in paragraphs (shared lines of work, results, open
   questions) each citing its paper, a comparison row per paper.
-- `check_section` (fact_checker): every claim against the passages of the cited documents
-  (numbers and names must appear), and its attribution against the document's metadata.
+- `check_section` (fact_checker): every claim as written against the passages of the cited
+  documents (numbers and names must appear, negations, hedges and caveats be kept), and its
+  attribution against the document's metadata (`_factcheck`).
 - `synthesize` (synthesizer): introduction, per-theme summaries and a conclusion (big
   themes, most cited work, trends over years, open questions) built from the run's counts
   and checked claims.
@@ -26,15 +29,36 @@ from typing import TYPE_CHECKING, Any
 
 from kimmy_swarm.agents.review._claimable import is_prose
 from kimmy_swarm.agents.review._conclusion import conclusion
+from kimmy_swarm.agents.review._factcheck import (
+    ATTRIBUTION,
+    NUMBERS,
+    POLARITY,
+    WORDING,
+    attribution_problem,
+    is_verbatim,
+)
 from kimmy_swarm.agents.review._prose import (
     attribution,
+    in_sentence,
+    plain_tex,
     shorten,
     split_attribution,
-    surname,
     theme_title,
     third_person,
 )
 from kimmy_swarm.agents.review._section_prose import theme_section
+from kimmy_swarm.agents.review._selection import most_read
+from kimmy_swarm.agents.review._sentence_roles import (
+    CONTRIBUTION_CUES,
+    MEASURE,
+    RESULT_CUES,
+    RoledSentence,
+    SentenceRole,
+    caveat_follows,
+    classify,
+    own_voice,
+    shorten_keeping_caveat,
+)
 from kimmy_swarm.agents.review.schemas import (
     READ_PREFIX,
     WRITE_PREFIX,
@@ -55,27 +79,16 @@ from kimmy_swarm.agents.tools.search import tokenize_terms
 if TYPE_CHECKING:
     from kimmy_swarm.agents.loop import Attempt
 
-_RESULT_CUES = re.compile(
-    r"\b(we (?:also )?(?:show|demonstrate|find|prove|observe|report|achieve|obtain|establish)"
-    r"|results? (?:show|demonstrate|indicate|suggest)|outperform\w*|state[- ]of[- ]the[- ]art"
-    r"|improv\w+|achiev\w+|significant\w*|accura\w+|error|speed-?ups?|faster|better|surpass\w*)",
-    re.IGNORECASE,
-)
-_CONTRIBUTION_CUES = re.compile(
-    r"\b(we (?:propose|introduce|present|develop|describe|study|investigate|consider)"
-    r"|this (?:paper|work|module|package|library)|novel|^(?:\S+\s){0,4}provides?)\b",
-    re.IGNORECASE,
-)
 _NUMBER = re.compile(r"\d")
-#: What a paper leaves open: its limitations, the questions it names, its future work.
-_OPEN_CUES = re.compile(
-    r"\b(?:remains? (?:an? )?(?:open|unclear|unknown|unsolved|challenging|difficult|elusive)"
-    r"|open (?:question|problem|challenge)s?|future (?:work|research|directions?)"
-    r"|limitations?|(?:key|main|major|remaining|outstanding) challenges?|is still (?:an? )?"
-    r"(?:open|unclear|poorly understood|lacking)|little is known|not (?:yet )?(?:well )?"
-    r"understood|has (?:not|yet to) been|unsolved|an important (?:step|direction))\b",
+_SECONDARY = re.compile(
+    r"\bwe (?:also|further|additionally)\b|^(?:Also|Further(?:more)?|Additionally|Moreover"
+    r"|Finally|In addition)\b",
     re.IGNORECASE,
 )
+
+
+def _secondary(text: str) -> bool:
+    return bool(_SECONDARY.search(text))
 
 
 _EVERY = 1_000_000  # a `k` past any corpus: `search_corpus` returns every relevant document
@@ -93,7 +106,8 @@ def plan_review(run: Attempt) -> ReviewPlan:
         # Every relevant document (the tool caps k at the corpus size), then the cap.
         every = max(limit, int(run.inputs.get("corpus_size") or 0) or _EVERY)
         hits = run.call("search_corpus", query=topic, k=every)
-        matched, relevant = len(hits), [h["doc_id"] for h in hits][:limit]
+        # The cap keeps the most cited and accepted papers, never cuts by match score alone.
+        matched, relevant = len(hits), [h["doc_id"] for h in most_read(hits, limit)]
         if not relevant:
             notes.append(f"no document of the corpus matches the topic {topic!r}")
     else:
@@ -105,6 +119,7 @@ def plan_review(run: Attempt) -> ReviewPlan:
             doc_ids=relevant,
             k=run.inputs.get("themes"),
             exclude_terms=tokenize_terms(topic),
+            topic=topic or None,
         )
     return ReviewPlan(
         topic=topic,
@@ -123,18 +138,56 @@ def _prose_sentence(text: str) -> bool:
 
 
 def sentence_score(text: str, relevance: float) -> tuple[float, float]:
-    """(result score, contribution score) of one sentence."""
-    result = 2.0 * len(_RESULT_CUES.findall(text)) + (1.0 if _NUMBER.search(text) else 0.0)
-    contribution = 2.0 * len(_CONTRIBUTION_CUES.findall(text))
+    """(result score, contribution score) of one sentence: its cues, a number, and its
+    relevance to the topic. It ranks sentences within a role (`_sentence_roles`), never
+    makes a sentence a result."""
+    result = 2.0 * len(RESULT_CUES.findall(text)) + (1.0 if _NUMBER.search(text) else 0.0)
+    result += 2.0 * len(MEASURE.findall(text))  # a headline number is what a reader wants
+    contribution = 2.0 * len(CONTRIBUTION_CUES.findall(text))
     return result + relevance, contribution + relevance
 
 
 #: Scores a sentence: (text, relevance to the topic) -> (result score, contribution score).
 SentenceScore = Callable[[str, float], tuple[float, float]]
+#: Whether a sentence of this role can be quoted as one of the paper's results.
+ResultRule = Callable[[str, SentenceRole], bool]
 
 
-def research_paper(run: Attempt, score: SentenceScore = sentence_score) -> PaperNotes:
-    """Researcher: the contribution and key results of one paper, quoted exactly."""
+def counts_as_result(text: str, role: SentenceRole) -> bool:
+    """A result sentence, or a contribution sentence that carries a number."""
+    return role == "result" or (role == "contribution" and bool(_NUMBER.search(text)))
+
+
+def _contribution(roled: list[RoledSentence], ranks: list[float]) -> int | None:
+    """The paper's contribution: its best contribution sentence, else its first sentence in
+    its own voice that is no background or limitation, else its first sentence."""
+    picks = [i for i, r in enumerate(roled) if r.role == "contribution"]
+    if picks:  # "We also introduce …" adds to the contribution stated before it
+        return max(picks, key=lambda i: (ranks[i] - 3.0 * _secondary(roled[i].text), -i))
+    own = [i for i, r in enumerate(roled) if r.role in ("method", "result") and own_voice(r.text)]
+    return own[0] if own else (0 if roled else None)
+
+
+def _with_caveat(roled: list[RoledSentence], i: int) -> int:
+    """The last sentence a result at `i` is quoted through: the sentence after it (or after
+    the next result) when that one qualifies it ("These results, albeit …")."""
+    for j in (i + 1, i + 2):
+        if j >= len(roled):
+            break
+        if caveat_follows(roled[j].text):
+            return j
+        if roled[j].role != "result":
+            break
+    return i
+
+
+def research_paper(
+    run: Attempt, score: SentenceScore = sentence_score, is_result: ResultRule = counts_as_result
+) -> PaperNotes:
+    """Researcher: the contribution, key results and a limitation of one paper, quoted
+    exactly. Each sentence gets its role first (`_sentence_roles.classify`); results come
+    only from result sentences (`is_result`), those with numbers first, each with the
+    caveat that follows it; the open question is a limitation sentence."""
     doc_id = str(run.inputs["doc_id"])
     query = " ".join([str(run.inputs.get("topic") or ""), *run.inputs.get("theme_terms", [])])
     doc = run.call("read_document", doc_id=doc_id)
@@ -148,45 +201,56 @@ def research_paper(run: Attempt, score: SentenceScore = sentence_score) -> Paper
             for s in sents:
                 if s["start"] < p["end"] and p["start"] < s["end"]:
                     relevance[s["start"]] = max(relevance.get(s["start"], 0.0), 1.5 - 0.5 * rank)
-    scored = [(s, *score(s["text"], relevance.get(s["start"], 0.0))) for s in sents]
-    subject = attribution(doc["authors"], doc["year"], doc["title"])
-    contribution = max(scored, key=lambda x: (x[2], -x[0]["start"]), default=None)
-    results = sorted(
-        (x for x in scored if contribution is None or x[0] is not contribution[0]),
-        key=lambda x: (-x[1], x[0]["start"]),
+    roled = classify([s["text"] for s in sents])
+    scores = [score(s["text"], relevance.get(s["start"], 0.0)) for s in sents]
+    first = _contribution(roled, [c for _, c in scores])
+    candidates = sorted(
+        (i for i, r in enumerate(roled) if i != first and is_result(r.text, r.role)),
+        key=lambda i: (-scores[i][0], i),
     )
-    picked = [x[0] for x in results[:2] if x[1] > 0]
-    kinds = ["result"] * len(picked)
-    if contribution is not None:
-        picked.insert(0, contribution[0])
-        kinds.insert(0, "contribution")
-    open_question = next((s for s in sents if _OPEN_CUES.search(s["text"])), None)
-    if open_question is not None and open_question not in picked:
-        if len(picked) == 3:  # an open question says more than a second result
-            picked.pop(), kinds.pop()
-        picked.append(open_question)
-        kinds.append("open_question")
-    findings = [
-        Finding(
-            text=third_person(s["text"], subject, doc["title"]),
-            passage=s["text"],
-            start=s["start"],
-            end=s["end"],
-            kind=kind,
+    spans: list[tuple[int, int, str]] = [] if first is None else [(first, first, "contribution")]
+    for i in candidates:
+        last = _with_caveat(roled, i)
+        if sum(k == "result" for *_, k in spans) < 2 and all(
+            last < a or i > b for a, b, _ in spans
+        ):
+            spans.append((i, last, "result"))
+    used = {j for a, b, _ in spans for j in range(a, b + 1)}
+    limitation = next(
+        (i for i, r in enumerate(roled) if r.role == "limitation" and i not in used), None
+    )
+    if limitation is not None:
+        if len(spans) == 3:  # an open question says more than a second result
+            spans.pop()
+        spans.append((limitation, limitation, "open_question"))
+    subject = attribution(doc["authors"], doc["year"], doc["title"], doc.get("status", ""))
+    findings = []
+    for a, b, kind in spans:
+        if sents[b]["end"] > len(doc["text"]):  # past what `read_document` shows: one sentence
+            b = a
+        start, end = sents[a]["start"], sents[b]["end"]
+        passage = sents[a]["text"] if a == b else doc["text"][start:end]
+        findings.append(
+            Finding(
+                text=third_person(passage, subject, doc["title"]),
+                passage=passage,
+                start=start,
+                end=end,
+                kind=kind,
+            )
         )
-        for s, kind in zip(picked, kinds, strict=True)
-    ]
     counts = Counter(tokenize_terms(doc["title"] + " " + doc["text"]))
     return PaperNotes(
         doc_id=doc_id,
         title=doc["title"],
         year=doc["year"],
         authors=doc["authors"],
-        contribution=contribution[0]["text"] if contribution is not None else "",
+        contribution=sents[first]["text"] if first is not None else "",
         findings=findings,
         terms=[t for t, _ in counts.most_common(6)],
         url=doc.get("url"),
         citations=doc.get("citations"),
+        status=doc.get("status", ""),
     )
 
 
@@ -215,15 +279,20 @@ def write_section(run: Attempt) -> Section:
     )
     rows: list[ComparisonRow] = []
     for notes in papers:
-        results = [f for f in notes.findings[1:] if f.kind != "open_question"] or notes.findings
+        # only a result is a key result (never the contribution or the background), and its
+        # caveat is never cut off
+        results = [f for f in notes.findings if f.kind == "result"]
         rows.append(
             ComparisonRow(
                 doc_id=notes.doc_id,
                 title=notes.title,
                 year=notes.year,
-                approach=shorten(notes.contribution, 22),
-                key_result=shorten(results[0].passage, 22) if results else "",
+                approach=shorten(plain_tex(notes.contribution), 22),
+                key_result=(
+                    shorten_keeping_caveat(plain_tex(results[0].passage), 22) if results else ""
+                ),
                 citations=notes.citations,
+                status=notes.status,
             )
         )
     missing = len(run.inputs.get("doc_ids") or []) - len(papers)
@@ -234,16 +303,10 @@ def write_section(run: Attempt) -> Section:
     )
 
 
-def _attribution_ok(subject: str, doc: dict[str, Any]) -> bool:
-    """Whether a claim's attribution names the cited document's first author and year."""
-    if subject.startswith("“"):
-        return subject.strip("“”").strip() in doc["title"]
-    if doc["authors"] and surname(doc["authors"][0]).lower() not in subject.lower():
-        return False
-    return doc["year"] is None or str(doc["year"]) in subject or "n.d." in subject
-
-
 def _check_one(run: Attempt, claim: Claim) -> ClaimCheck:
+    """The claim as written against each cited document (`agents.review._factcheck`): its
+    words, numbers, names and polarity against the best passage, its attribution against
+    the record; the best verdict over the cited documents."""
     subject, body = split_attribution(claim.text)
     best: ClaimCheck | None = None
     for doc_id in claim.cited:
@@ -263,10 +326,15 @@ def _check_one(run: Attempt, claim: Claim) -> ClaimCheck:
         passage = support["passage"] or {}
         ok = bool(support["supported"])
         reason = "" if ok else f"best passage scores {support['score']:.2f}"
+        polarity = list(support.get("polarity") or [])
+        if polarity:
+            reason = "changes the passage's polarity: " + ", ".join(polarity)
         if support["missing"]:
             reason = "not in the passage: " + ", ".join(support["missing"])
-        if ok and subject and not _attribution_ok(subject, doc):
-            ok, reason = False, f"attribution {subject!r} does not match the cited document"
+        problem = attribution_problem(subject, doc) if subject else ""
+        if ok and problem:
+            ok, reason = False, f"attribution {subject!r} {problem}"
+        verbatim = is_verbatim(claim.text, passage.get("text", ""))
         check = ClaimCheck(
             claim_id=claim.id,
             claim=claim.text,
@@ -279,6 +347,9 @@ def _check_one(run: Attempt, claim: Claim) -> ClaimCheck:
             score=float(support["score"]),
             missing=list(support["missing"]),
             reason=reason,
+            polarity=polarity,
+            verbatim=verbatim,
+            checked=[ATTRIBUTION, NUMBERS, POLARITY] + ([] if verbatim else [WORDING]),
         )
         if best is None or _rank(check) > _rank(best):
             best = check
@@ -305,6 +376,27 @@ def check_section(run: Attempt) -> SectionCheck:
     return SectionCheck(theme_id=str(run.inputs.get("theme_id") or ""), checks=checks)
 
 
+def _standings(rows: list[ComparisonRow]) -> str:
+    """How the papers stand at their venue, when the records say: " By the records'
+    decisions, 17 were accepted, 4 invited to the workshop track and 8 rejected …"."""
+    counts = Counter(r.status for r in rows if r.status)
+    if not counts or set(counts) == {"accepted"}:
+        return ""
+    said = {
+        "accepted": "accepted",
+        "workshop": "invited to the workshop track",
+        "rejected": "rejected",
+        "withdrawn": "withdrawn",
+    }
+    parts = [f"{counts[k]} {v}" for k, v in said.items() if counts.get(k)]
+    parts[0] = parts[0].replace(" ", " were ", 1)  # "17 were accepted, 4 invited …"
+    joined = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return (
+        f" By the records' decisions, {joined}; a rejected or workshop paper is cited as one "
+        "(“2017, rejected submission”), never as a published paper."
+    )
+
+
 def compose_prose(
     topic: str, corpus_size: int, sections: list[Section], checks: list[ClaimCheck]
 ) -> ReviewProse:
@@ -317,13 +409,21 @@ def compose_prose(
     intro = (
         f"This review covers {len(papers)} documents"
         + (f" of the {corpus_size} in the corpus" if corpus_size else "")
-        + f" that match “{topic}”"
+        + f" about “{topic}”"
         + (f", from {years[0]} to {years[-1]}" if len(years) > 1 else "")
-        + f". They fall into {len(sections)} themes found by TF-IDF clustering: "
-        + "; ".join(f"{s.title.lower()} ({len(s.rows)})" for s in sections)
-        + ". Every statement below cites the document it comes from; a fact-checker compared "
-        f"each of the {len(checks)} claims with the passage it rests on and kept "
-        f"{supported}. Claims that failed the check are listed at the end, not used."
+        + f". They fall into {len(sections)} themes, grouped by the problems and methods "
+        "their titles and contributions name: "
+        + "; ".join(f"{in_sentence(s.title)} ({len(s.rows)})" for s in sections)
+        + "."
+        + _standings(list(papers.values()))
+        + " Every statement below cites the document it comes from; a fact-checker checked "
+        f"each of the {len(checks)} claims against the passage it rests on (the conclusion "
+        "says what it checked). "
+        + (
+            f"The {len(checks) - supported} that failed are listed at the end, not used."
+            if supported < len(checks)
+            else "Claims that fail the check are listed at the end, not used."
+        )
     )
     return ReviewProse(
         title=f"Literature review: {topic or 'the corpus'}",
@@ -354,9 +454,11 @@ def synthesize(run: Attempt) -> ReviewProse:
 
 
 __all__ = [
+    "ResultRule",
     "SentenceScore",
     "check_section",
     "compose_prose",
+    "counts_as_result",
     "plan_review",
     "research_paper",
     "sentence_score",

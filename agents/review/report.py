@@ -25,6 +25,7 @@ from kimmy_swarm.agents.review._citations import (
     reference_order,
 )
 from kimmy_swarm.agents.review._prose import attribution, parenthetical, split_attribution
+from kimmy_swarm.agents.review._venue import standing_of, venue_note
 from kimmy_swarm.agents.review.content import ReviewContent
 
 if TYPE_CHECKING:
@@ -58,7 +59,8 @@ def emphasis(text: str) -> list[tuple[str, bool]]:
 
 
 def _short_cite(doc: Document) -> str:
-    return parenthetical(attribution(doc.authors, doc.year, doc.title))[1:-1]
+    status = standing_of(doc.meta)
+    return parenthetical(attribution(doc.authors, doc.year, doc.title, status))[1:-1]
 
 
 @dataclass
@@ -205,7 +207,7 @@ def _references(doc_ids: list[str], corpus: Corpus) -> list[dict[str, Any]]:
                 "year": doc.year if doc.year is not None else "n.d.",
                 "title": doc.title,
                 "href": doc.url,
-                "venue": doc.venue or "",
+                "venue": venue_note(doc.venue, doc.meta.get("decision")),
             }
         )
     return refs

@@ -96,6 +96,9 @@ class PaperNotes(_Out, Provenance):
     #: Where the record says the paper can be read, and how often it is cited (if it says).
     url: str | None = None
     citations: int | None = None
+    #: How the paper stands at its venue by its record's decision ("accepted", "workshop",
+    #: "rejected", "withdrawn"; "" when the record has none): `agents.review._venue`.
+    status: str = ""
 
 
 class Claim(_Out):
@@ -116,6 +119,8 @@ class ComparisonRow(_Out):
     approach: str = ""
     key_result: str = ""
     citations: int | None = None
+    #: The paper's standing at its venue (`PaperNotes.status`).
+    status: str = ""
 
 
 class Section(_Out, Provenance):
@@ -144,6 +149,13 @@ class ClaimCheck(_Out):
     score: float = 0.0
     missing: list[str] = Field(default_factory=list)
     reason: str = ""
+    #: How the claim changes the passage's negations, hedges and caveats ("drops 'may'").
+    polarity: list[str] = Field(default_factory=list)
+    #: Whether the claim restates its passage word for word (only the grammatical person
+    #: changed); None when the checker does not say (a model's check).
+    verbatim: bool | None = None
+    #: What the checker checked ("attribution", "numbers", "polarity", "wording").
+    checked: list[str] = Field(default_factory=list)
 
 
 class SectionCheck(_Out, Provenance):

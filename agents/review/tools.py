@@ -6,14 +6,23 @@ Both policies use them: a model through function calls, the offline procedures t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from kimmy_swarm.agents.review._sentence_roles import classify
+from kimmy_swarm.agents.review._venue import standing_of
 from kimmy_swarm.agents.toolbox import ToolBox, make_tool
 from kimmy_swarm.agents.tools.claims import check_claim as _check_claim
-from kimmy_swarm.agents.tools.corpus import Corpus
+from kimmy_swarm.agents.tools.corpus import Corpus, Document
 from kimmy_swarm.agents.tools.passages import find_exact, sentences
-from kimmy_swarm.agents.tools.search import Relevance, SearchIndex, search_passages
-from kimmy_swarm.agents.tools.themes import find_themes as _find_themes
+from kimmy_swarm.agents.tools.research_lines import research_lines
+from kimmy_swarm.agents.tools.search import (
+    Relevance,
+    SearchIndex,
+    search_passages,
+    tokenize_terms,
+)
+from kimmy_swarm.agents.tools.topicality import learn_forms
 
 #: At most this many characters of a document are returned by `read_document`.
 MAX_READ_CHARS = 20_000
@@ -34,6 +43,24 @@ def _count(value: Any) -> int | None:
         return None
 
 
+def focus_sentences(doc: Document) -> list[str]:
+    """The sentences of a paper that state its problem and contribution: its contribution
+    sentences (two at most), else its first sentence of method or result."""
+    roled = classify([p.text for p in sentences(doc)])
+    picked = [r.text for r in roled if r.role == "contribution"][:2]
+    return picked or [r.text for r in roled if r.role in ("method", "result")][:1]
+
+
+def _topic_noun(topic: str | None, acronyms: Sequence[str]) -> str:
+    """How a theme name completes an adjective with the topic: its acronym, plural when
+    the topic is ("energy-based GANs", "model-free RL"), else the topic as written."""
+    if not topic:
+        return ""
+    if not acronyms:
+        return topic
+    return acronyms[0] + ("s" if topic.rstrip().endswith("s") else "")
+
+
 def build_toolbox(
     corpus: Corpus, index: SearchIndex | None = None, *, relevance: Relevance | None = None
 ) -> ToolBox:
@@ -43,15 +70,24 @@ def build_toolbox(
     rule = relevance if relevance is not None else Relevance()
 
     def search_corpus(query: str, k: int = 10) -> list[dict[str, Any]]:
-        """Search the corpus (BM25): the documents relevant to the query, best first, at most
-        k, with their scores. Relevant: a score near the best one's and the query's key
-        words in the document (a query "a, b and c" matches documents about any of them)."""
+        """Search the corpus: the documents about the query, best match first, at most k,
+        with their scores, citation counts and standing (accepted, workshop, rejected, …).
+        About: the query named in the title or where the paper speaks of its own work, or
+        its vocabulary dense in the text — not a passing mention (a query "a, b and c"
+        matches documents about any of them)."""
         hits = idx.relevant(query, rule)[: max(1, min(k, len(corpus) or 1))]
         out = []
         for h in hits:
             doc = corpus.get(h.doc_id)
             out.append(
-                {"doc_id": doc.id, "title": doc.title, "year": doc.year, "score": round(h.score, 4)}
+                {
+                    "doc_id": doc.id,
+                    "title": doc.title,
+                    "year": doc.year,
+                    "score": round(h.score, 4),
+                    "citations": _count(doc.meta.get("citations")),
+                    "status": standing_of(doc.meta),
+                }
             )
         return out
 
@@ -66,6 +102,8 @@ def build_toolbox(
             "venue": doc.venue,
             "url": doc.url,
             "citations": _count(doc.meta.get("citations")),
+            # accepted, workshop, rejected, withdrawn, or "" (the record has no decision)
+            "status": standing_of(doc.meta),
             "text": doc.text[:MAX_READ_CHARS],
             "length": len(doc.text),
         }
@@ -92,16 +130,29 @@ def build_toolbox(
             "score": round(float(support.score), 4),
             "passage": _passage(support.passage) if support.passage is not None else None,
             "missing": list(support.missing),
+            "polarity": list(support.polarity),
         }
 
     def find_themes(
-        doc_ids: list[str], k: int | None = None, exclude_terms: list[str] | None = None
+        doc_ids: list[str],
+        k: int | None = None,
+        exclude_terms: list[str] | None = None,
+        topic: str | None = None,
     ) -> list[dict[str, Any]]:
-        """Group documents into themes (TF-IDF + clustering), each labelled by the key
-        phrases of its documents' titles."""
+        """Group documents into lines of research: by the problem and method phrases of
+        their titles and contribution sentences, each theme named by one that most of its
+        papers carry ("other work" for those none names). `topic` (the review's) keeps its
+        words and acronyms out of the names."""
         docs = [corpus.get(d) for d in doc_ids]
-        themes = _find_themes(
-            docs, k=k, exclude_terms=exclude_terms or (), background=corpus.documents
+        forms = learn_forms(topic, corpus.documents) if topic else None
+        acronyms = [a.lower() for a in forms.acronyms] if forms else []
+        themes = research_lines(
+            docs,
+            focus={d.id: focus_sentences(d) for d in docs},
+            k=k,
+            exclude_terms=[*(exclude_terms or ()), *tokenize_terms(topic or ""), *acronyms],
+            background=corpus.documents,
+            topic_noun=_topic_noun(topic, forms.acronyms if forms else ()),
         )
         return [
             {"id": t.id, "label": t.label, "terms": list(t.terms), "doc_ids": list(t.doc_ids)}

@@ -1,10 +1,13 @@
 """Claim-support checking: does a document contain a passage that backs a claim?
 
-A claim is supported by the best sentence (or pair of adjacent sentences) of the document
-when enough of its content terms occur there AND every number and named entity of the
-claim does. Numbers and entities are where a paraphrase goes wrong in ways a term-overlap
-score cannot see ("95%" written as "99%", a dataset the paper never used), so they are
-checked exactly rather than only weighted.
+A claim is supported by the best sentence (or run of up to three adjacent sentences) of the
+document when enough of its content terms occur there AND every number and named entity of
+the claim does AND it keeps the passage's polarity. Numbers and entities are where a
+paraphrase goes wrong in ways a term-overlap score cannot see ("95%" written as "99%", a
+dataset the paper never used), so they are checked exactly rather than only weighted; so
+are the words that turn a statement around or weaken it (`polarity_markers`: "not", "may",
+"albeit", "only" …): a claim that drops the passage's "may" or "albeit", or adds a "not",
+says something the passage does not.
 """
 
 from __future__ import annotations
@@ -16,7 +19,14 @@ from kimmy_swarm.agents.tools.corpus import Document
 from kimmy_swarm.agents.tools.passages import Passage, read_passage, sentences
 from kimmy_swarm.agents.tools.search import STOPWORDS, stem, tokenize_terms
 
-__all__ = ["Support", "check_claim", "claim_entities", "claim_numbers", "strip_citations"]
+__all__ = [
+    "Support",
+    "check_claim",
+    "claim_entities",
+    "claim_numbers",
+    "polarity_markers",
+    "strip_citations",
+]
 
 _HEAVY = 2.0  # weight of a number or an entity term against 1.0 for other content terms
 
@@ -48,6 +58,20 @@ _PAREN_CITATION = re.compile(
 )
 _INLINE_ET_AL = re.compile(r"\b[A-Z][\w'’-]+\s+et\s+al\.?")
 
+#: Negations: a claim may not add one the passage lacks, nor drop one it has.
+_NEGATIONS = re.compile(
+    r"\b(?:not|no|never|none|nor|neither|cannot|without|fail(?:s|ed)? to|lacks?)\b|n[’']t\b",
+    re.IGNORECASE,
+)
+#: Hedges and caveats: a claim may not drop one the passage has (that overstates it).
+_HEDGES = re.compile(
+    r"\b(?:may|might|could|can|likely|unlikely|possibly|potentially|perhaps|suggests?|appears? to"
+    r"|seems? to|approximately|roughly|nearly|almost|close to|up to|partially|albeit|although"
+    r"|though|but|however|only|except|still far from|at least|at most)\b",
+    re.IGNORECASE,
+)
+_CANONICAL = {"n't": "not", "n’t": "not", "cannot": "not", "lack": "lacks"}
+
 
 @dataclass(frozen=True, slots=True)
 class Support:
@@ -55,7 +79,8 @@ class Support:
 
     `passage` is the best candidate (exact offsets), `score` the weighted share of the
     claim's terms found in it (0 to 1), `missing` the claim's numbers and entities that the
-    passage lacks.
+    passage lacks, `polarity` how the claim changes the passage's negations, hedges and
+    caveats ("drops 'albeit'", "adds 'not'").
     """
 
     doc_id: str
@@ -63,6 +88,7 @@ class Support:
     score: float
     supported: bool
     missing: tuple[str, ...]
+    polarity: tuple[str, ...] = ()
 
 
 def strip_citations(claim: str) -> str:
@@ -100,6 +126,39 @@ def claim_numbers(text: str) -> list[str]:
         value = _normalize_number(*m.groups())
         if value not in out:
             out.append(value)
+    return out
+
+
+def _markers(pattern: re.Pattern[str], text: str) -> set[str]:
+    found = {" ".join(m.group(0).lower().split()) for m in pattern.finditer(text)}
+    return {_CANONICAL.get(w, w) for w in found}
+
+
+def polarity_markers(text: str) -> set[str]:
+    """The negations, hedges and caveats of `text`, lower case ("not", "may", "albeit",
+    "up to", "fails to"); "n't" and "cannot" count as "not"."""
+    return _markers(_NEGATIONS, text) | _markers(_HEDGES, text)
+
+
+def _polarity(claim: str, sources: list[str]) -> tuple[str, ...]:
+    """How `claim` changes the polarity of the source sentences it restates: the markers of
+    those sentences it drops, and the negations it adds."""
+    said = polarity_markers(claim)
+    source = set().union(*(polarity_markers(s) for s in sources)) if sources else set()
+    dropped = sorted(source - said)
+    added = sorted(_markers(_NEGATIONS, claim) - _markers(_NEGATIONS, " ".join(sources)))
+    return (*(f"drops {m!r}" for m in dropped), *(f"adds {m!r}" for m in added))
+
+
+def _restated(claim: _Claim, spans: list[Passage]) -> list[str]:
+    """The sentences of a passage that the claim restates: those at least half of whose
+    content terms the claim uses (a sentence the claim leaves out cannot lose a hedge)."""
+    words = set(claim.weights)
+    out = []
+    for p in spans:
+        terms = set(tokenize_terms(p.text))
+        if terms and len(terms & words) >= 0.5 * len(terms):
+            out.append(p.text)
     return out
 
 
@@ -197,13 +256,14 @@ def _score(claim: _Claim, terms: set[str], numbers: set[str]) -> float:
 
 
 def _best_span(claim: _Claim, doc: Document) -> tuple[int, int, float] | None:
-    """The best single sentence or pair of adjacent sentences, as (start, end, score)."""
+    """The best run of one to three adjacent sentences, as (start, end, score); the
+    shortest among those that score best."""
     spans = sentences(doc, max_chars=1000)
     terms = [set(tokenize_terms(p.text)) for p in spans]
     numbers = [_values(claim_numbers(p.text)) for p in spans]
     best: tuple[float, int, int, int] | None = None  # (score, -size, -start, end)
     for i, first in enumerate(spans):
-        for size in (1, 2):
+        for size in (1, 2, 3):
             if i + size > len(spans):
                 break
             last = spans[i + size - 1]
@@ -221,11 +281,13 @@ def _best_span(claim: _Claim, doc: Document) -> tuple[int, int, float] | None:
 def check_claim(claim: str, doc: Document, *, threshold: float = 0.5) -> Support:
     """Check whether `doc` supports `claim`.
 
-    Candidates are each sentence and each pair of adjacent sentences of `doc.text`. The
-    score is the weighted recall of the claim's content terms (numbers and entity terms
-    weigh double). The claim is supported when the best candidate scores >= `threshold`
-    and contains every number of the claim (compared normalized, "1,000" == "1000") and
-    every entity (case-insensitive; an entity found in the document title also counts).
+    Candidates are each run of one to three adjacent sentences of `doc.text`. The score is
+    the weighted recall of the claim's content terms (numbers and entity terms weigh
+    double). The claim is supported when the best candidate scores >= `threshold`, contains
+    every number of the claim (compared normalized, "1,000" == "1000") and every entity
+    (case-insensitive; an entity found in the document title also counts), and the claim
+    keeps the polarity of the sentences it restates: none of their negations, hedges or
+    caveats dropped, no negation added (`polarity_markers`).
     Citation markers and a leading attribution ("Zhang et al. (2017) show that") are
     ignored.
 
@@ -250,5 +312,10 @@ def check_claim(claim: str, doc: Document, *, threshold: float = 0.5) -> Support
     ]
     missing = (*missing_numbers, *missing_entities)
     score = round(best[2], 6) if passage is not None and best is not None else 0.0
-    supported = passage is not None and score >= threshold and not missing
-    return Support(doc.id, passage, score, supported, missing)
+    polarity: tuple[str, ...] = ()
+    if passage is not None:
+        spans = sentences(doc, max_chars=1000)
+        inside = [p for p in spans if passage.start <= p.start < passage.end]
+        polarity = _polarity(strip_citations(claim), _restated(parsed, inside))
+    supported = passage is not None and score >= threshold and not missing and not polarity
+    return Support(doc.id, passage, score, supported, missing, polarity)

@@ -10,7 +10,20 @@ conventions live here, so that the recomputation needs no import of the code it 
   rows, a fit that does not converge); either side raises it and the fact-checker turns it
   into an "unverifiable" verdict;
 - `group_key`: how a group of a grouped comparison is named in findings;
-- `level_name`: how a class of a classification target is named in findings.
+- `level_name`: how a class of a classification target is named in findings;
+- `dummy_term`: how the dummy of one level of a nominal predictor is named; its reference
+  level, which has none, is its most frequent level over the rows fitted (the smallest of
+  those tied), so that each dummy is compared with a well-filled group;
+- `CV_FOLDS`, `CV_SEED`: the cross-validation of a classifier — `CV_FOLDS` folds of the
+  complete rows, taken in order after shuffling their positions with
+  `numpy.random.RandomState(CV_SEED).shuffle` (scikit-learn's `KFold(shuffle=True)`: the
+  first N % `CV_FOLDS` folds one row larger); each fold's rows are predicted by the model
+  fitted on the others, and accuracy (the most probable class; binary: probability > 0.5
+  is the event) and, for a binary one, AUC are taken over the pooled out-of-fold
+  probabilities;
+- `TIES_RTOL`: the row named as having the largest value of a per-row statistic (Cook's
+  distance) is the first of those within this relative distance of the largest, so that
+  rows tied but for rounding (a symmetric design) are named alike by both sides.
 """
 
 from __future__ import annotations
@@ -19,7 +32,22 @@ import numpy as np
 
 from kimmy_swarm.swarm.errors import UserError
 
-__all__ = ["AnalysisError", "group_key", "level_name"]
+__all__ = [
+    "CV_FOLDS",
+    "CV_SEED",
+    "TIES_RTOL",
+    "AnalysisError",
+    "dummy_term",
+    "group_key",
+    "level_name",
+]
+
+#: Folds of the cross-validated accuracy (and AUC) of a classifier.
+CV_FOLDS = 5
+#: The seed of the fold assignment (`numpy.random.RandomState`).
+CV_SEED = 0
+#: Values within this relative distance of the largest are tied for it (the first named).
+TIES_RTOL = 1e-9
 
 
 class AnalysisError(UserError):
@@ -42,3 +70,8 @@ def level_name(value: float) -> str:
     """How a class value is named in findings ("2" for 2.0, "0.5" for 0.5)."""
     v = float(value)
     return str(int(v)) if v.is_integer() else repr(v)
+
+
+def dummy_term(column: str, level: float) -> str:
+    """The term of the dummy for one level of a nominal predictor: "occupation=2"."""
+    return f"{column}={level_name(level)}"

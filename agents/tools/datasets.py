@@ -20,7 +20,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from kimmy_swarm.agents.tools._descriptions import sklearn_descriptions, statsmodels_descriptions
+from kimmy_swarm.agents.tools._descriptions import (
+    sklearn_codes,
+    sklearn_descriptions,
+    statsmodels_codes,
+    statsmodels_descriptions,
+)
 from kimmy_swarm.swarm.errors import UserError
 
 __all__ = [
@@ -79,6 +84,9 @@ class Dataset:
         descriptions: what each column measures, from the dataset's own metadata
             ({column: text}; statsmodels' "Variable name definitions", sklearn's attribute
             list): {"TOTEMP": "Total Employment", ...}; empty for table files.
+        codes: the coded values the metadata lists per column, {column: {code: meaning}}
+            (fair's {"occupation": {"1": "student", ...}}; sklearn's class names of its
+            target); `agents.tools.variables` reads a column with codes as categorical.
     """
 
     name: str
@@ -88,6 +96,7 @@ class Dataset:
     description: str
     labels: dict[str, dict[str, str]] = field(default_factory=dict)
     descriptions: dict[str, str] = field(default_factory=dict)
+    codes: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 def _suggest(spec: str, names: list[str]) -> list[str]:
@@ -159,6 +168,7 @@ def _load_statsmodels(name: str) -> Dataset:
         target=target,
         description=" ".join(str(getattr(module, "TITLE", name)).split()),
         descriptions=statsmodels_descriptions(str(getattr(module, "NOTE", "")), frame.columns),
+        codes=statsmodels_codes(str(getattr(module, "NOTE", "")), frame.columns),
     )
 
 
@@ -184,6 +194,7 @@ def _load_sklearn(name: str) -> Dataset:
         description=_descr_title(str(bunch.get("DESCR", "")), name),
         labels=labels,
         descriptions=sklearn_descriptions(str(bunch.get("DESCR", "")), frame.columns, target),
+        codes=sklearn_codes(labels),
     )
 
 

@@ -12,9 +12,12 @@
   Poisson, switched to negative binomial (NB2) when the Poisson fit is overdispersed
   (Pearson chi²/df > `agents.tools.models.OVERDISPERSED`) and NB2 has an interior maximum
   (else Poisson, with a note);
-- anything else (non-integer values like fair's affairs — whose reason warns when many
-  values are 0 — or integers that start far from 0 like longley's TOTEMP and diabetes'
-  progression score, or are large): OLS.
+- anything else (non-integer values, or integers that start far from 0 like longley's
+  TOTEMP and diabetes' progression score, or are large): OLS — unless it is non-negative
+  and at least `TWO_PART` (half) of its values are 0 (fair's affairs: 68%): then a
+  two-part model, a logit of "any" (target > 0) over all rows and OLS of the amount over
+  the rows where it is positive, since one linear model cannot describe both whether and
+  how much. With `ZERO_HEAVY` (30%) to half zeros OLS stays, its reason warning of them.
 
 Integer class codes without names (0, 1, 2) read as counts: a class label is known only
 from the source (`labels`, sklearn's `target_names`) or from having two values.
@@ -34,6 +37,7 @@ from kimmy_swarm.agents.tools.conventions import AnalysisError, level_name
 __all__ = [
     "COUNT_MEDIAN_MAX",
     "MAX_CLASSES",
+    "TWO_PART",
     "ZERO_HEAVY",
     "FamilyChoice",
     "ModelFamily",
@@ -41,7 +45,9 @@ __all__ = [
     "choose_family",
 ]
 
-ModelFamily = Literal["ols", "logit", "mnlogit", "poisson", "negbin", "logit_l2", "mnlogit_l2"]
+ModelFamily = Literal[
+    "ols", "logit", "mnlogit", "poisson", "negbin", "logit_l2", "mnlogit_l2", "two_part"
+]
 TargetKind = Literal["continuous", "binary", "categorical", "count"]
 #: Most classes a categorical target may have.
 MAX_CLASSES = 10
@@ -49,6 +55,8 @@ MAX_CLASSES = 10
 COUNT_MEDIAN_MAX = 20
 #: Share of zeros from which a continuous target's reason warns that OLS ignores them.
 ZERO_HEAVY = 0.3
+#: Share of zeros from which a non-negative continuous target gets a two-part model.
+TWO_PART = 0.5
 
 
 @dataclass(frozen=True)
@@ -118,8 +126,15 @@ def choose_family(y: pd.Series, *, labels: Sequence[str] | None = None) -> Famil
         )
     else:
         why = f"takes non-integer values ({distinct.size} distinct)"
-    reason = f"{name} {why}: continuous, OLS"
     zeros = float((values == 0).mean())
+    if lo == 0 and zeros >= TWO_PART:
+        reason = (
+            f"{name} {why}, but {zeros:.0%} of {name} are 0 (at least {TWO_PART:.0%}): "
+            f"modelled in two parts, a logit of any {name} ({name} > 0) and OLS of the "
+            f"amount where {name} > 0"
+        )
+        return FamilyChoice("continuous", "two_part", reason)
+    reason = f"{name} {why}: continuous, OLS"
     if lo == 0 and zeros >= ZERO_HEAVY:
         reason += (
             f" (but {zeros:.0%} of its values are 0: a two-part or Tobit model would describe "

@@ -19,6 +19,7 @@ __all__ = [
     "DIAGNOSTIC_STATISTICS",
     "FIT_STATISTICS",
     "GROUP_STATISTICS",
+    "INFLUENCE_STATISTICS",
     "INTEGER_STATISTICS",
     "PAIR_STATISTICS",
     "STATISTICS",
@@ -34,22 +35,36 @@ Statistic = Literal[
     "group_count", "group_mean", "group_median", "welch_t", "welch_pvalue",
     "anova_f", "anova_pvalue", "kruskal_h", "kruskal_pvalue", "eta_squared",
     # model fit measures and diagnostics (`agents.tools.models`, `agents.tools.diagnostics`)
-    "aic", "llf", "pseudo_r2", "accuracy", "dispersion", "alpha",
+    "aic", "llf", "pseudo_r2", "accuracy", "dispersion", "alpha", "cv_accuracy", "cv_auc",
     "jb", "jb_pvalue", "bp", "bp_pvalue", "vif", "cond_number",
+    # OLS influence: rows with Cook's distance > 4/n, the largest distance and its row
+    "influential", "cooks_max", "cooks_max_row",
+    # a categorical column: the rows at one of its levels (`level`)
+    "level_count",
 ]  # fmt: skip
 #: The model a model statistic belongs to.
 Model = ModelFamily
 STATISTICS: tuple[str, ...] = get_args(Statistic)
 #: Counts, compared exactly: a relative tolerance would accept a wrong row count.
-INTEGER_STATISTICS = frozenset({"count", "missing", "nobs", "outliers", "group_count"})
+INTEGER_STATISTICS = frozenset({
+    "count", "missing", "nobs", "outliers", "group_count", "level_count", "influential",
+    "cooks_max_row",
+})  # fmt: skip
 #: Statistics of one column: columns [col].
 COLUMN_STATISTICS = frozenset({"count", "missing", "mean", "median", "std", "min", "max", "skew"})
 #: Statistics of two columns: [a, b] (corr) or [target, predictor].
 PAIR_STATISTICS = frozenset({"corr", "slope", "se", "pvalue", "vif"})
 #: A model's fit measures: columns [target].
-FIT_STATISTICS = frozenset({"aic", "llf", "pseudo_r2", "accuracy", "dispersion", "alpha"})
+FIT_STATISTICS = frozenset(
+    {"aic", "llf", "pseudo_r2", "accuracy", "dispersion", "alpha", "cv_accuracy", "cv_auc"}
+)
 #: A model's diagnostics: columns [target], vif [target, predictor].
-DIAGNOSTIC_STATISTICS = frozenset({"jb", "jb_pvalue", "bp", "bp_pvalue", "vif", "cond_number"})
+DIAGNOSTIC_STATISTICS = frozenset({
+    "jb", "jb_pvalue", "bp", "bp_pvalue", "vif", "cond_number", "influential", "cooks_max",
+    "cooks_max_row",
+})  # fmt: skip
+#: The influence diagnostics of an OLS fit (Cook's distance): columns [target].
+INFLUENCE_STATISTICS = frozenset({"influential", "cooks_max", "cooks_max_row"})
 _MODEL_STATS = frozenset({
     "slope", "intercept", "se", "pvalue", "r2", "adj_r2", "nobs", *FIT_STATISTICS,
     *DIAGNOSTIC_STATISTICS,
@@ -60,10 +75,15 @@ _CLASSIFIERS = frozenset({"logit", "mnlogit", "logit_l2", "mnlogit_l2"})
 # Which models report which statistics (coefficients, nobs, llf, vif, cond_number: all).
 _ONLY_FOR: dict[str, frozenset[str]] = {
     **dict.fromkeys(("r2", "adj_r2", "jb", "jb_pvalue", "bp", "bp_pvalue"), frozenset({"ols"})),
+    **dict.fromkeys(INFLUENCE_STATISTICS, frozenset({"ols"})),
     **dict.fromkeys(("se", "pvalue", "aic"), _WALD_MODELS),
     "pseudo_r2": _GLMS, "accuracy": _CLASSIFIERS,
     "dispersion": frozenset({"poisson"}), "alpha": frozenset({"negbin"}),
+    "cv_accuracy": _CLASSIFIERS, "cv_auc": frozenset({"logit", "logit_l2"}),
 }  # fmt: skip
+#: The parts of a two-part model ("any": target > 0, all rows; "positive": rows > 0), and
+#: the families each is fitted with.
+_PART_MODELS = {"any": frozenset({"logit", "logit_l2"}), "positive": frozenset({"ols"})}
 _LEVELLED = frozenset({"mnlogit", "mnlogit_l2"})  # coefficients per class (`level`)
 #: Statistics of one group (`group` names it; welch: that group against the other rows).
 _PER_GROUP_STATS = frozenset(
@@ -95,6 +115,22 @@ class NumericFinding(BaseModel):
     jb_pvalue, bp, bp_pvalue (OLS residuals) and cond_number take [target], vif
     [target, predictor]. A multinomial model's coefficients name their class in `level`
     (the class value, e.g. "2"; the base class has none, except in "mnlogit_l2").
+    cv_accuracy of a classifier (logit, mnlogit and their penalised fits) and cv_auc of a
+    binary one (logit, logit_l2) take [target]: the accuracy and AUC of its out-of-fold
+    probabilities (`conventions.CV_FOLDS`).
+    The influence diagnostics of an OLS fit take [target]: `influential` counts the rows
+    whose Cook's distance exceeds 4/n, `cooks_max` is the largest Cook's distance and
+    `cooks_max_row` its row, counted from 0 by position in the table (its label, where the
+    table has named rows, may be in `note`). An OLS slope or intercept with `without_row` is
+    of the fit refitted without that row (counted alike), the influential row it rests on.
+
+    A model statistic may name the `part` of a two-part model it belongs to: "any", the
+    logit of target > 0 over all rows; "positive", the OLS of the target over the rows where
+    it is > 0. `cov_type` "HC3" marks an OLS se / pvalue as heteroscedasticity-robust (HC3,
+    p-values from the normal distribution). `nominal` lists the predictors entered as
+    dummies, one per level but the most frequent (the reference), each named
+    `conventions.dummy_term` ("occupation=2") where a statistic names a term.
+    `level_count` takes [col] and counts its rows at `level` (the value, `level_name`).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -108,6 +144,10 @@ class NumericFinding(BaseModel):
     group: str | None = None
     model: Model = "ols"
     level: str = ""
+    part: Literal["", "any", "positive"] = ""
+    cov_type: Literal["nonrobust", "HC3"] = "nonrobust"
+    nominal: list[str] = []
+    without_row: int | None = None
 
     @model_validator(mode="after")
     def _check_shape(self) -> NumericFinding:
@@ -131,11 +171,14 @@ class NumericFinding(BaseModel):
                     f"predictors must be non-empty and exclude the target {self.columns[0]!r}"
                 )
             named = (*self.predictors, "const")
-            if self.statistic in PAIR_STATISTICS and self.columns[1] not in named:
+            dummy = any(self.columns[-1].startswith(f"{p}=") for p in self.nominal)
+            if self.statistic in PAIR_STATISTICS and self.columns[1] not in named and not dummy:
                 raise ValueError(
                     f"predictor {self.columns[1]!r} is not among the fit's predictors "
-                    f"{self.predictors}"
+                    f"{self.predictors} (nor a dummy of its nominal ones {self.nominal})"
                 )
+        if self.nominal and not set(self.nominal) <= set(self.predictors or ()):
+            raise ValueError(f"nominal {self.nominal} must be among the predictors")
         return self._check_model()
 
     def _check_model(self) -> NumericFinding:
@@ -147,11 +190,36 @@ class NumericFinding(BaseModel):
             )
         if self.model != "ols" and self.statistic not in _MODEL_STATS:
             raise ValueError(f"model applies to model statistics only, not {self.statistic!r}")
+        if self.model == "two_part":
+            raise ValueError("a two-part model's statistics name their `part` and its family")
         coefficient = self.statistic in ("slope", "intercept", "se", "pvalue")
-        if self.level and not (coefficient and self.model in _LEVELLED):
+        if self.statistic == "level_count":
+            if not self.level:
+                raise ValueError("level_count needs the `level` it counts")
+        elif self.level and not (coefficient and self.model in _LEVELLED):
             raise ValueError(
-                f"level applies to the coefficients of {sorted(_LEVELLED)} only, "
-                f"not {self.statistic!r} of {self.model!r}"
+                f"level applies to the coefficients of {sorted(_LEVELLED)} and to "
+                f"level_count only, not {self.statistic!r} of {self.model!r}"
+            )
+        if self.part and not (
+            self.statistic in _MODEL_STATS and self.model in _PART_MODELS[self.part]
+        ):
+            raise ValueError(
+                f"part {self.part!r} applies to the model statistics of "
+                f"{sorted(_PART_MODELS[self.part])}, not {self.statistic!r} of {self.model!r}"
+            )
+        if self.cov_type != "nonrobust" and not (
+            self.statistic in ("se", "pvalue") and self.model == "ols"
+        ):
+            raise ValueError(f"cov_type {self.cov_type!r} applies to OLS se and pvalue only")
+        if self.without_row is not None and not (
+            self.statistic in ("slope", "intercept") and self.model == "ols"
+            and self.predictors is not None and self.without_row >= 0
+        ):  # fmt: skip
+            raise ValueError(
+                f"without_row applies to OLS slope and intercept findings with predictors, "
+                f"and counts rows from 0; got {self.without_row!r} on {self.statistic!r} of "
+                f"{self.model!r}"
             )
         return self
 

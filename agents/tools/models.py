@@ -6,35 +6,65 @@ target's Poisson fit is switched to negative binomial (NB2) when it is overdispe
 note).
 
 Fit measures: OLS R², adjusted R², AIC, log-likelihood; logit / multinomial logit McFadden
-pseudo-R², AIC, log-likelihood and in-sample accuracy; counts McFadden pseudo-R², AIC,
-log-likelihood and the dispersion (Poisson) or alpha (NB2). When the classes are perfectly
-separated (the maximum-likelihood coefficients are infinite) the logit is refitted with an
-L2 penalty (scikit-learn, C = 1, predictors standardised) and that is said in `notes`; such
-a fit has no standard errors or p-values. `agents.tools.recompute` recomputes every number
-independently.
+pseudo-R², AIC, log-likelihood and in-sample accuracy, the cross-validated accuracy, and
+for a binary logit the cross-validated AUC (`_classifiers.cross_validated`: each fold
+refitted with the reported fit's estimator, penalised or not); counts McFadden
+pseudo-R², AIC, log-likelihood and the dispersion (Poisson) or alpha (NB2). When the classes
+are perfectly separated (the maximum-likelihood coefficients are infinite) the logit is
+refitted with an L2 penalty (scikit-learn, C = 1, predictors standardised) and that is said
+in `notes`; such a fit has no standard errors or p-values.
+
+OLS standard errors are HC3 heteroscedasticity-robust (`cov_type`, p-values from the normal
+distribution) when the Breusch–Pagan test of its residuals (Koenker's form, as
+`agents.tools.diagnostics` reports it) rejects constant variance at `ROBUST_ALPHA`.
+
+A zero-heavy target (`families.TWO_PART`) gets a two-part model: `parts` holds the logit of
+"any" (target > 0, all rows; `part` "any") and the OLS of the amount over the rows where the
+target is positive (`part` "positive"), each a `ModelFit` of its own.
+
+Predictors the column types (`agents.tools.variables`) call nominal enter as dummies
+(`stats.design_matrix`: one per level but the most frequent, the reference, which `notes`
+name); ordinal ones enter as ordered scores, and `notes` say so. `agents.tools.recompute`
+recomputes every number independently.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 import statsmodels.api as sm
-from statsmodels.tools.sm_exceptions import HessianInversionWarning, PerfectSeparationError
+from statsmodels.stats.diagnostic import het_breuschpagan
 
 from kimmy_swarm.agents.tools import stats
+from kimmy_swarm.agents.tools._classifiers import (
+    PENALTY_C,
+    Coefficient,
+    Separated,
+    cross_validated,
+    fit_logit,
+    fit_mnlogit,
+    fit_penalised,
+)
 from kimmy_swarm.agents.tools.conventions import level_name
-from kimmy_swarm.agents.tools.families import ModelFamily, TargetKind, choose_family
+from kimmy_swarm.agents.tools.families import (
+    FamilyChoice,
+    ModelFamily,
+    TargetKind,
+    choose_family,
+)
+from kimmy_swarm.agents.tools.variables import ColumnType
 from kimmy_swarm.agents.tools.warning_notes import noted_warnings
 
 __all__ = [
     "MIN_ALPHA",
     "OVERDISPERSED",
     "PENALTY_C",
+    "ROBUST_ALPHA",
     "Coefficient",
     "ModelFit",
     "fit_model",
@@ -44,22 +74,11 @@ __all__ = [
 OVERDISPERSED = 1.5
 #: NB2 alpha below which the negative binomial is taken to have collapsed to the Poisson.
 MIN_ALPHA = 1e-4
-#: The penalised fallback's inverse regularisation strength (scikit-learn's C).
-PENALTY_C = 1.0
+#: Breusch–Pagan p-value below which OLS reports HC3 robust standard errors.
+ROBUST_ALPHA = 0.05
 
 
 _NAMES = {"logit": "logistic regression", "mnlogit": "multinomial logit"}
-
-
-@dataclass(frozen=True)
-class Coefficient:
-    """One coefficient; `level` is the class it belongs to in a multinomial model, else ""."""
-
-    term: str
-    coef: float
-    se: float = math.nan
-    pvalue: float = math.nan
-    level: str = ""
 
 
 @dataclass(frozen=True)
@@ -67,9 +86,14 @@ class ModelFit:
     """A fitted model of `target`; `measures` maps a statistic name to its value.
 
     measures: r2, adj_r2 (OLS); aic (not for penalised fits); llf; pseudo_r2 (McFadden, not
-    OLS); accuracy (logit, mnlogit); dispersion (Poisson: Pearson chi²/df); alpha (negbin).
+    OLS); accuracy (logit, mnlogit); cv_accuracy (logit, mnlogit, when every fold could be
+    fitted), cv_auc (binary logit, alike); dispersion (Poisson: Pearson chi²/df); alpha (negbin).
     `poisson_dispersion` is the Pearson chi²/df of the Poisson fit of a count target (the
     reason for switching to negative binomial when it exceeds `OVERDISPERSED`).
+    `cov_type` is "HC3" where OLS standard errors are robust (`bp_pvalue` < `ROBUST_ALPHA`);
+    `nominal` lists the predictors entered as dummies (terms "occupation=2"); `part` names
+    the part of a two-part model a fit is ("any", "positive"), and a two-part model (family
+    "two_part") has no coefficients of its own, only its `parts`.
     """
 
     target: str
@@ -84,6 +108,11 @@ class ModelFit:
     dropped: list[tuple[str, str, float]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     poisson_dispersion: float | None = None
+    cov_type: str = "nonrobust"
+    bp_pvalue: float | None = None
+    nominal: list[str] = field(default_factory=list)
+    part: str = ""
+    parts: list[ModelFit] = field(default_factory=list)
 
 
 def _coefs(res: object, names: list[str], level: str = "") -> list[Coefficient]:
@@ -91,95 +120,19 @@ def _coefs(res: object, names: list[str], level: str = "") -> list[Coefficient]:
     return [Coefficient(n, float(params[n]), float(bse[n]), float(pv[n]), level) for n in names]
 
 
-def _fit_ols(y: pd.Series, x: pd.DataFrame) -> tuple[list[Coefficient], dict[str, float]]:
+def _fit_ols(
+    y: pd.Series, x: pd.DataFrame
+) -> tuple[list[Coefficient], dict[str, float], str, float]:
+    """OLS, with HC3 standard errors when Breusch–Pagan rejects constant variance; returns
+    the coefficients, the fit measures, the covariance type and the Breusch–Pagan p-value."""
     res = sm.OLS(y, x).fit()
     measures = {"r2": res.rsquared, "adj_r2": res.rsquared_adj, "aic": res.aic, "llf": res.llf}
-    return _coefs(res, list(x.columns)), {k: float(v) for k, v in measures.items()}
-
-
-class _Separated(Exception):
-    """The maximum-likelihood logit does not exist (perfect separation or no convergence)."""
-
-
-def _checked_fit(model: object) -> object:
-    """Newton fit of a discrete model; `_Separated` when the maximum likelihood does not exist.
-
-    Separation is detected through statsmodels' own flag and result checks rather than a
-    warnings filter, which is process-global and would race between analysis threads.
-    """
-    model.raise_on_perfect_prediction = True  # type: ignore[attr-defined]
-    with warnings.catch_warnings():  # best effort: overflow noise of a diverging fit
-        warnings.simplefilter("ignore", HessianInversionWarning)
-        warnings.simplefilter("ignore", RuntimeWarning)
-        try:
-            res = model.fit(  # type: ignore[attr-defined]
-                method="newton", maxiter=100, disp=0, warn_convergence=False
-            )
-        except (PerfectSeparationError, np.linalg.LinAlgError) as exc:
-            raise _Separated(str(exc) or type(exc).__name__) from exc
-    if not res.mle_retvals.get("converged", False):
-        raise _Separated("the likelihood maximisation did not converge")
-    if not np.all(np.isfinite(np.asarray(res.bse))):
-        raise _Separated("the information matrix is singular")
-    return res
-
-
-def _accuracy(probs: np.ndarray, codes: np.ndarray) -> float:
-    return float(np.mean(np.argmax(probs, axis=1) == codes))
-
-
-def _fit_logit(y: pd.Series, x: pd.DataFrame, classes: list[float]) -> tuple[list, dict]:
-    event = (y.to_numpy() == classes[-1]).astype(float)
-    res = _checked_fit(sm.Logit(event, x))
-    p1 = np.asarray(res.predict(x))
-    acc = _accuracy(np.column_stack([1 - p1, p1]), event.astype(int))
-    measures = {"aic": res.aic, "llf": res.llf, "pseudo_r2": res.prsquared, "accuracy": acc}
-    return _coefs(res, list(x.columns)), {k: float(v) for k, v in measures.items()}
-
-
-def _fit_mnlogit(y: pd.Series, x: pd.DataFrame, classes: list[float]) -> tuple[list, dict]:
-    codes = np.searchsorted(np.asarray(classes), y.to_numpy())
-    res = _checked_fit(sm.MNLogit(codes, x))
-    coefs = []
-    for j, cls in enumerate(classes[1:]):  # params columns: classes after the base
-        level = level_name(cls)
-        for n in x.columns:
-            coefs.append(
-                Coefficient(
-                    n,
-                    float(res.params.loc[n, j]),
-                    float(res.bse.loc[n, j]),
-                    float(res.pvalues.loc[n, j]),
-                    level,
-                )
-            )
-    acc = _accuracy(np.asarray(res.predict(x)), codes)
-    measures = {"aic": res.aic, "llf": res.llf, "pseudo_r2": res.prsquared, "accuracy": acc}
-    return coefs, {k: float(v) for k, v in measures.items()}
-
-
-def _fit_penalised(y: pd.Series, x: pd.DataFrame, classes: list[float]) -> tuple[list, dict]:
-    """L2-penalised (multinomial) logistic regression on standardised predictors (sklearn)."""
-    from sklearn.linear_model import LogisticRegression  # lazily: sklearn imports slowly
-
-    xs = x.drop(columns="const")
-    z = (xs - xs.mean()) / xs.std(ddof=0)  # (N, P)
-    codes = np.searchsorted(np.asarray(classes), y.to_numpy())
-    clf = LogisticRegression(C=PENALTY_C, tol=1e-10, max_iter=10_000).fit(z.to_numpy(), codes)
-    binary = len(classes) == 2
-    levels = [""] if binary else [level_name(c) for c in classes]
-    coefs = []
-    for j, level in enumerate(levels):
-        coefs.append(Coefficient("const", float(clf.intercept_[j]), level=level))
-        coefs.extend(
-            Coefficient(n, float(clf.coef_[j, i]), level=level) for i, n in enumerate(xs.columns)
-        )
-    probs = clf.predict_proba(z.to_numpy())  # (N, K)
-    llf = float(np.log(probs[np.arange(len(codes)), codes]).sum())
-    shares = np.bincount(codes) / len(codes)
-    llnull = float((np.bincount(codes) * np.log(shares)).sum())
-    measures = {"llf": llf, "pseudo_r2": 1.0 - llf / llnull, "accuracy": _accuracy(probs, codes)}
-    return coefs, measures
+    bp_pvalue = float(het_breuschpagan(res.resid, x.to_numpy())[1]) if x.shape[1] > 1 else 1.0
+    cov_type = "HC3" if bp_pvalue < ROBUST_ALPHA else "nonrobust"
+    if cov_type == "HC3":
+        res = sm.OLS(y, x).fit(cov_type="HC3")
+    coefs = _coefs(res, list(x.columns))
+    return coefs, {k: float(v) for k, v in measures.items()}, cov_type, bp_pvalue
 
 
 def _fit_count(y: pd.Series, x: pd.DataFrame) -> tuple[ModelFamily, list, dict, float]:
@@ -229,6 +182,7 @@ def fit_model(
     max_predictors: int = 6,
     labels: Sequence[str] | None = None,
     exclude: Sequence[str] = (),
+    kinds: Mapping[str, ColumnType] | None = None,
 ) -> ModelFit:
     """Fit the model `choose_family` picks for `target` on `predictors` with a constant;
     numerical warnings of the fit (statsmodels' `RuntimeWarning`s) become its `notes`
@@ -238,7 +192,7 @@ def fit_model(
     """
     with noted_warnings(f"fitting the model of {target}") as noted:
         fit = _fit_model(df, target, predictors, max_predictors=max_predictors, labels=labels,
-                         exclude=exclude)  # fmt: skip
+                         exclude=exclude, kinds=kinds or {})  # fmt: skip
     fit.notes.extend(noted)
     return fit
 
@@ -251,6 +205,7 @@ def _fit_model(
     max_predictors: int = 6,
     labels: Sequence[str] | None = None,
     exclude: Sequence[str] = (),
+    kinds: Mapping[str, ColumnType],
 ) -> ModelFit:
     """Fit the model `choose_family` picks for `target` on `predictors` with a constant.
 
@@ -262,6 +217,8 @@ def _fit_model(
         max_predictors: the most predictors to choose by default.
         labels: the target's class names when the source designates it a class label.
         exclude: columns never chosen as default predictors (class codes of a label).
+        kinds: the columns' types (`variables.column_types`): nominal predictors enter as
+            dummies, ordinal ones as ordered scores (said in `notes`).
 
     Raises:
         AnalysisError: as `choose_family` and `stats.ols` (unknown / non-numeric columns,
@@ -269,49 +226,103 @@ def _fit_model(
     """
     stats.describe(df, [target])  # unknown / non-numeric target: a clear error
     choice = choose_family(df[target], labels=labels)
+    nominal_all = [c for c, t in kinds.items() if t.kind == "nominal" and c != target]
     dropped: list[tuple[str, str, float]] = []
     if predictors is None:
-        picked = stats.select_predictors(df, target, max_predictors, exclude=exclude)
+        picked = stats.select_predictors(df, target, max_predictors, exclude=exclude,
+                                         nominal=nominal_all)  # fmt: skip
         chosen, dropped = picked.chosen, picked.dropped
     else:
         chosen = stats.check_predictors(df, target, predictors)
-    y, x = stats.design_matrix(df, target, chosen)
+    nominal = [c for c in chosen if c in nominal_all]
+    if choice.family == "two_part":
+        fit = _two_part(df, target, chosen, nominal, choice)
+    else:
+        fit = _fit_one(df, target, chosen, nominal, choice)
+    fit.dropped.extend(dropped)
+    fit.notes[:0] = _type_notes(df, chosen, nominal, kinds)
+    return fit
+
+
+def _type_notes(
+    df: pd.DataFrame, chosen: list[str], nominal: list[str], kinds: Mapping[str, ColumnType]
+) -> list[str]:
+    """How the categorical predictors enter: dummies against a reference, ordered scores."""
+    notes = []
+    for c in nominal:
+        ref = stats.reference_level(df[[c, *chosen]].dropna()[c])  # over the complete rows
+        dummies = df[c].dropna().nunique() - 1
+        meaning = kinds[c].meanings.get(level_name(ref), "")
+        said = f" ({meaning})" if meaning else ""
+        notes.append(
+            f"{c} is nominal ({kinds[c].reason}): it enters as {dummies} dummies ({c}=level), "
+            f"each against the reference level {c}={level_name(ref)}{said}, its most "
+            "frequent one"
+        )
+    ordinal = [c for c in chosen if c in kinds and kinds[c].kind == "ordinal"]
+    if ordinal:
+        shown = ", ".join(_scale(kinds[c]) for c in ordinal)
+        notes.append(
+            f"treated as ordered scores: {shown}; each enters as one number, so a step of its "
+            "scale is assumed to have the same effect anywhere on it"
+        )
+    return notes
+
+
+def _scale(typed: ColumnType) -> str:
+    """An ordered column with the meanings of its ends, else the reason it is ordered."""
+    levels = list(typed.meanings)
+    lo, hi = (typed.meanings[levels[0]], typed.meanings[levels[-1]]) if levels else ("", "")
+    if lo and hi:
+        return f"{typed.column} ({levels[0]} = {lo} … {levels[-1]} = {hi})"
+    return f"{typed.column} ({typed.reason})"
+
+
+def _two_part(
+    df: pd.DataFrame, target: str, chosen: list[str], nominal: list[str], choice: FamilyChoice
+) -> ModelFit:
+    """The logit of any (target > 0) over all rows, and OLS of the positive amounts."""
+    any_reason = "logistic regression over all rows"
+    any_fit = _fit_one(stats.part_frame(df, target, "any"), target, chosen, nominal,
+                       FamilyChoice("binary", "logit", any_reason), part="any")  # fmt: skip
+    positive = stats.part_frame(df, target, "positive")
+    pos_reason = f"OLS of the amount over the {len(positive)} rows where {target} > 0"
+    pos_fit = _fit_one(positive, target, chosen, nominal,
+                       FamilyChoice("continuous", "ols", pos_reason), part="positive")  # fmt: skip
+    return ModelFit(
+        target=target, predictors=chosen, kind=choice.kind, family="two_part",
+        reason=choice.reason, coefficients=[], measures={}, nobs=any_fit.nobs,
+        nominal=nominal, parts=[any_fit, pos_fit],
+    )  # fmt: skip
+
+
+def _fit_one(
+    df: pd.DataFrame,
+    target: str,
+    chosen: list[str],
+    nominal: list[str],
+    choice: FamilyChoice,
+    *,
+    part: str = "",
+) -> ModelFit:
+    """The model of one family (OLS, count, logit, multinomial logit) on a constant + chosen."""
+    y, x = stats.design_matrix(df, target, chosen, nominal=nominal)
     classes = sorted(set(y.tolist()))
     family, notes, reason, dispersion = choice.family, [], choice.reason, None
+    cov_type, bp_pvalue = "nonrobust", None
     if choice.kind == "continuous":
-        coefs, measures = _fit_ols(y, x)
+        coefs, measures, cov_type, bp_pvalue = _fit_ols(y, x)
+        if cov_type == "HC3":
+            shown = "p < 0.001" if bp_pvalue < 0.001 else f"p = {bp_pvalue:.2g}"
+            reason += (
+                f"; its residual variance is not constant (Breusch–Pagan {shown}, below "
+                f"{ROBUST_ALPHA}), so the standard errors and p-values are HC3 robust ones"
+            )
     elif choice.kind == "count":
         family, coefs, measures, dispersion = _fit_count(y, x)
-        if family == "negbin":
-            reason += (
-                f"; the Poisson fit is overdispersed (Pearson chi²/df = {dispersion:.3g} > "
-                f"{OVERDISPERSED}), so negative binomial"
-            )
-        elif dispersion is not None and dispersion > OVERDISPERSED:
-            reason += (
-                f"; the Poisson fit's Pearson chi²/df is {dispersion:.3g} > {OVERDISPERSED}, "
-                "but the negative binomial likelihood has no interior maximum (alpha -> 0, "
-                "where it reduces to the Poisson), so Poisson"
-            )
-            notes.append(
-                f"{target} looks overdispersed (Pearson chi²/df = {dispersion:.3g}) but the "
-                "negative binomial fit collapses to the Poisson: the Poisson standard errors "
-                "may be too small"
-            )
+        reason, notes = _count_reason(target, family, dispersion, reason)
     else:
-        fit = _fit_logit if choice.kind == "binary" else _fit_mnlogit
-        try:
-            coefs, measures = fit(y, x, classes)
-        except _Separated as exc:
-            family = "logit_l2" if choice.kind == "binary" else "mnlogit_l2"
-            notes.append(
-                f"the maximum-likelihood {_NAMES[choice.family]} of {target} does not exist "
-                f"({exc}: the coefficients diverge, as they do when the predictors perfectly "
-                f"or almost perfectly separate the classes); refitted with an L2 penalty "
-                f"(C = {PENALTY_C}) on standardised predictors, which has no standard errors "
-                "or p-values"
-            )
-            coefs, measures = _fit_penalised(y, x, classes)
+        family, coefs, measures, notes = _fit_classifier(target, choice, y, x, classes)
     return ModelFit(
         target=target,
         predictors=chosen,
@@ -324,7 +335,61 @@ def _fit_model(
         classes=[level_name(c) for c in classes]
         if choice.kind in ("binary", "categorical")
         else [],
-        dropped=dropped,
         notes=notes,
         poisson_dispersion=dispersion,
+        cov_type=cov_type,
+        bp_pvalue=bp_pvalue,
+        nominal=nominal,
+        part=part,
     )
+
+
+def _count_reason(
+    target: str, family: str, dispersion: float | None, reason: str
+) -> tuple[str, list[str]]:
+    """The reason of a count model, extended by why it is (not) negative binomial."""
+    notes = []
+    if family == "negbin":
+        reason += (
+            f"; the Poisson fit is overdispersed (Pearson chi²/df = {dispersion:.3g} > "
+            f"{OVERDISPERSED}), so negative binomial"
+        )
+    elif dispersion is not None and dispersion > OVERDISPERSED:
+        reason += (
+            f"; the Poisson fit's Pearson chi²/df is {dispersion:.3g} > {OVERDISPERSED}, "
+            "but the negative binomial likelihood has no interior maximum (alpha -> 0, "
+            "where it reduces to the Poisson), so Poisson"
+        )
+        notes.append(
+            f"{target} looks overdispersed (Pearson chi²/df = {dispersion:.3g}) but the "
+            "negative binomial fit collapses to the Poisson: the Poisson standard errors "
+            "may be too small"
+        )
+    return reason, notes
+
+
+def _fit_classifier(
+    target: str, choice: FamilyChoice, y: pd.Series, x: pd.DataFrame, classes: list[float]
+) -> tuple[ModelFamily, list[Coefficient], dict[str, float], list[str]]:
+    """Logit / multinomial logit, penalised when separated, and cross-validated."""
+    family: ModelFamily = choice.family
+    notes = []
+    fit = fit_logit if choice.kind == "binary" else fit_mnlogit
+    try:
+        coefs, measures = fit(y, x, classes)
+    except Separated as exc:
+        family = "logit_l2" if choice.kind == "binary" else "mnlogit_l2"
+        notes.append(
+            f"the maximum-likelihood {_NAMES[choice.family]} of {target} does not exist "
+            f"({exc}: the coefficients diverge, as they do when the predictors perfectly "
+            f"or almost perfectly separate the classes); refitted with an L2 penalty "
+            f"(C = {PENALTY_C}) on standardised predictors, which has no standard errors "
+            "or p-values"
+        )
+        coefs, measures = fit_penalised(y, x, classes)
+    try:
+        measures.update(cross_validated(y, x, classes, penalised=family.endswith("_l2")))
+    except Separated as exc:
+        what = "accuracy or AUC" if choice.kind == "binary" else "accuracy"
+        notes.append(f"no cross-validated {what} of {target}: {exc} in a fold")
+    return family, coefs, measures, notes

@@ -34,6 +34,7 @@ __all__ = [
     "search_passages",
     "stem",
     "tokenize_terms",
+    "topic_facet_texts",
     "topic_facets",
 ]
 
@@ -123,8 +124,15 @@ class Relevance:
     """When a document counts as relevant to a topic (`SearchIndex.relevant`).
 
     A topic is read as alternatives ("parsing and encoding text, files and data formats":
-    parsing; encoding text; files; data formats — see `topic_facets`); a document is
-    relevant when, for one of them, both hold:
+    parsing; encoding text; files; data formats — see `topic_facets`). For each, a document
+    is relevant when it is *about* it (`agents.tools.topicality`): it names the alternative
+    (its phrase, its acronym as the corpus defines it, a name built on that acronym) in its
+    title, twice in its text, or once where it speaks of its own work — or its words are as
+    dense in the vocabulary of those papers as most of them are. A document that names it
+    once in passing ("… which has been shown to improve exploration in reinforcement
+    learning") is not relevant on that ground. Where no document names an alternative
+    ("graph neural networks" in ICLR 2017), or for one that never names it, BM25 decides
+    as below.
 
     Attributes:
         min_score_ratio: its BM25 score for the alternative is at least this share of the
@@ -136,6 +144,13 @@ class Relevance:
             words, weighted by their rarity (IDF): with 0.7 a paper on "reinforcement
             learning" must say "reinforcement" ("learning" carries 14% of the weight), one
             on "variational autoencoders" both words. 0 turns the check off.
+        unnamed_quantile: a document that never names the alternative is about it when its
+            vocabulary density reaches this quantile of the central papers' (0.1: that of
+            nine in ten of them). 1 keeps only the densest.
+        passing_quantile: the same for a document that names it once in passing (0.25).
+        vocabulary_precision: and only at a density above which at least this share of
+            the corpus's documents are central (0.85); 1 turns the vocabulary off where any
+            non-central document is as dense as the central ones.
 
     Raises:
         ValueError: a share outside [0, 1].
@@ -143,9 +158,18 @@ class Relevance:
 
     min_score_ratio: float = 0.4
     min_coverage: float = 0.7
+    unnamed_quantile: float = 0.1
+    passing_quantile: float = 0.25
+    vocabulary_precision: float = 0.85
 
     def __post_init__(self) -> None:
-        for name in ("min_score_ratio", "min_coverage"):
+        for name in (
+            "min_score_ratio",
+            "min_coverage",
+            "unnamed_quantile",
+            "passing_quantile",
+            "vocabulary_precision",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise ValueError(f"Relevance.{name} must be a number in [0, 1], got {value!r}")
@@ -154,6 +178,18 @@ class Relevance:
 
 
 _FACET_SPLIT = re.compile(r"[,;/]|\b(?:and|or)\b", re.IGNORECASE)
+
+
+def topic_facet_texts(topic: str) -> list[str]:
+    """The alternatives of a topic as written, each once (see `topic_facets`)."""
+    out: list[str] = []
+    seen: list[list[str]] = []
+    for part in _FACET_SPLIT.split(topic):
+        terms = list(dict.fromkeys(tokenize_terms(part)))
+        if terms and terms not in seen:
+            seen.append(terms)
+            out.append(" ".join(part.split()))
+    return out
 
 
 def topic_facets(topic: str) -> list[list[str]]:
@@ -208,6 +244,7 @@ class SearchIndex:
         """
         import bm25s  # heavy (numpy, scipy); loaded only when an index is built
 
+        self._documents = list(documents)
         self._ids = [d.id for d in documents]
         self._pos = {doc_id: i for i, doc_id in enumerate(self._ids)}
         if len(self._pos) != len(self._ids):
@@ -266,27 +303,61 @@ class SearchIndex:
         return hits[:k]
 
     def relevant(self, topic: str, rule: Relevance = Relevance()) -> list[Hit]:
-        """Every document relevant to `topic` by `rule`, best first (by its score for the
-        whole topic; ties broken by id). A count is not a criterion: cap the list after.
+        """Every document relevant to `topic` by `rule` (about one of its alternatives),
+        best first by its BM25 score for the whole topic and the acronyms the corpus gives
+        it (a document about the topic that never uses its words comes last, by its
+        vocabulary density; ties broken by id). A count is not a criterion: cap the list
+        after.
 
         Returns:
             [] for a topic without a term, or when nothing matches.
         """
-        keep: set[int] = set()
-        for terms in topic_facets(topic):
-            scores = self._scores(terms)
-            if scores is None:
-                continue
-            floor = max(rule.min_score_ratio * float(scores.max()), 0.0)
-            for i in map(int, (scores > 0).nonzero()[0]):
-                if scores[i] >= floor and self._vocab.coverage(i, terms) >= rule.min_coverage:
-                    keep.add(i)
+        from kimmy_swarm.agents.tools.topicality import about, learn_forms, topicality
+
+        keep: dict[int, float] = {}
+        query: list[str] = []
+        for part in topic_facet_texts(topic):
+            terms = list(dict.fromkeys(tokenize_terms(part)))
+            standing = topicality(part, self._documents, self._vocab.terms)
+            chosen = about(
+                standing,
+                unnamed_quantile=rule.unnamed_quantile,
+                passing_quantile=rule.passing_quantile,
+                precision=rule.vocabulary_precision,
+            )
+            for i, ok in enumerate(chosen):
+                if ok:
+                    keep[i] = max(keep.get(i, 0.0), standing[i].density)
+            unnamed = {i for i, s in enumerate(standing) if s.mentions == 0 and not s.title}
+            for i in self._bm25_relevant(terms, rule) & unnamed:
+                keep.setdefault(i, 0.0)
+            query += terms + learn_forms(part, self._documents).terms()
         if not keep:
             return []
-        whole = self._scores([t for terms in topic_facets(topic) for t in terms])
-        hits = [Hit(self._ids[i], float(whole[i])) for i in keep]
+        whole = self._scores(list(dict.fromkeys(query)))
+        hits = [Hit(self._ids[i], _rank_score(whole, i, density)) for i, density in keep.items()]
         hits.sort(key=lambda h: (-h.score, h.doc_id))
         return hits
+
+    def _bm25_relevant(self, terms: list[str], rule: Relevance) -> set[int]:
+        """The documents whose BM25 score for `terms` reaches `rule.min_score_ratio` of the
+        best one's and that hold `rule.min_coverage` of the terms' weight."""
+        scores = self._scores(terms)
+        if scores is None:
+            return set()
+        floor = max(rule.min_score_ratio * float(scores.max()), 0.0)
+        return {
+            i
+            for i in map(int, (scores > 0).nonzero()[0])
+            if scores[i] >= floor and self._vocab.coverage(i, terms) >= rule.min_coverage
+        }
+
+
+def _rank_score(scores: Any, i: int, density: float) -> float:
+    """A relevant document's score: its BM25 score, or (for one that never uses the query's
+    words) its vocabulary density scaled below any BM25 score, still > 0."""
+    bm25 = float(scores[i]) if scores is not None else 0.0
+    return bm25 if bm25 > 0 else max(density, 1e-6) * 1e-3
 
 
 def _bm25(query: list[str], units: list[list[str]]) -> list[float]:

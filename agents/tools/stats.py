@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import statsmodels.api as sm
 
-from kimmy_swarm.agents.tools.conventions import AnalysisError
+from kimmy_swarm.agents.tools.conventions import AnalysisError, dummy_term
 
 __all__ = [
     "CORR_METHODS",
@@ -35,8 +35,10 @@ __all__ = [
     "numeric_columns",
     "ols",
     "outliers",
+    "part_frame",
     "pick_target",
     "profile",
+    "reference_level",
     "select_predictors",
 ]
 
@@ -174,11 +176,30 @@ class PredictorChoice:
     dropped: list[tuple[str, str, float]]
 
 
+def _eta(target: pd.Series, groups: pd.Series) -> float:
+    """The correlation ratio of `target` over the levels of `groups` (pairwise-complete):
+    sqrt(between-level sum of squares / total), |r|'s analogue for a nominal predictor."""
+    data = pd.DataFrame({"y": target.astype(float), "g": groups}).dropna()
+    total = float(((data["y"] - data["y"].mean()) ** 2).sum())
+    if total == 0 or data["g"].nunique() < 2:
+        return float("nan")
+    by = data.groupby("g")["y"]
+    between = float((by.count() * (by.mean() - data["y"].mean()) ** 2).sum())
+    return float(np.sqrt(between / total))
+
+
 def select_predictors(
-    df: pd.DataFrame, target: str, max_predictors: int = 6, *, exclude: Sequence[str] = ()
+    df: pd.DataFrame,
+    target: str,
+    max_predictors: int = 6,
+    *,
+    exclude: Sequence[str] = (),
+    nominal: Sequence[str] = (),
 ) -> PredictorChoice:
     """Numeric columns by |r| with the target, skipping near-duplicates (|r| > 0.98) of chosen
-    ones and the `exclude`d columns (e.g. class codes, which are no numeric quantity).
+    ones and the `exclude`d columns (e.g. class codes, which are no numeric quantity); a
+    `nominal` column ranks by its correlation ratio eta with the target instead (its codes'
+    r means nothing) and is never taken as a near-duplicate.
 
     Raises:
         AnalysisError: unknown or non-numeric target, max_predictors < 1, or no usable
@@ -192,14 +213,19 @@ def select_predictors(
         raise AnalysisError(f"no numeric predictors for target {target!r}")
     data = df[[target, *candidates]].astype(float)
     corr = data.corr()  # pairwise-complete pearson
-    ranked = [c for c in candidates if np.isfinite(corr.at[c, target])]
-    ranked.sort(key=lambda c: -abs(float(corr.at[c, target])))  # stable: ties keep frame order
+    strength = {
+        c: _eta(data[target], data[c]) if c in nominal else abs(float(corr.at[c, target]))
+        for c in candidates
+    }
+    ranked = [c for c in candidates if np.isfinite(strength[c])]
+    ranked.sort(key=lambda c: -strength[c])  # stable: ties keep frame order
     chosen: list[str] = []
     dropped: list[tuple[str, str, float]] = []
     for c in ranked:
         if len(chosen) == max_predictors:
             break
-        twin = next((k for k in chosen if abs(corr.at[c, k]) > _COLLINEAR), None)
+        twin = next((k for k in chosen if c not in nominal and k not in nominal
+                     and abs(corr.at[c, k]) > _COLLINEAR), None)  # fmt: skip
         if twin is None:
             chosen.append(c)
         else:
@@ -233,23 +259,44 @@ def _check_predictors(df: pd.DataFrame, target: str, predictors: Sequence[str]) 
     return chosen
 
 
+def reference_level(values: pd.Series) -> float:
+    """The reference level of a nominal predictor: its most frequent value (missing values
+    ignored; the smallest of those tied)."""
+    levels, counts = np.unique(values.dropna().astype(float).to_numpy(), return_counts=True)
+    return float(levels[int(np.argmax(counts))])
+
+
 def design_matrix(
-    df: pd.DataFrame, target: str, chosen: Sequence[str]
+    df: pd.DataFrame, target: str, chosen: Sequence[str], *, nominal: Sequence[str] = ()
 ) -> tuple[pd.Series, pd.DataFrame]:
     """The target and the design matrix (a constant, then `chosen`) over the rows complete
-    in every used column, for any model of `target` on `chosen`.
+    in every used column, for any model of `target` on `chosen`. A `nominal` predictor
+    enters as dummies, one per level present but its `reference_level`, in place, named
+    `conventions.dummy_term` ("occupation=2").
 
     Raises:
-        AnalysisError: fewer complete rows than predictors + 2, or collinear predictors.
+        AnalysisError: fewer complete rows than coefficients + 1, or collinear predictors.
     """
     chosen = list(chosen)
     data = df[[target, *chosen]].astype(float).dropna()
-    if len(data) < len(chosen) + 2:
+    parts = []
+    for c in chosen:
+        if c not in nominal:
+            parts.append(data[[c]])
+            continue
+        ref = reference_level(data[c])
+        levels = [v for v in np.unique(data[c].to_numpy()) if v != ref]
+        parts.append(pd.DataFrame(
+            {dummy_term(c, v): (data[c] == v).astype(float) for v in levels},
+            index=data.index,
+        ))  # fmt: skip
+    x = pd.concat(parts, axis=1) if parts else data[[]]
+    if len(data) < x.shape[1] + 2:
         raise AnalysisError(
             f"too few complete rows ({len(data)}) to fit {target!r} on {len(chosen)} "
-            f"predictor(s); need at least {len(chosen) + 2}"
+            f"predictor(s); need at least {x.shape[1] + 2}"
         )
-    design = sm.add_constant(data[chosen], has_constant="add")  # (N, 1 + P)
+    design = sm.add_constant(x, has_constant="add")  # (N, 1 + P)
     if np.linalg.matrix_rank(design.to_numpy()) < design.shape[1]:
         raise AnalysisError(f"predictors {chosen} are collinear (with each other or the constant)")
     return data[target], design
@@ -299,6 +346,24 @@ def ols(
         nobs=int(res.nobs),
         f_pvalue=float(res.f_pvalue),
     )
+
+
+def part_frame(df: pd.DataFrame, target: str, part: str) -> pd.DataFrame:
+    """The rows and target a part of a two-part model is fitted on: "any", every row with
+    the target replaced by 1.0 where it is > 0, else 0.0 (missing stays missing);
+    "positive", the rows where the target is > 0; "": the table itself.
+
+    Raises:
+        AnalysisError: an unknown part.
+    """
+    if part == "":
+        return df
+    values = df[target]
+    if part == "any":
+        return df.assign(**{target: (values > 0).astype(float).where(values.notna())})
+    if part == "positive":
+        return df[values > 0]
+    raise AnalysisError(f"unknown part {part!r}; parts: 'any', 'positive'")
 
 
 def outliers(df: pd.DataFrame, column: str, *, k: float = 1.5) -> int:

@@ -41,7 +41,9 @@ def test_demo_runs_both_pipelines_offline(
     lines = printed.splitlines()
     assert lines[0].startswith(f"[1/2] batch analysis of {len(DEMO_DATASETS)} bundled datasets")
     assert "numbers verified by recomputation (100.0%)" in printed
-    assert "[2/2] literature review of" in printed and "claims supported" in printed
+    assert "[2/2] literature review of" in printed
+    review_check = [line for line in lines if line.startswith("fact-check: ")][1]
+    assert " claims, 0 flagged; " in review_check and "%" not in review_check
     assert "(not stored)" in printed
     assert lines[-1].startswith("demo finished in")
     assert str(tmp_path / "review" / "review.md") in lines[-1]

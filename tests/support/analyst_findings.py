@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from kimmy_swarm.agents.tools import diagnostics, models, stats
+from kimmy_swarm.agents.tools import diagnostics, models, stats, variables
 from kimmy_swarm.agents.tools.finding import NumericFinding
 
 __all__ = ["findings_from_analysis"]
@@ -26,8 +26,11 @@ def _finding(statistic: str, columns: list[str], value: float, **extra: object) 
 
 
 def _model_findings(fit: models.ModelFit, diag: diagnostics.Diagnostics) -> list[NumericFinding]:
-    """The coefficients, fit measures and diagnostics of a fit as findings."""
+    """The coefficients, fit measures and diagnostics of a fit (one part of a two-part model
+    alike) as findings."""
     t, model = fit.target, {"predictors": fit.predictors, "model": fit.family}
+    model.update({"part": fit.part, "nominal": fit.nominal})
+    robust = {"cov_type": fit.cov_type} if fit.family == "ols" else {}
     out = []
     for c in fit.coefficients:
         extra = {**model, **({"level": c.level} if c.level else {})}
@@ -36,14 +39,20 @@ def _model_findings(fit: models.ModelFit, diag: diagnostics.Diagnostics) -> list
         else:
             out.append(_finding("slope", [t, c.term], c.coef, **extra))
         if math.isfinite(c.se):
-            out.append(_finding("se", [t, c.term], c.se, **extra))
-            out.append(_finding("pvalue", [t, c.term], c.pvalue, **extra))
+            out.append(_finding("se", [t, c.term], c.se, **extra, **robust))
+            out.append(_finding("pvalue", [t, c.term], c.pvalue, **extra, **robust))
     out.extend(_finding(name, [t], v, **model) for name, v in fit.measures.items())
     out.append(_finding("nobs", [t], fit.nobs, **model))
     if fit.family == "negbin" and fit.poisson_dispersion is not None:
         out.append(_finding("dispersion", [t], fit.poisson_dispersion,
-                            predictors=fit.predictors, model="poisson"))  # fmt: skip
+                            predictors=fit.predictors, model="poisson",
+                            nominal=fit.nominal))  # fmt: skip
     out.extend(_finding(name, [t], v, **model) for name, v in diag.residual.items())
+    out.extend(_finding(name, [t], v, **model) for name, v in diag.influence.items())
+    for term, v in diag.without_row.items():  # refitted without the dominant row
+        stat, columns = ("intercept", [t]) if term == "const" else ("slope", [t, term])
+        out.append(_finding(stat, columns, v, **model,
+                            without_row=int(diag.influence["cooks_max_row"])))  # fmt: skip
     out.extend(_finding("vif", [t, p], v, **model) for p, v in diag.vif.items())
     out.append(_finding("cond_number", [t], diag.cond_number, **model))
     return out
@@ -58,6 +67,7 @@ def findings_from_analysis(
     top_corr: int = 3,
     max_predictors: int = 6,
     labels: Sequence[str] | None = None,
+    kinds: dict[str, variables.ColumnType] | None = None,
 ) -> list[NumericFinding]:
     """Compute a standard finding set with `stats`, `models` and `diagnostics` (the
     analyst's path).
@@ -71,19 +81,24 @@ def findings_from_analysis(
         top_corr: how many of the strongest correlations to report.
         max_predictors: passed to `models.fit_model` when `predictors` is None.
         labels: the target's class names, when the source designates it a class label.
+        kinds: the column types (`variables.column_types`; default from the data alone):
+            a categorical described column gets its level counts, a nominal predictor
+            enters the model as dummies.
 
     Returns:
-        Findings for describe statistics, missing counts, outliers, the top correlations
-        and, with a target, the model `families.choose_family` picks: its coefficients, fit
-        measures and diagnostics. Non-finite values (e.g. std of one value) are left out.
+        Findings for describe statistics, missing counts, outliers, level counts of the
+        categorical columns, the top correlations and, with a target, the model
+        `families.choose_family` picks (each part of a two-part one): its coefficients,
+        fit measures and diagnostics. Non-finite values (e.g. std of one value) are left out.
 
     Raises:
         AnalysisError: as `stats.describe`, `stats.correlations` and `models.fit_model` do.
     """
     fit = None
+    kinds = variables.column_types(df) if kinds is None else kinds
     if target:
         fit = models.fit_model(df, target, predictors, max_predictors=max_predictors,
-                               labels=labels)  # fmt: skip
+                               labels=labels, kinds=kinds)  # fmt: skip
     if columns is None:
         columns = [target, *fit.predictors] if fit else stats.numeric_columns(df)[:6]
     out: list[NumericFinding] = []
@@ -92,9 +107,13 @@ def findings_from_analysis(
         out.extend(_finding(name, [col], v) for name, v in desc.items())
         out.append(_finding("missing", [col], counts[str(col)]))
         out.append(_finding("outliers", [col], stats.outliers(df, col)))
+        if col in kinds and kinds[col].categorical:
+            levels = variables.level_counts(df[col])
+            out.extend(_finding("level_count", [col], n, level=lv) for lv, n in levels.items())
     for a, b, r in stats.correlations(df, top=top_corr):
         out.append(_finding("corr", [a, b], r))
-    if fit is not None:
-        diag = diagnostics.diagnose(df, target, fit.predictors, ols=fit.family == "ols")
-        out.extend(_model_findings(fit, diag))
+    for one in (fit.parts or [fit]) if fit is not None else []:
+        diag = diagnostics.diagnose(df, one.target, one.predictors, ols=one.family == "ols",
+                                    nominal=one.nominal, part=one.part)  # fmt: skip
+        out.extend(_model_findings(one, diag))
     return [f for f in out if math.isfinite(f.value)]

@@ -15,7 +15,14 @@ statistic is recomputed with numpy / scipy from the raw table:
   accuracy, dispersion, alpha), each model refitted from its likelihood, not statsmodels or
   scikit-learn (`_refit`);
 - the OLS likelihood and the diagnostics (Jarque–Bera, Breusch–Pagan, VIF, condition
-  number) from textbook formulas (`_diagnostics`).
+  number) from textbook formulas (`_diagnostics`);
+- HC3 robust standard errors from the sandwich formula (`_ols`), nominal predictors as
+  dummies and the rows of a two-part model's part (`_design`);
+- Cook's distances of an OLS fit from the QR leverages and residuals (`_ols`), and its
+  coefficients refitted without a row (`without_row`);
+- cross-validated accuracy (of a binary or multinomial logit, penalised or not) and AUC,
+  each fold refitted (`_crossval`);
+- the rows at each level of a categorical column (`_columns.level_count`).
 
 Both sides share only the conventions of `agents.tools.conventions` and those documented in
 the modules they check (ddof=1, bias-corrected skew, pairwise-complete correlation,
@@ -32,6 +39,7 @@ from __future__ import annotations
 import math
 from decimal import Decimal
 
+import numpy as np
 import pandas as pd
 
 from kimmy_swarm.agents.tools.conventions import AnalysisError
@@ -40,6 +48,7 @@ from kimmy_swarm.agents.tools.finding import (
     DIAGNOSTIC_STATISTICS,
     FIT_STATISTICS,
     GROUP_STATISTICS,
+    INFLUENCE_STATISTICS,
     INTEGER_STATISTICS,
     NumericFinding,
     Verdict,
@@ -47,11 +56,14 @@ from kimmy_swarm.agents.tools.finding import (
 from kimmy_swarm.agents.tools.recompute._columns import (
     column_statistic,
     correlation,
+    level_count,
     numeric_values,
     outlier_count,
 )
+from kimmy_swarm.agents.tools.recompute._crossval import cross_validated
+from kimmy_swarm.agents.tools.recompute._design import design, part_rows
 from kimmy_swarm.agents.tools.recompute._groups import group_statistic
-from kimmy_swarm.agents.tools.recompute._ols import ols_statistic
+from kimmy_swarm.agents.tools.recompute._ols import influence_statistic, ols_statistic
 from kimmy_swarm.agents.tools.recompute._refit import refit_statistic
 
 __all__ = ["recompute", "verify"]
@@ -72,17 +84,42 @@ def recompute(df: pd.DataFrame, finding: NumericFinding) -> float:
         return column_statistic(stat, df, finding.columns[0])
     if stat == "outliers":
         return outlier_count(numeric_values(df, finding.columns[0]))
+    if stat == "level_count":
+        return level_count(numeric_values(df, finding.columns[0]), finding.level)
     if stat == "corr":
         return correlation(df, finding.columns[0], finding.columns[1], finding.method)
     if stat in GROUP_STATISTICS:
         return group_statistic(df, stat, list(finding.columns), finding.group)
     target = finding.columns[0]
     term = finding.columns[1] if len(finding.columns) > 1 else "const"
+    if finding.without_row is not None:
+        df = _without(df, finding.without_row)
+    if stat in INFLUENCE_STATISTICS:  # rows are named by position: count them before a part
+        df = part_rows(df.reset_index(drop=True), target, finding.part)
+        return influence_statistic(df, stat, target, finding.predictors,
+                                   nominal=finding.nominal)  # fmt: skip
+    df = part_rows(df, target, finding.part)
+    if stat in ("cv_accuracy", "cv_auc"):
+        if finding.predictors is None:
+            raise AnalysisError(f"{stat!r} needs the fit's predictor list (`predictors`)")
+        y, x, _ = design(df, target, finding.predictors, finding.nominal)
+        return cross_validated(stat, finding.model, y, x)
     if stat in FIT_STATISTICS or stat in DIAGNOSTIC_STATISTICS or finding.model != "ols":
         return refit_statistic(
-            df, finding.model, stat, target, finding.predictors, term=term, level=finding.level
-        )
-    return ols_statistic(df, stat, target, finding.predictors, term)
+            df, finding.model, stat, target, finding.predictors, term=term, level=finding.level,
+            nominal=finding.nominal,
+        )  # fmt: skip
+    return ols_statistic(
+        df, stat, target, finding.predictors, term, nominal=finding.nominal,
+        cov_type=finding.cov_type,
+    )  # fmt: skip
+
+
+def _without(df: pd.DataFrame, row: int) -> pd.DataFrame:
+    """The table without its row at position `row` (from 0), whatever its index labels."""
+    if row >= len(df):
+        raise AnalysisError(f"no row {row} to leave out: the table has {len(df)} rows")
+    return df.iloc[np.arange(len(df)) != row]
 
 
 def _decimals(value: float) -> int:

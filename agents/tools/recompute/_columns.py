@@ -16,7 +16,14 @@ from scipy import stats as sps
 
 from kimmy_swarm.agents.tools.conventions import AnalysisError
 
-__all__ = ["column", "column_statistic", "correlation", "numeric_values", "outlier_count"]
+__all__ = [
+    "column",
+    "column_statistic",
+    "correlation",
+    "level_count",
+    "numeric_values",
+    "outlier_count",
+]
 
 _TUKEY_K = 1.5
 
@@ -87,3 +94,12 @@ def outlier_count(x: np.ndarray) -> float:
     q1, q3 = np.percentile(x, [25, 75])
     iqr = q3 - q1
     return float(np.count_nonzero((x < q1 - _TUKEY_K * iqr) | (x > q3 + _TUKEY_K * iqr)))
+
+
+def level_count(x: np.ndarray, level: str) -> float:
+    """Values equal to `level` (a level's name: "2" for 2.0, "0.5"), among the non-missing."""
+    try:
+        value = float(level)
+    except ValueError as exc:
+        raise AnalysisError(f"level {level!r} names no numeric value") from exc
+    return float(np.count_nonzero(x == value))

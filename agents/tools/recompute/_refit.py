@@ -24,6 +24,7 @@ from scipy import optimize, special
 from scipy import stats as sps
 
 from kimmy_swarm.agents.tools.conventions import AnalysisError, level_name
+from kimmy_swarm.agents.tools.recompute._design import design, term_index
 from kimmy_swarm.agents.tools.recompute._diagnostics import (
     cond_number,
     ols_likelihood,
@@ -31,7 +32,7 @@ from kimmy_swarm.agents.tools.recompute._diagnostics import (
     vif,
 )
 
-__all__ = ["refit_statistic"]
+__all__ = ["fitted", "logit", "penalised", "refit_statistic"]
 
 Fit = dict[str, object]
 _TOL = 1e-11
@@ -273,19 +274,6 @@ def penalised(y: np.ndarray, x: np.ndarray, c: float = 1.0) -> Fit:
             "pseudo_r2": 1.0 - ll / llnull, "accuracy": acc}  # fmt: skip
 
 
-def _design(df: pd.DataFrame, target: str, predictors: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    for name in (target, *predictors):
-        if name not in df.columns:
-            raise AnalysisError(f"unknown column {name!r}")
-        s = df[name]
-        if not pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s):
-            raise AnalysisError(f"column {name!r} is not numeric (dtype {s.dtype})")
-    data = df[[target, *predictors]].to_numpy(dtype=float, na_value=np.nan)  # (N, 1 + P)
-    data = data[~np.isnan(data).any(axis=1)]
-    x = np.column_stack([np.ones(len(data)), data[:, 1:]])  # (N, 1 + P)
-    return data[:, 0], x
-
-
 _FITTERS: dict[str, Callable[[np.ndarray, np.ndarray], Fit]] = {
     "logit": logit, "mnlogit": mnlogit, "poisson": poisson, "negbin": negbin,
     "logit_l2": penalised, "mnlogit_l2": penalised,
@@ -293,11 +281,11 @@ _FITTERS: dict[str, Callable[[np.ndarray, np.ndarray], Fit]] = {
 
 
 def _coefficient(
-    fit: Fit, model: str, statistic: str, target: str, predictors: list[str], term: str,
+    fit: Fit, model: str, statistic: str, target: str, names: list[str], term: str,
     level: str,
 ) -> float:  # fmt: skip
     term = "const" if statistic == "intercept" else term
-    k = 0 if term == "const" else 1 + predictors.index(term)
+    k = term_index(names, term)
     if model.endswith("_l2"):
         levels = fit["levels"]
         assert isinstance(levels, list)
@@ -321,14 +309,18 @@ _CACHE_LOCK = threading.Lock()
 _CACHE_SIZE = 64
 
 
-def _fitted(model: str, y: np.ndarray, x: np.ndarray) -> Fit:
-    """The refit of `model` on (y, x), kept by a digest of the data: an analysis reports
-    dozens of numbers of one fit, and the fact-checker verifies them one by one."""
+def fitted(
+    model: str, y: np.ndarray, x: np.ndarray,
+    fitter: Callable[[np.ndarray, np.ndarray], Fit] | None = None,
+) -> Fit:  # fmt: skip
+    """The refit of `model` on (y, x) (by `fitter`, default the family's), kept by a digest
+    of the data: an analysis reports dozens of numbers of one fit, and the fact-checker
+    verifies them one by one."""
     key = (model, hashlib.sha256(y.tobytes() + x.tobytes() + str(x.shape).encode()).hexdigest())
     with _CACHE_LOCK:
         found = _CACHE.get(key)
     if found is None:
-        found = _FITTERS[model](y, x)
+        found = (fitter or _FITTERS[model])(y, x)
         with _CACHE_LOCK:
             if len(_CACHE) >= _CACHE_SIZE:
                 _CACHE.pop(next(iter(_CACHE)))  # the oldest
@@ -345,6 +337,7 @@ def refit_statistic(
     *,
     term: str = "const",
     level: str = "",
+    nominal: Sequence[str] = (),
 ) -> float:
     """Recompute a fit measure, a diagnostic or a coefficient of a non-OLS model.
 
@@ -356,6 +349,7 @@ def refit_statistic(
         predictors: the fit's predictors (None: none given, an error).
         term: the predictor a coefficient or a VIF is of ("const": the intercept).
         level: the class a multinomial coefficient is of.
+        nominal: the predictors entered as dummies (a term of one: "occupation=2").
 
     Raises:
         AnalysisError: the fit's predictors are missing, a column is missing or not numeric,
@@ -364,13 +358,13 @@ def refit_statistic(
     if predictors is None:
         raise AnalysisError(f"{statistic!r} needs the fit's predictor list (`predictors`)")
     predictors = list(predictors)
-    y, x = _design(df, target, predictors)
+    y, x, names = design(df, target, predictors, nominal)
     if statistic == "nobs":
         return float(len(y))
     if len(y) <= x.shape[1] or np.linalg.matrix_rank(x) < x.shape[1]:
         raise AnalysisError(f"{len(y)} complete rows cannot fit {predictors} with a constant")
     if statistic == "vif":
-        return float(vif(x)[predictors.index(term)])
+        return float(vif(x)[term_index(names, term) - 1])
     if statistic == "cond_number":
         return cond_number(x)
     if statistic in ("jb", "jb_pvalue", "bp", "bp_pvalue"):
@@ -378,12 +372,12 @@ def refit_statistic(
     if model == "ols":
         return ols_likelihood(y, x)[statistic]
     try:
-        fit = _fitted(model, y, x)
+        fit = fitted(model, y, x)
     except np.linalg.LinAlgError as exc:  # a singular information matrix: separation
         raise AnalysisError(
             f"the {model} of {target!r} cannot be fitted ({exc}); "
             "perfectly separated classes have no maximum-likelihood estimate"
         ) from exc
     if statistic in ("slope", "intercept", "se", "pvalue"):
-        return _coefficient(fit, model, statistic, target, predictors, term, level)
+        return _coefficient(fit, model, statistic, target, names, term, level)
     return float(fit[statistic])  # type: ignore[arg-type]

@@ -68,7 +68,8 @@ def test_findings_jsonl_lines_parse_and_recompute(batch: AnalysisOutcome) -> Non
         finding = NumericFinding(
             statistic=rec["statistic"], columns=rec["columns"], value=rec["value"],
             predictors=rec["predictors"], method=rec["method"], model=rec["model"],
-            level=rec["level"],
+            level=rec["level"], part=rec["part"], cov_type=rec["cov_type"],
+            nominal=rec["nominal"], without_row=rec["without_row"],
         )  # fmt: skip
         ref = recompute(frames[rec["dataset"]], finding)
         assert math.isclose(ref, rec["recomputed"], rel_tol=1e-9, abs_tol=1e-12)

@@ -70,3 +70,25 @@ def notes_review(tmp_path_factory: pytest.TempPathFactory) -> Any:
         (corpus / f"n{i}.md").write_text(f"# Note {i} on linear attention\n\n{text}\n")
     config = ReviewConfig(corpus=corpus, topic="linear attention", out=tmp / "out", themes=2)
     return run_pipeline(REVIEW, config)
+
+
+def _iclr_review(tmp_path_factory: pytest.TempPathFactory, topic: str) -> Path:
+    from kimmy_swarm.agents.review import ReviewConfig, run_review
+
+    if not ICLR_JSON.exists():
+        pytest.skip(f"the shared corpus is not at {ICLR_JSON}")
+    out = tmp_path_factory.mktemp("iclr-review") / "out"
+    run_review(ReviewConfig(corpus=ICLR_JSON, topic=topic, out=out, defaults=ICLR_DEFAULTS))
+    return out
+
+
+@pytest.fixture(scope="session")
+def rl_review(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder of an offline review of the ICLR corpus on reinforcement learning."""
+    return _iclr_review(tmp_path_factory, "reinforcement learning")
+
+
+@pytest.fixture(scope="session")
+def gan_review(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder of an offline review of the ICLR corpus on GANs."""
+    return _iclr_review(tmp_path_factory, "generative adversarial networks")

@@ -132,3 +132,9 @@ def test_statements_are_prose(text: str) -> None:
 def test_demo_corpus_is_not_copied_into_the_tree() -> None:
     root = Path(__file__).resolve().parents[3]
     assert not list(root.glob("tests/**/docs-corpus"))
+
+
+def test_a_tex_symbol_is_prose_a_formula_is_not() -> None:
+    # UNREAL's headline result writes "10$\times$": it was rejected as markup, and lost
+    assert is_prose(r"Our agent leads to a mean speedup in learning of 10$\times$ on Labyrinth.")
+    assert not_prose(r"Two samples $S_P \sim P^n$ and $S_Q \sim Q^m$ are drawn here.") == "markup"

@@ -41,3 +41,4 @@ def test_the_files_render_one_content(notes_review: Any, tmp_path: Path) -> None
     files = write_review(tmp_path, corpus, review.result, topic="linear attention")
     assert set(files.paths) == {"review.md", "references.bib", "report.html", "claims.jsonl"}
     assert files.claims == len(content.checks) and files.flagged == 0
+    assert files.verbatim == files.claims  # the offline claims quote their passages

@@ -239,11 +239,20 @@ def test_orchestrator_keeps_the_relevant_papers_and_says_what_the_cap_cut(iclr: 
     # Relevance decides, not the cap: a cap of 200 keeps the ~55 papers about RL, not 200.
     wide = plan(200)
     assert wide["matched"] == len(wide["relevant"]) < 70
-    for doc_id in wide["relevant"]:
-        doc = iclr.get(doc_id)
-        assert "reinforcement" in (doc.title + doc.text).lower()
+    # Papers about RL (issue 37): those that say so, and two that never name it.
+    unnamed = [d for d in wide["relevant"] if "reinforcement" not in iclr.get(d).text.lower()]
+    assert {"BkJsCIcgl", "rJLS7qKel"} <= set(unnamed)  # the predictron; learning to act
+    assert len(unnamed) <= 5
     capped = plan(20)
-    assert capped["matched"] == wide["matched"] and capped["relevant"] == wide["relevant"][:20]
+    assert capped["matched"] == wide["matched"] and len(capped["relevant"]) == 20
+
+    # The cap keeps the most cited (issue 37), in the search's order.
+    def cites(doc_id: str) -> int:
+        return int(iclr.get(doc_id).meta.get("citations") or 0)
+
+    kept = set(capped["relevant"])
+    assert min(map(cites, kept)) >= max(cites(d) for d in wide["relevant"] if d not in kept)
+    assert capped["relevant"] == [d for d in wide["relevant"] if d in kept]
     assert capped["notes"] == []  # a cap the user chose is not a problem of the run
 
 
@@ -377,7 +386,8 @@ def test_writer_synthesizes_a_theme(iclr: Corpus) -> None:
     assert sum(_reports_that(c["text"]) for c in claims) <= len(claims) // 4
     assert any(c["text"].startswith(("Similarly, ", "Relatedly, ")) for c in claims)
     for c in claims:
-        finding = next(f for f in notes[c["cited"][0]]["findings"] if f["text"] in c["text"])
+        # a connector lower-cases "The paper by …" ("Relatedly, the paper by …")
+        finding = next(f for f in notes[c["cited"][0]]["findings"] if f["text"][1:] in c["text"])
         if c["group"] == RESULTS and len(ids) > 6:
             assert states_measure(finding["passage"])
         if c["group"] == OPEN_QUESTIONS:

@@ -12,6 +12,7 @@ from kimmy_swarm.agents.review._prose import (
     CONNECTORS,
     opens_with_source,
     parenthetical,
+    plain_tex,
     split_attribution,
     third_person,
     with_connector,
@@ -129,3 +130,13 @@ def test_the_fact_checker_reads_every_form(iclr: Corpus) -> None:
     checks = _checked(iclr, [(c, doc.id) for c in claims + wrong])
     assert [c["verdict"] for c in checks] == ["supported"] * 2 + ["unsupported"] * 2
     assert all("attribution" in c["reason"] for c in checks[2:])
+
+
+def test_tex_of_a_prose_sentence_is_shown_plain() -> None:
+    sentence = r"Our agent reaches 880\% and a speedup of 10$\times$ with \emph{GMAN} on $k$-means."
+    claim = third_person(sentence, ZHANG)
+    assert (
+        claim
+        == "The agent reaches 880% and a speedup of 10× with GMAN on k-means (Zhang et al., 2017)."
+    )
+    assert plain_tex(r"samples $S_P \sim P^n$ stay") == r"samples $S_P \sim P^n$ stay"  # a formula

@@ -10,6 +10,7 @@ from kimmy_swarm.agents.tools.claims import (
     check_claim,
     claim_entities,
     claim_numbers,
+    polarity_markers,
     strip_citations,
 )
 from kimmy_swarm.agents.tools.corpus import Corpus, Document, load_corpus
@@ -131,3 +132,56 @@ def test_degenerate_inputs() -> None:
     assert (empty.passage, empty.score, empty.supported) == (None, 0.0, False)
     blank = check_claim("[ref2017]", Document("d", "T", "Some text."))
     assert not blank.supported and blank.missing == ()
+
+
+_HEDGED = Document(
+    id="h",
+    title="Combinatorial widgets",
+    text=(
+        "Our loader finds optimal widget tours for up to 200 gadgets. These results, albeit "
+        "still far from state-of-the-art, give insights into how loaders can be used. "
+        "Gadget stores may help widget loaders."
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    ("claim", "polarity"),
+    [
+        (  # word for word: nothing changed
+            "These results, albeit still far from state-of-the-art, give insights into how "
+            "loaders can be used.",
+            (),
+        ),
+        (  # the caveat cut off
+            "These results give insights into how loaders can be used.",
+            ("drops 'albeit'", "drops 'still far from'"),
+        ),
+        ("Gadget stores help widget loaders.", ("drops 'may'",)),  # the hedge dropped
+        ("Gadget stores may not help widget loaders.", ("adds 'not'",)),  # turned around
+    ],
+)
+def test_a_claim_keeps_the_polarity_of_its_passage(claim: str, polarity: tuple[str, ...]) -> None:
+    support = check_claim(claim, _HEDGED)
+    assert support.polarity == polarity
+    assert support.supported is (not polarity)
+    assert support.missing == ()  # its words and numbers are all there: only polarity fails
+
+
+def test_polarity_markers() -> None:
+    assert polarity_markers("It doesn't hold and cannot fail, albeit up to 3 times.") == {
+        "not",
+        "albeit",
+        "up to",
+    }
+
+
+def test_a_claim_over_three_sentences_is_checked_against_all_three() -> None:
+    claim = (
+        "Our loader finds optimal widget tours for up to 200 gadgets. These results, albeit "
+        "still far from state-of-the-art, give insights into how loaders can be used. "
+        "Gadget stores may help widget loaders."
+    )
+    support = check_claim(claim, _HEDGED)
+    assert support.supported and support.passage is not None
+    assert support.passage.text == _HEDGED.text

@@ -30,7 +30,7 @@ def _frame(spec: str) -> pd.DataFrame:
         ("statsmodels:spector", "GRADE", None, "binary", "logit", "GRADE has 2 values (0, 1)"),
         ("sklearn:iris", "target", IRIS_LABELS, "categorical", "mnlogit", "3 classes (setosa"),
         ("statsmodels:cpunish", "EXECUTIONS", None, "count", "poisson", "from 1 to 37"),
-        ("statsmodels:fair", "affairs", None, "continuous", "ols", "68% of its values are 0"),
+        ("statsmodels:fair", "affairs", None, "continuous", "two_part", "68% of affairs are 0"),
         ("statsmodels:longley", "TOTEMP", None, "continuous", "ols", "starts at 60171"),
         ("sklearn:diabetes", "target", None, "continuous", "ols", "starts at 25"),
     ],

@@ -158,8 +158,10 @@ def test_relevance_rejects_bad_shares() -> None:
     ("topic", "min_precision", "min_recall"),
     [
         ("reinforcement learning", 0.95, 0.95),
-        ("generative adversarial networks", 0.9, 0.9),
-        ("variational autoencoders", 0.9, 0.9),
+        ("generative adversarial networks", 0.95, 0.95),
+        # The labels are what papers are about since issue 37: 0.89 / 0.94 here (0.70 /
+        # 0.94 for the rule before it); a paper using a VAE's codes as its input is in.
+        ("variational autoencoders", 0.85, 0.9),
     ],
 )
 def test_iclr_relevance_on_labelled_topics(

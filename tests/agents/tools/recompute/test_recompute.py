@@ -22,8 +22,10 @@ from tests.support.analyst_findings import findings_from_analysis
 
 # One dataset per model family the target calls for (`agents.tools.families.choose_family`):
 # OLS (longley, diabetes), logit (spector), penalised multinomial logit (iris: separated),
-# negative binomial (cpunish with 5 predictors) and Poisson (cpunish with 6: NB collapses).
+# negative binomial (cpunish with 5 predictors) and Poisson (cpunish with 6: NB collapses);
+# fair's zero-heavy affairs: a two-part model, its OLS part with HC3 standard errors.
 MODELLED = {
+    "statsmodels:fair": {"max_predictors": 5},
     "statsmodels:longley": {},
     "sklearn:diabetes": {},
     "statsmodels:spector": {},

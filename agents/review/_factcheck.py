@@ -1,0 +1,150 @@
+"""What the offline fact-checker checks of a claim as written, and how a review reports it.
+
+A claim of the offline review is a sentence of its paper with the grammatical person
+changed ("We show X" → "Zhang et al. (2017) show X"). Comparing it with the sentence it was
+copied from cannot fail, so a review that says "34/34 supported" of such claims reassures
+falsely. What can still go wrong is checked as written:
+
+- attribution (`attribution_problem`): the names are the cited paper's authors' family
+  names in order, "et al." only for three or more authors, the year is the record's, and
+  a rejected or workshop paper is cited as one ("(2017, rejected submission)");
+- numbers, entities and polarity (`agents.tools.claims.check_claim`): every number and
+  name of the claim is in the passage, and no negation, hedge or caveat of the passage is
+  lost ("may", "albeit", "not").
+
+`is_verbatim` says whether a claim only restates its passage; `fact_check_summary` says what
+was checked and, when every claim is such a copy, says so instead of a share that could not
+have been lower.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kimmy_swarm.agents.review._prose import attribution, split_attribution, surname, third_person
+from kimmy_swarm.agents.review._venue import in_text_status
+from kimmy_swarm.agents.review.schemas import ClaimCheck
+
+#: What every check looks at, by name (`ClaimCheck.checked`).
+ATTRIBUTION, NUMBERS, POLARITY, WORDING = "attribution", "numbers", "polarity", "wording"
+
+_SUBJECT = re.compile(
+    r"^(?:[Tt]he paper by )?(?P<names>.+?)"
+    r"(?: \((?P<inner>[^()]+)\)|, (?P<outer>(?:\d{4}|n\.d\.).*))$"
+)
+
+
+def _names(said: str) -> tuple[list[str], bool]:
+    """The family names an attribution lists, and whether it ends in "et al."."""
+    et_al = said.endswith(" et al.")
+    said = said.removesuffix(" et al.")
+    parts = re.split(r",\s*(?:and\s+)?|\s+(?:and|&)\s+", said)
+    return [" ".join(p.split()) for p in parts if p.strip()], et_al
+
+
+def attribution_problem(subject: str, doc: Mapping[str, Any]) -> str:
+    """Why `subject` ("Zhang et al. (2017)", "Zhang et al., 2017", "“title”") misattributes
+    the document `doc` (`read_document`'s fields), or "" when it names it right."""
+    expected = attribution(doc["authors"], doc["year"], doc["title"], doc.get("status", ""))
+    if subject.startswith("“"):
+        ok = subject.strip("“”").strip() in doc["title"]
+        return "" if ok else f"names the title {subject}, not the cited document's"
+    found = _SUBJECT.match(subject.strip())
+    if found is None:
+        return f"cannot be read as authors and year; the record gives {expected!r}"
+    names, et_al = _names(found.group("names"))
+    when = (found.group("inner") or found.group("outer") or "").strip()
+    family = [surname(a).lower() for a in doc["authors"] if a.strip()]
+    problem = _names_problem([n.lower() for n in names], et_al, family)
+    year = str(doc["year"]) if doc["year"] is not None else "n.d."
+    label = in_text_status(doc.get("status", ""))
+    said_year, _, said_label = when.partition(", ")
+    if not problem and said_year != year:
+        problem = f"gives the year {said_year!r}, the record {year!r}"
+    if not problem and said_label != label:
+        problem = _standing_problem(said_label, label)
+    return f"{problem}; the record gives {expected!r}" if problem else ""
+
+
+def _standing_problem(said: str, label: str) -> str:
+    if not said:
+        return f"cites a {label} as an accepted paper"
+    if not label:
+        return f"calls a paper the record does not mark so a {said!r}"
+    return f"calls a {label} a {said!r}"
+
+
+def _names_problem(names: list[str], et_al: bool, family: list[str]) -> str:
+    if not family:
+        return "names authors the record does not have"
+    if names[:1] != family[:1]:
+        return f"names {names[0]!r} first, the record {family[0]!r}"
+    if et_al:
+        return "" if len(family) >= 3 else f"says 'et al.' of {len(family)} author(s)"
+    if names != family:
+        return f"names {len(names)} author(s) of the record's {len(family)}"
+    return ""
+
+
+def is_verbatim(claim: str, passage: str) -> bool:
+    """Whether `claim` restates `passage` word for word, its attribution and the
+    grammatical person aside (`_prose.third_person` of the passage gives the same words)."""
+    subject, body = split_attribution(claim)
+    if not subject or not passage:
+        return False
+    _, copied = split_attribution(third_person(passage, subject))
+    return " ".join(body.split()) == " ".join(copied.split())
+
+
+def _and(items: Sequence[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def fact_check_summary(checks: Sequence[ClaimCheck]) -> str:
+    """What the fact-check did, in a sentence or three: what it checked, how many claims
+    failed, and — when every claim is a word-for-word copy of its passage — that it could
+    not have found a paraphrase wrong, instead of a share supported."""
+    n = len(checks)
+    failed = sum(c.verdict != "supported" for c in checks)
+    known = [c for c in checks if c.verbatim is not None]
+    if n == 0:
+        return "No claim was made, so nothing was fact-checked."
+    if len(known) < n:  # a model's fact-check: it says nothing of how it checked
+        return f"Of the {n} claims checked, {n - failed} are supported by the passages they cite."
+    copies = sum(bool(c.verbatim) for c in checks)
+    checked = (
+        "that each names the right paper (its authors, year and standing: accepted, workshop "
+        "or rejected), and that every number, negation, hedge and caveat of the cited passage "
+        "(“may”, “albeit”, “not”) is still in the claim"
+    )
+    flagged = (
+        f"{failed} failed and {'is' if failed == 1 else 'are'} listed under Flagged claims"
+        if failed
+        else "none failed"
+    )
+    if copies == n:
+        return (
+            f"All {n} claims quote their paper's sentence word for word (only “we” became the "
+            "authors), so comparing a claim with its passage could not have found it wrong. "
+            f"What the fact-checker did check is {checked}: {flagged}."
+        )
+    reworded = n - copies
+    return (
+        f"Of the {n} claims, {copies} quote their paper word for word and {reworded} "
+        f"{'rewords' if reworded == 1 else 'reword'} it. The fact-checker checked each as "
+        f"written: {checked}, and for a reworded claim also that its words are in the "
+        f"passage: {flagged}."
+    )
+
+
+__all__ = [
+    "ATTRIBUTION",
+    "NUMBERS",
+    "POLARITY",
+    "WORDING",
+    "attribution_problem",
+    "fact_check_summary",
+    "is_verbatim",
+]
