@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from kimmy_swarm.agents.tools.corpus import Document
 from kimmy_swarm.agents.tools.passages import sentences
-from kimmy_swarm.agents.tools.search import STOPWORDS, stem, tokenize_terms
+from kimmy_swarm.agents.tools.terms import STOPWORDS, stem, tokenize_terms
 
 __all__ = ["TopicForms", "Topicality", "about", "learn_forms", "topicality"]
 
