@@ -29,7 +29,7 @@ import numpy as np
 from kimmy_swarm.agents.tools._phrases import Phrase, phrases_of
 from kimmy_swarm.agents.tools.corpus import Document
 from kimmy_swarm.agents.tools.search import stem, tokenize_terms
-from kimmy_swarm.agents.tools.themes import Theme, default_k
+from kimmy_swarm.agents.tools.themes import Theme, check_grouping, default_k
 
 __all__ = ["GENERIC_TERMS", "OTHER_WORK", "is_generic", "research_lines"]
 
@@ -301,12 +301,7 @@ def research_lines(
     Raises:
         ValueError: `k` < 1, or two documents share an id.
     """
-    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
-        raise ValueError(f"k must be a positive integer or None, got {k!r}")
-    ids = [d.id for d in documents]
-    if len(set(ids)) != len(ids):
-        dup = next(i for i, c in Counter(ids).items() if c > 1)
-        raise ValueError(f"document id {dup!r} occurs more than once; ids must be unique")
+    ids = check_grouping(documents, k)
     if not documents:
         return []
     excluded = {stem(w.lower()) for t in exclude_terms for w in str(t).split()}

@@ -156,6 +156,21 @@ def _unique_label(terms: list[str], size: int, used: set[str]) -> str:
     return label
 
 
+def check_grouping(documents: Sequence[Document], k: int | None) -> list[str]:
+    """The documents' ids, after the checks every grouping into themes makes.
+
+    Raises:
+        ValueError: `k` < 1, or two documents share an id.
+    """
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+        raise ValueError(f"k must be a positive integer or None, got {k!r}")
+    ids = [d.id for d in documents]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i, c in Counter(ids).items() if c > 1)
+        raise ValueError(f"document id {dup!r} occurs more than once; ids must be unique")
+    return ids
+
+
 def find_themes(
     documents: Sequence[Document],
     *,
@@ -185,12 +200,7 @@ def find_themes(
     Raises:
         ValueError: `k` < 1, or two documents share an id.
     """
-    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
-        raise ValueError(f"k must be a positive integer or None, got {k!r}")
-    ids = [d.id for d in documents]
-    if len(set(ids)) != len(ids):
-        dup = next(i for i, c in Counter(ids).items() if c > 1)
-        raise ValueError(f"document id {dup!r} occurs more than once; ids must be unique")
+    ids = check_grouping(documents, k)
     n = len(ids)
     if n == 0:
         return []
