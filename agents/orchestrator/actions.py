@@ -281,7 +281,7 @@ class Actions:
             except UnknownFieldError as exc:
                 raise ToolError(str(exc)) from None
             except NothingMeetsError as exc:
-                raise ToolError(str(exc) + _without_query(view, where, query)) from None
+                raise ToolError(_without_query(view, where, query, docs) or str(exc)) from None
         parts = chunks(docs, per_task=per_task, tasks=tasks)
         subtasks = []
         for part in parts:
@@ -457,18 +457,26 @@ def _asked_for(goal: str, where: list[Condition]) -> tuple[list[Condition], list
     return kept, dropped
 
 
-def _without_query(view: CorpusView, where: list[Condition], query: str | None) -> str:
-    """When a fan-out over a query kept nothing after `where`: how many documents of the
-    whole corpus meet `where` alone (the 1.5B fanned out over the query "citations" with
-    `where citations > 100`, and the query had already left out every such paper)."""
+def _without_query(
+    view: CorpusView, where: list[Condition], query: str | None, matched: list[str]
+) -> str:
+    """When a fan-out over a query kept nothing after `where` but documents of the whole
+    corpus meet `where` alone: the query left them out, and the message says so first (the
+    1.5B fanned out over the query "single author" with `where n_authors == 1`, was told
+    "n_authors is one of: 2, 3, …" of the query's documents, and took the goal's condition
+    for the wrong one). "" when the query is not the cause."""
     if query is None:
         return ""
     try:
         alone, _ = view.select(view.ids, where)
     except (UnknownFieldError, NothingMeetsError):
         return ""
-    return (f"; without the query {query!r}, {len(alone)} documents meet where: give "
-            "all_documents=true instead of the query")  # fmt: skip
+    said = "; ".join(c.words() for c in where)
+    n, k = len(matched), len(alone)
+    return (f"the query {query!r} matched {n} document{'s' * (n != 1)} and none of them "
+            f"meets where ({said}), but {k} document{'s' * (k != 1)} of the corpus "
+            f"{'do' if k != 1 else 'does'}: the query left {'them' if k != 1 else 'it'} out. "
+            "Give all_documents=true with the same where instead of the query")  # fmt: skip
 
 
 def _arguments(tool: Tool, arguments: str) -> dict[str, Any]:

@@ -240,8 +240,14 @@ def test_a_query_that_leaves_out_what_where_wants_says_so(view: CorpusView) -> N
     cited = [{"field": "citations", "op": ">", "value": 100}]
     told = _call(actions, "fan_out", {"agent": "extractor", "task": "R.", "query": "policy",
                                       "where": cited})  # fmt: skip
-    assert told.endswith("; without the query 'policy', 1 documents meet where: give "
-                         "all_documents=true instead of the query")  # fmt: skip
+    # the message leads with the query's part: the values of `citations` among the query's
+    # documents would read as if the condition were wrong (issue 33, "single author")
+    assert told == (
+        "error: the query 'policy' matched 1 document and none of them meets where "
+        "(citations > 100.0), but 1 document of the corpus does: the query left it out. "
+        "Give all_documents=true with the same where instead of the query"
+    )
+    assert "ranges from" not in told
     assert ctx.spawned == []
 
 
