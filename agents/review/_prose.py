@@ -125,7 +125,9 @@ def attribution(authors: Sequence[str], year: int | None, title: str, status: st
     return f"{names[0]} et al. ({when})"
 
 
-def _agree(verb: str, subject: str) -> str:
+def agree(verb: str, subject: str) -> str:
+    """`verb` (its base form) in the number of `subject`: "show" for "Zhang et al. (2017)"
+    and "Kim and Lee (2016)", "shows" for "Kim (2016)"."""
     plural = " et al." in subject or " and " in subject
     if plural or not verb.isalpha():
         return verb
@@ -134,6 +136,12 @@ def _agree(verb: str, subject: str) -> str:
     if verb.endswith(("s", "sh", "ch", "x", "z")):
         return verb + "es"
     return verb + "s"
+
+
+def in_third_person(text: str) -> str:
+    """`text` with its first-person words in the third person ("our model" → "their
+    model"), for words of a sentence whose subject is said elsewhere."""
+    return _FIRST_PERSON_RE.sub(lambda m: _FIRST_PERSON[m.group(1)], text)
 
 
 def parenthetical(subject: str) -> str:
@@ -161,17 +169,17 @@ def third_person(sentence: str, subject: str, title: str = "") -> str:
     if opening:
         verb = opening.group(1)
         rest = text[opening.end() :]
-        text = f"{subject} {_agree(verb, subject)}{rest}"
+        text = f"{subject} {agree(verb, subject)}{rest}"
     elif _THIS_PAPER.match(text) and not subject.startswith("“"):
         rest = text[_THIS_PAPER.match(text).end() :].lstrip()
         text = f"The paper by {subject} {rest}"
     elif subject.startswith("“") and _doc_verb(text.split(" ", 1)[0]) and " " in text:
         verb, rest = text.split(" ", 1)
-        text = f"{subject} {_agree(_doc_verb(verb) or verb, subject)} {rest}"
+        text = f"{subject} {agree(_doc_verb(verb) or verb, subject)} {rest}"
     elif embedded and not subject.startswith("“"):
         adverb, verb = embedded.group("adverb") or "", embedded.group("verb")
         text = (
-            f"{text[: embedded.start()]}{subject} {adverb}{_agree(verb, subject)}"
+            f"{text[: embedded.start()]}{subject} {adverb}{agree(verb, subject)}"
             f"{text[embedded.end() :]}"
         )
     else:
@@ -184,7 +192,7 @@ def third_person(sentence: str, subject: str, title: str = "") -> str:
         if not _FIRST_PERSON_RE.search(text) and text.endswith((".", "!")) and text[:1].isupper():
             return f"{text[:-1].rstrip()} {parenthetical(subject)}{text[-1]}"
         lead = text[:1].lower() + text[1:] if text[:2].istitle() else text
-        text = f"{subject} {_agree('report', subject)} that {lead}"
+        text = f"{subject} {agree('report', subject)} that {lead}"
     return _FIRST_PERSON_RE.sub(lambda m: _FIRST_PERSON[m.group(1)], text)
 
 
@@ -258,8 +266,10 @@ def theme_title(label: str) -> str:
 
 __all__ = [
     "CONNECTORS",
+    "agree",
     "attribution",
     "in_sentence",
+    "in_third_person",
     "is_miscellany",
     "opens_with_source",
     "parenthetical",

@@ -1,9 +1,15 @@
 """One theme's section, offline: a synthesis paragraph, then its claims in paragraphs.
 
-The summary says what the theme's papers share (phrases several of them use, with the
-papers that use them), how they differ (the lines of work they fall into) and who reports
-what number; the claims follow grouped — a paragraph per shared line of work, one for the
-other papers, one with the reported results, one for the open questions the papers name.
+The summary compares the theme's papers: what they share (the phrases several of them use,
+with the papers that use them: "Three of the six papers write of *image generation* (…)"),
+how they differ in method (each paper's method in its own words, side by side: "Durugkar
+et al. (2017) extend GANs to multiple discriminators (GMAN); Yang et al. (2017) take scene
+structure and context into account (LR-GAN); …", `_methods`; or, where fewer than two
+papers name one, the lines of work they fall into), what numbers two papers report on the
+same benchmark ("On Atari, …"), and who reports what other number. The claims follow
+grouped — a paragraph per shared line of work (never one named like the theme itself), one
+for the other papers, one with the reported results, one for the open questions the papers
+name.
 Every claim is a researcher's quoted finding, attributed to its paper
 (`_prose.third_person`). A connector that links ("Similarly, …") opens a claim only when it
 is about what the claim before it is about (both name the shared phrase, or they share
@@ -15,7 +21,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kimmy_swarm.agents.review._methods import method_of
 from kimmy_swarm.agents.review._prose import (
+    agree,
     attribution,
     opens_with_source,
     parenthetical,
@@ -27,6 +35,7 @@ from kimmy_swarm.agents.review._synthesis import (
     cite_list,
     group_by_phrase,
     headline,
+    shared_benchmarks,
     shared_phrases,
     states_measure,
 )
@@ -60,9 +69,11 @@ class SectionLimits:
     max_results: int = 6
     max_open_questions: int = 3
     max_groups: int = 4
+    #: The most papers whose methods the summary sets side by side.
+    max_methods: int = 6
 
     def __post_init__(self) -> None:
-        for name in ("max_results", "max_open_questions", "max_groups"):
+        for name in ("max_results", "max_open_questions", "max_groups", "max_methods"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
 
@@ -87,12 +98,100 @@ def _text_of(notes: PaperNotes) -> str:
     return " ".join([notes.title, notes.contribution, *(f.passage for f in notes.findings)])
 
 
-def _phrase_list(phrases: Sequence[SharedPhrase], cite: dict[str, str]) -> str:
-    parts = [
-        f"*{p.phrase}* ({len(p.doc_ids)}: {cite_list([cite[d] for d in p.doc_ids])[1:-1]})"
-        for p in phrases
-    ]
-    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+_COUNTS = (
+    "no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    "eleven", "twelve",
+)  # fmt: skip
+
+
+def _count(k: int) -> str:
+    return _COUNTS[k] if k < len(_COUNTS) else str(k)
+
+
+def _and(items: Sequence[str], sep: str = ", ") -> str:
+    if len(items) <= 2:
+        return " and ".join(items)
+    return sep.join(items[:-1]) + f"{sep.strip()} and " + items[-1]
+
+
+def _shared_sentence(
+    phrases: Sequence[SharedPhrase], cite: dict[str, str], n: int, noun: str
+) -> str:
+    """ "Three of the six papers write of *image generation* (A, 2017; …), two of *x* (…)."
+    — up to three phrases, none inside another one named."""
+    shown: list[SharedPhrase] = []
+    for p in phrases:
+        mine = " ".join(_fold(p.phrase))
+        if len(shown) < 3 and not any(
+            mine in (theirs := " ".join(_fold(q.phrase))) or theirs in mine for q in shown
+        ):
+            shown.append(p)
+    parts = []
+    for i, p in enumerate(shown):
+        k, cites = len(p.doc_ids), cite_list([cite[d] for d in p.doc_ids])
+        if i:
+            parts.append(f"{'all ' + _count(n) if k == n else _count(k)} of *{p.phrase}* {cites}")
+        else:
+            who = f"All {_count(n)} {noun}" if k == n else f"{_count(k)} of the {_count(n)} {noun}"
+            parts.append(f"{who[:1].upper()}{who[1:]} write of *{p.phrase}* {cites}")
+    return _and(parts) + "."
+
+
+def _subject(notes: PaperNotes) -> str:
+    return attribution(notes.authors, notes.year, notes.title, notes.status)
+
+
+def _contribution_of(notes: PaperNotes) -> str:
+    for i, finding in enumerate(notes.findings):
+        if _kind(notes, i, finding) == "contribution":
+            return finding.passage
+    return notes.contribution
+
+
+def _methods_sentence(papers: Sequence[PaperNotes], order: Sequence[str], limit: int) -> str:
+    """How the papers differ in method, each in its own words (`_methods.method_of`):
+    "They differ in how they go about it: A extend …; B take … (LR-GAN); and C …"; "" when
+    fewer than two papers name a method. A method said just as its paper's claim says it
+    (the whole contribution sentence) is left to the claim. Papers whose method has a name
+    come first when there are more than `limit`; the sentence keeps the section's order."""
+    by_id = {n.doc_id: n for n in papers}
+    found = []
+    for doc_id in order:
+        notes = by_id[doc_id]
+        method = method_of(_contribution_of(notes)) if notes.authors else None
+        claims = {f.text.rstrip(".") for f in notes.findings}
+        if method is not None and method.said_of(_subject(notes)) not in claims:
+            found.append((doc_id, method))  # a method that is its whole claim says no more
+    if len(found) < 2 or limit < 2:
+        return ""
+    kept = {d for d, _ in sorted(found, key=lambda f: not f[1].name)[:limit]}
+    items = [m.said_of(_subject(by_id[d])) for d, m in found if d in kept]
+    more = len(papers) - len(items)
+    tail = (
+        f" The other {_count(more)} {'is' if more == 1 else 'are'} set out below." if more else ""
+    )
+    said = ", whereas ".join(items) if len(items) == 2 else _and(items, sep="; ")
+    return f"They differ in how they go about it: {said}.{tail}"
+
+
+def _benchmark_sentences(papers: Sequence[PaperNotes]) -> tuple[list[str], set[str]]:
+    """ "On Atari, A report 880% expert human performance, and B report up to 200 frames."
+    for each benchmark two or more papers report a number on; and the papers named."""
+    results = {
+        n.doc_id: [f.passage for i, f in enumerate(n.findings) if _kind(n, i, f) == "result"]
+        for n in papers
+        if n.authors
+    }
+    by_id = {n.doc_id: n for n in papers}
+    out, named = [], set()
+    for benchmark, figures in shared_benchmarks(results)[:2]:
+        said = []
+        for doc_id, figure in figures:
+            subject = _subject(by_id[doc_id])
+            said.append(f"{subject} {agree('report', subject)} {figure}")
+            named.add(doc_id)
+        out.append(f"On {benchmark}, {_and(said)}.")
+    return out, named
 
 
 def _summary(
@@ -102,6 +201,8 @@ def _summary(
     left: Sequence[str],
     numbers: Sequence[tuple[str, str]],
     terms: Sequence[str],
+    *,
+    max_methods: int = 6,
 ) -> str:
     cite = {n.doc_id: short_cite(n) for n in papers}
     years = sorted({n.year for n in papers if n.year is not None})
@@ -111,23 +212,38 @@ def _summary(
     noun = _noun(papers)
     out = [f"{n} {noun if n != 1 else noun[:-1]}{span}."]
     if phrases:
-        shared = _phrase_list(phrases[:3], cite)
-        out.append(f"Common ground, in the {noun}' own words: {shared}.")
+        out.append(_shared_sentence(phrases, cite, n, noun))
     elif terms:
         out.append(f"They share the theme's vocabulary ({', '.join(terms[:5])}) but no phrase.")
-    if groups:
+    order = [d for g in groups for d in g.doc_ids] + list(left)
+    methods = _methods_sentence(papers, order, max_methods)
+    if methods:
+        out.append(methods)
+    elif groups:
         lines = [f"{p.phrase} ({len(p.doc_ids)})" for p in groups]
         if left:
             lines.append(f"{'other lines' if noun == 'papers' else 'other ' + noun} ({len(left)})")
-        joined = lines[0] if len(lines) == 1 else ", ".join(lines[:-1]) + " and " + lines[-1]
         what = "the line of work they take up" if noun == "papers" else "what they cover"
-        out.append(f"They differ in {what}: {joined}.")
-    if not any(p.authors for p in papers):
-        pass  # documentation states no results to set side by side
-    elif numbers:
+        out.append(f"They differ in {what}: {_and(lines)}.")
+    compared, named = _benchmark_sentences(papers)
+    out += compared
+    numbers = [(d, figure) for d, figure in numbers if d not in named]
+    if any(p.authors for p in papers) and numbers:  # documentation states no results
         who = "; ".join(f"{cite[d]}: {figure}" for d, figure in numbers)
         out.append(f"Who reports what number, each on its own tasks and data: {who}.")
     return " ".join(out)
+
+
+def _fold(text: str) -> tuple[str, ...]:
+    return tuple(w[:-1] if w.endswith("s") else w for w in text.lower().split())
+
+
+def _names_theme(phrase: str, title: str, terms: Sequence[str]) -> bool:
+    """Whether `phrase` is the theme's own name (its title, or, without one, one of its
+    first two terms, which name it): a paragraph so named under the theme's heading would
+    only repeat it ("**Image generation.**" under "## Image generation")."""
+    names = [t for t in title.replace(",", "/").replace(" and ", "/").split("/") if t.strip()]
+    return _fold(phrase) in {_fold(t) for t in (names or terms[:2])}
 
 
 def _linked(before: str, text: str, phrase: str, common: frozenset[str] = frozenset()) -> bool:
@@ -172,6 +288,7 @@ def theme_section(
     *,
     topic: str = "",
     terms: Sequence[str] = (),
+    title: str = "",
     limits: SectionLimits = SectionLimits(),
 ) -> tuple[str, list[Claim]]:
     """(summary, claims) of one theme's section from its papers' notes.
@@ -181,11 +298,14 @@ def theme_section(
         papers: the researchers' notes, in theme order.
         topic: the review's topic (its words are not named as shared: all papers share them).
         terms: the theme's vocabulary, said when no phrase is shared.
-        limits: how many results and open questions, and how many groups at most.
+        title: the section's title (its words name no paragraph); without it, the first
+            two terms stand for it.
+        limits: how many results, open questions, groups and methods at most.
     """
     by_id = {n.doc_id: n for n in papers}
     phrases = shared_phrases({n.doc_id: _text_of(n) for n in papers}, exclude=topic.lower().split())
-    groups, left = group_by_phrase(list(by_id), phrases, max_groups=limits.max_groups)
+    lines = [p for p in phrases if not _names_theme(p.phrase, title, terms)]
+    groups, left = group_by_phrase(list(by_id), lines, max_groups=limits.max_groups)
     first: dict[str, str] = {}
     results: list[tuple[str, str]] = []
     measured: set[str] = set()
@@ -240,7 +360,9 @@ def theme_section(
         for d, text in results
         if d in measured and (figure := headline(split_attribution(text)[1]))
     ]
-    summary = _summary(papers, phrases, groups, left, numbers, terms)
+    summary = _summary(
+        papers, phrases, groups, left, numbers, terms, max_methods=limits.max_methods
+    )
     return summary, claims
 
 

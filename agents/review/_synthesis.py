@@ -3,8 +3,10 @@
 Extractive, like the rest of the offline policy: the shared phrases are word n-grams that
 occur in the notes of two or more of the theme's papers (scikit-learn's `CountVectorizer`
 counts them), the groups put each paper under the most widely shared phrase it uses, and
-the statements that fill them are the researchers' quoted findings. Nothing is paraphrased:
-a phrase is named only with the papers it occurs in.
+the statements that fill them are the researchers' quoted findings. The numbers two papers
+report on the same named benchmark or metric (CIFAR-10, Atari, inception score, human
+performance: `shared_benchmarks`) are set side by side, each as its paper states it.
+Nothing is paraphrased: a phrase is named only with the papers it occurs in.
 """
 
 from __future__ import annotations
@@ -196,6 +198,85 @@ def headline(text: str, words: int = 5) -> str:
     return figure.removeprefix("of ")  # "an error rate of 3.65" → "3.65"
 
 
+#: Datasets, benchmarks and metrics whose numbers two papers can set side by side.
+_BENCHMARK = re.compile(
+    r"\b(?:CIFAR-?100?|MNIST|SVHN|ImageNet|CelebA|LSUN|STL-10|Omniglot|Atari|MuJoCo|Labyrinth"
+    r"|VizDoom|bAbI|SQuAD|Penn Treebank|PTB|MS ?COCO|PASCAL VOC|text8|enwik8|WikiText-\d+|CLEVR"
+    r"|TIMIT|[Ii]nception scores?|(?:expert |human-level )?human performance)\b"
+    r"|\b(?:on|in) the (?P<named>[A-Z][\w-]*[A-Z0-9][\w-]*) (?:dataset|benchmark|domain)\b"
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+
+
+def _benchmark_key(surface: str) -> str:
+    low = surface.lower().replace(" ", "")
+    if "humanperformance" in low:
+        return "human performance"
+    return "inception score" if low.startswith("inceptionscore") else low.replace("-", "")
+
+
+_CLAUSE = re.compile(r"[,;]\s|\s(?:and|while|whereas|but)\s")
+
+
+def _nearest_figure(sentence: str, at: int, end: int) -> str:
+    """The measured number of `sentence` that goes with the benchmark at `at`…`end`: the
+    last one before it in its clause ("95.1% accuracy on CIFAR-10"), else the first after it
+    in its clause, else the nearest in the sentence; with what it measures."""
+    found = list(_MEASURE.finditer(sentence))
+    if not found:
+        return ""
+    bounds = [0, *(m.end() for m in _CLAUSE.finditer(sentence)), len(sentence) + 1]
+    lo = max(b for b in bounds if b <= at)
+    hi = min(b for b in bounds if b > end)
+    before = [m for m in found if lo <= m.start() < at]
+    after = [m for m in found if end <= m.start() < hi]
+    near = (before[-1:] or after[:1] or [min(found, key=lambda m: abs(m.start() - at))])[0]
+    start = near.start()
+    while start > 0 and not sentence[start - 1].isspace():
+        start -= 1  # "880%" whole, "(3.65" from its number
+    lead = re.match(r"(?:of|by|to|from) (?=\d)", sentence[start:])
+    start += lead.end() if lead else 0
+    figure = headline(sentence[start:].lstrip("("))
+    measured = re.search(r"((?:\b(?:an?|the) )?(?:[\w-]+ ){1,3})of $", sentence[:start])
+    if measured and figure:  # "a test error rate of 3.65": what is measured comes first
+        figure = f"{measured.group(1)}of {figure}"
+    named = sentence[at:end]
+    return re.sub(rf"\s+(?:on|in) (?:the )?{re.escape(named)}.*$", "", figure)
+
+
+def benchmark_figures(text: str) -> dict[str, tuple[str, str]]:
+    """The benchmarks `text` reports a measured number on: key → (the benchmark as the text
+    names it, the nearest number with what it measures): "… on Atari, averaging 880% expert
+    human performance" → {"atari": ("Atari", "880% expert human performance"), …}."""
+    out: dict[str, tuple[str, str]] = {}
+    for sentence in _SENTENCE_END.split(text):
+        for found in _BENCHMARK.finditer(sentence):
+            surface = found.group("named") or found.group(0)
+            figure = _nearest_figure(sentence, found.start(), found.end())
+            if figure:
+                out.setdefault(_benchmark_key(surface), (surface, figure))
+    return out
+
+
+def shared_benchmarks(
+    texts: Mapping[str, Sequence[str]],
+) -> list[tuple[str, list[tuple[str, str]]]]:
+    """The benchmarks on which two or more documents report a measured number: [(the
+    benchmark, [(document id, its number with what it measures), …]), …], the most
+    reported first, documents in the order of `texts` (a document id → its results)."""
+    by_key: dict[str, list[tuple[str, str, str]]] = {}
+    for doc_id, results in texts.items():
+        seen: dict[str, tuple[str, str]] = {}
+        for text in results:
+            for key, named in benchmark_figures(text).items():
+                seen.setdefault(key, named)
+        for key, (surface, figure) in seen.items():
+            by_key.setdefault(key, []).append((doc_id, surface, figure))
+    shared = [v for v in by_key.values() if len(v) >= 2]
+    shared.sort(key=lambda v: -len(v))
+    return [(v[0][1], [(d, f) for d, _, f in v]) for v in shared]
+
+
 def cite_list(cites: Sequence[str], *, at_most: int = 3) -> str:
     """ "(A, 2017; B, 2016; and 4 more)" from short citations "A, 2017"."""
     shown = "; ".join(cites[:at_most])
@@ -205,9 +286,11 @@ def cite_list(cites: Sequence[str], *, at_most: int = 3) -> str:
 
 __all__ = [
     "SharedPhrase",
+    "benchmark_figures",
     "cite_list",
     "group_by_phrase",
     "headline",
+    "shared_benchmarks",
     "shared_phrases",
     "states_measure",
 ]

@@ -276,6 +276,7 @@ def write_section(run: Attempt) -> Section:
         papers,
         topic=str(run.inputs.get("topic") or ""),
         terms=list(run.inputs.get("terms") or []),
+        title=label,
     )
     rows: list[ComparisonRow] = []
     for notes in papers:

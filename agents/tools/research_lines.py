@@ -7,13 +7,25 @@ contribution (the caller picks them; by default the title and the text's first t
 sentences). Its key terms are the words and phrases of two or three words there
 (`agents.tools._phrases`) that the papers of the set use far more often than the corpus
 they come from does, and that no more than half of them share (a term every paper uses
-splits nothing). Papers are clustered (k-means) by the key terms they carry anywhere in
-title and text, each term weighted by its rarity in the set.
+splits nothing). Themes are chosen greedily: each time the key term worth most for the
+papers no theme holds yet (more papers, higher lift, a phrase or a word that names a line
+alone — "exploration" — above a bare word) that can name them, with the papers that carry
+it in title or text.
 
-A theme is named only by a key term that most of its papers (over half) carry, written as
-its papers write it, a phrase preferred to a single word; never by a generic term
-(`GENERIC_TERMS`: "approach", "machine learning", "high resolution", …) or the topic's own
-words. The papers of a cluster that no such term names are put together under "other
+A theme is named by how its papers write its key term (`agents.tools._line_names`): a
+phrase holding it that most of them (over half) carry, or two joined that together are
+("missing modes and mode collapse"), a phrase preferred to a single word and a word alone
+only when it names a process or is a compound noun ("exploration", "f-divergence"); never
+by a generic term (`GENERIC_TERMS`: "approach", "machine learning", "high resolution", …)
+or the topic's own words. A key term that cannot name its papers seeds no theme. Papers
+that carry no theme's name join the theme whose defining terms they share.
+
+The papers left over are grouped again, by their titles and contribution sentences only
+(titles are where authors name their line): seeds are the key terms, and the words and
+phrases two of their titles use far more often than the corpus's titles do
+("optimization"); two papers make a theme, but its name must be written in their titles
+or contribution sentences and pass `_line_names.late_name` ("dialogue", "auxiliary
+tasks"; not a bare plural such as "skills"). The rest are put together under "other
 work", which says what it is.
 """
 
@@ -21,11 +33,19 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from kimmy_swarm.agents.tools._line_names import (
+    NAME_SHARE,
+    lacks_noun,
+    late_name,
+    names_alone,
+    plain_form,
+    seed_name,
+)
 from kimmy_swarm.agents.tools._phrases import Phrase, phrases_of
 from kimmy_swarm.agents.tools.corpus import Document
 from kimmy_swarm.agents.tools.search import stem, tokenize_terms
@@ -60,14 +80,6 @@ _MAX_SHARE = 0.3
 #: A single word names a theme alone only when the set uses it this many times more often
 #: than the corpus ("exploration", not "distribution").
 _WORD_LIFT = 4.5
-#: Endings of English adjectives: a single word with one names no theme.
-_ADJECTIVE_ENDINGS = ("istic", "ive", "al", "ous", "able", "ible", "ful", "less", "ing", "ed")
-#: Endings of verbs ("denoise", "stabilize") and of compound adjectives ("energy-based",
-#: "model-free"): a name ending in one lacks its noun.
-_VERB_ENDINGS = ("ise", "ize")
-_COMPOUND = re.compile(r"-(?:based|free|aware|driven|level|scale|person|like|wise)$", re.I)
-#: A theme's name is carried by more than this share of its papers.
-_NAME_SHARE = 0.5
 _N_INIT = 10
 _WORD = re.compile(r"[^\W\d_][\w-]*[^\W_]")
 
@@ -80,12 +92,20 @@ class _Key:
     stems: Phrase
     forms: Counter[str]
     lift: float
+    #: Found in the titles of the papers no theme holds (its lift is theirs).
+    titled: bool = False
 
     @property
     def shown(self) -> str:
-        # The most used form; of equally used ones the plainest ("reading comprehension",
-        # not "reading COmprehension").
-        return min(self.forms.items(), key=lambda kv: (-kv[1], _capitals(kv[0]), kv[0]))[0]
+        # The form most used, whatever its case; written the plainest way a paper writes it
+        # ("reading comprehension", not "MAchine Reading COmprehension"'s "reading
+        # COmprehension" or an all-capitals title's "READING COMPREHENSION").
+        cased: Counter[str] = Counter()
+        for form, n in self.forms.items():
+            cased[form.lower()] += n
+        most = min(cased.items(), key=lambda kv: (-kv[1], kv[0]))[0]
+        form = min((f for f in self.forms if f.lower() == most), key=lambda f: (_capitals(f), f))
+        return plain_form(form)
 
 
 def _capitals(text: str) -> int:
@@ -165,19 +185,40 @@ def _key_terms(
     return keys, matrix
 
 
+def _title_keys(
+    documents: Sequence[Document],
+    rows: list[int],
+    excluded: set[str],
+    background: Sequence[Document],
+    known: Collection[Phrase],
+) -> tuple[list[_Key], np.ndarray]:
+    """Key terms of the titles of the papers `rows` (no theme holds them): words and
+    phrases two titles at least use, this many times more often than the corpus's titles
+    (`_MIN_LIFT`; "optimization"), not in `known`; and which papers carry each in title or
+    text (papers × keys)."""
+    found: dict[Phrase, Counter[str]] = defaultdict(Counter)
+    for i in rows:
+        for phrase, form in _candidates([documents[i].title], excluded).items():
+            if phrase not in known:
+                found[phrase][form] += 1
+    wide = [tokenize_terms(d.title) for d in background or documents]
+    terms = [tokenize_terms(f"{d.title}\n{d.text}") for d in documents]
+    keys, columns = [], []
+    for phrase, forms in sorted(found.items()):
+        df = sum(_carries(t, phrase) for t in wide)
+        lift = (forms.total() / len(rows)) / ((df + 1) / (len(wide) + 1))
+        if forms.total() > 1 and lift >= _MIN_LIFT:
+            keys.append(_Key(phrase, forms, lift, titled=True))
+            columns.append([_carries(t, phrase) for t in terms])
+    matrix = np.array(columns, dtype=bool).T if columns else np.zeros((len(terms), 0), bool)
+    return keys, matrix
+
+
 def _weight(key: _Key, gain: int) -> float:
     """What a key term is worth as a theme's seed: the papers it brings, times the log of
-    its lift; a phrase twice as much as a word (it names a line more precisely)."""
-    return gain**0.5 * float(np.log(key.lift)) * (2.0 if len(key.stems) > 1 else 1.0)
-
-
-def _lacks_noun(name: str) -> bool:
-    """Whether a name ends without its noun: an adjective, a verb or a compound adjective
-    ("realistic", "denoise", "energy-based")."""
-    last = name.split()[-1].lower() if name.split() else ""
-    if _COMPOUND.search(last):
-        return True
-    return len(name.split()) == 1 and last.endswith(_ADJECTIVE_ENDINGS + _VERB_ENDINGS)
+    its lift; twice as much when it names a line precisely: a phrase, or a word that
+    names a line alone ("exploration", not "game")."""
+    return gain**0.5 * float(np.log(key.lift)) * (2.0 if _precise(key) else 1.0)
 
 
 def _can_name(key: _Key) -> bool:
@@ -185,77 +226,83 @@ def _can_name(key: _Key) -> bool:
     "realistic", "denoise")."""
     if len(key.stems) > 1:
         return True
-    return key.lift >= _WORD_LIFT and not _lacks_noun(key.shown)
+    return key.lift >= _WORD_LIFT and not lacks_noun(key.shown)
 
 
-def _cover(keys: list[_Key], matrix: np.ndarray, limit: int, least: int) -> list[int]:
-    """The key terms that seed the themes (`_can_name`), greedily: each time the one worth
-    most for the papers not yet covered (`_weight`), while it brings at least `least`."""
+def _precise(key: _Key) -> bool:
+    """Whether a key term names a line precisely: a phrase, or a word that names a line
+    alone ("exploration", not "game")."""
+    return len(key.stems) > 1 or names_alone(key.shown)
+
+
+def _can_name_late(key: _Key) -> bool:
+    """Whether a key term can seed a theme among the papers no theme holds: a phrase, or a
+    noun ("dialogue", not "interactive"); `late_name` then asks more of its name."""
+    return len(key.stems) > 1 or not lacks_noun(key.shown)
+
+
+def _gives_way(
+    j: int, keys: list[_Key], gains: np.ndarray, can_name: Callable[[_Key], bool]
+) -> bool:
+    """Whether a phrase seed gives way to a word of it that names a process alone and more
+    papers carry ("exploration strategies" to "exploration")."""
+    words = set(keys[j].stems) if len(keys[j].stems) > 1 else set()
+    return any(
+        len(key.stems) == 1
+        and key.stems[0] in words
+        and gains[i] > gains[j]
+        and can_name(key)
+        and names_alone(key.shown)
+        for i, key in enumerate(keys)
+    )
+
+
+def _cover(
+    keys: list[_Key],
+    matrix: np.ndarray,
+    limit: int,
+    least: int,
+    name_of: Callable[[int, list[int]], str],
+    can_name: Callable[[_Key], bool] = _can_name,
+) -> list[tuple[int, list[int], str]]:
+    """The themes, each as its seed, its papers and its name, chosen greedily: each time
+    the key term (`can_name`) worth most for the papers not yet covered (`_weight`) that
+    brings at least `least` and that `name_of` (seed, papers) can name."""
     covered = np.zeros(matrix.shape[0], dtype=bool)
-    chosen: list[int] = []
+    chosen: list[tuple[int, list[int], str]] = []
+    tried: set[tuple[int, tuple[int, ...]]] = set()
     while len(chosen) < limit:
         gains = (matrix & ~covered[:, None]).sum(axis=0)
-        fit = [j for j in range(len(keys)) if gains[j] >= least and _can_name(keys[j])]
-        if not fit:
-            break
-        best = min(
-            fit,
-            key=lambda j: (-_weight(keys[j], int(gains[j])), -len(keys[j].stems), keys[j].shown),
+        fit = [j for j in range(len(keys)) if gains[j] >= least and can_name(keys[j])]
+        fit.sort(
+            key=lambda j: (-_weight(keys[j], int(gains[j])), -len(keys[j].stems), keys[j].shown)
         )
-        chosen.append(best)
-        covered |= matrix[:, best]
+        for j in fit:
+            rows = [int(i) for i in np.flatnonzero(matrix[:, j] & ~covered)]
+            if (j, tuple(rows)) in tried or _gives_way(j, keys, gains, can_name):
+                continue
+            tried.add((j, tuple(rows)))
+            name = name_of(j, rows)
+            if name:
+                chosen.append((j, rows, name))
+                covered[rows] = True
+                break
+        else:
+            break
     return chosen
 
 
-def _phrases_holding(word: str, texts: Sequence[str]) -> dict[Phrase, tuple[str, set[int]]]:
-    """The phrases of `texts` that hold `word` (a term), as written, with the texts that
-    use each."""
-    out: dict[Phrase, tuple[str, set[int]]] = {}
-    for i, text in enumerate(texts):
-        for form in phrases_of(text).values():
-            key = tuple(tokenize_terms(form))
-            if len(key) > 1 and word in key and not is_generic(form):
-                out.setdefault(key, (form, set()))[1].add(i)
-    return out
-
-
-def _name(key: _Key, texts: Sequence[str], noun: str) -> str:
-    """A theme's name, from its seed and the title and text of its papers (`texts`): the
-    phrase holding the seed that over half of them use, or two that together are ("mode
-    collapse and missing modes"); else the seed itself — completed by the topic's `noun`
-    where it lacks one ("energy-based" → "energy-based GANs"); "" when it cannot name."""
-    holding = _phrases_holding(key.stems[0], texts)
-    if len(key.stems) > 1:
-        holding = {
-            p: v
-            for p, v in holding.items()
-            if len(p) > len(key.stems) and _carries(list(p), key.stems)
-        }
-    ranked = sorted(holding.values(), key=lambda v: (-len(v[1]), -len(v[0]), v[0]))
-    ranked = [v for v in ranked if not _lacks_noun(v[0])]
-    half = _NAME_SHARE * len(texts)
-    whole = len(key.stems) == 1 or _lacks_noun(key.shown)
-    if ranked and len(ranked[0][1]) > half and (whole or len(ranked[0][1]) == len(texts)):
-        return ranked[0][0]
-    two = len(key.stems) == 1 and len(ranked) >= 2 and len(ranked[1][1]) >= 2
-    if two and len(ranked[0][1] | ranked[1][1]) > half:
-        return f"{ranked[0][0]} and {ranked[1][0]}"
-    if _lacks_noun(key.shown):
-        return f"{key.shown} {noun}" if noun and len(key.stems) > 1 else ""
-    return key.shown if _can_name(key) else ""
-
-
 def _attach(
-    matrix: np.ndarray, homes: dict[int, list[int]]
+    matrix: np.ndarray, homes: dict[int, list[int]], among: Collection[int] | None = None
 ) -> tuple[dict[int, list[int]], list[int]]:
-    """Papers that carry no theme's name join the theme whose defining terms (those over
-    half of its papers carry) they carry most of, one at least, as long as most of its
-    papers still carry its name; the rest are other work."""
+    """Papers (of `among`, default all) that carry no theme's name join the theme whose
+    defining terms (those over half of its papers carry) they carry most of, one at least,
+    as long as most of its papers still carry its name; the rest are other work."""
     placed = {i for rows in homes.values() for i in rows}
-    defining = {j: matrix[rows].mean(axis=0) > _NAME_SHARE for j, rows in homes.items()}
+    defining = {j: matrix[rows].mean(axis=0) > NAME_SHARE for j, rows in homes.items()}
     out = {j: list(rows) for j, rows in homes.items()}
     other = []
-    for i in range(matrix.shape[0]):
+    for i in range(matrix.shape[0]) if among is None else sorted(among):
         if i in placed:
             continue
         fits = {
@@ -305,21 +352,40 @@ def research_lines(
     if not documents:
         return []
     excluded = {stem(w.lower()) for t in exclude_terms for w in str(t).split()}
+    topic = frozenset(excluded | {w for t in exclude_terms for w in tokenize_terms(str(t))})
     excluded |= _vocabulary(documents)
     texts = {d.id: [d.title, *(focus or {}).get(d.id, _opening(d))] for d in documents}
     keys, matrix = _key_terms(documents, texts, excluded, background)
     # Lines of research are finer than clusters: two more than `default_k` by default.
     limit = min(k or default_k(len(documents)) + 2, len(documents))
-    homes: dict[int, list[int]] = {}
-    labels: dict[int, str] = {}
     full = [f"{d.title}. {d.text}" for d in documents]
+
+    def name_of(j: int, rows: list[int]) -> str:
+        key = keys[j]
+        texts = [full[i] for i in rows]
+        return seed_name(key.stems, key.shown, texts, (topic_noun, topic), GENERIC_TERMS)
+
     least = 2 if len(documents) < 20 else 3
-    for j in _cover(keys, matrix, limit, least):
-        rows = [i for i in np.flatnonzero(matrix[:, j]) if all(i not in r for r in homes.values())]
-        name = _name(keys[j], [full[i] for i in rows], topic_noun)
-        if name:
-            homes[j], labels[j] = rows, name
-    members, other = _attach(matrix, homes)
+    chosen = _cover(keys, matrix, limit, least, name_of)
+    members, other = _attach(matrix, {j: rows for j, rows, _ in chosen})
+    # The papers no theme holds are grouped again, by their titles and contribution
+    # sentences only, two papers at least, named more strictly (see the module).
+    extra, extra_matrix = _title_keys(
+        documents, other, excluded, background, [k.stems for k in keys]
+    )
+    keys, matrix = keys + extra, np.hstack([matrix, extra_matrix])
+
+    def late_name_of(key: _Key, titles: list[str], focus_texts: list[str]) -> str:
+        words = (topic_noun, topic)
+        alone = not key.titled
+        return late_name(
+            key.stems, key.shown, titles, focus_texts, words, GENERIC_TERMS, alone=alone
+        )
+
+    lines = [texts[d.id] for d in documents]
+    late, late_members, other = _regroup(keys, lines, other, limit, late_name_of)
+    members |= late_members
+    labels = {j: name for j, _, name in [*chosen, *late]}
     groups: dict[str, list[int]] = defaultdict(list)
     for j, rows in members.items():
         groups[labels[j]] += rows
@@ -330,6 +396,39 @@ def research_lines(
         Theme(f"theme-{n}", label, _terms(keys, matrix, rows), _ordered(matrix, rows, ids))
         for n, (label, rows) in enumerate(themes, 1)
     ]
+
+
+def _regroup(
+    keys: list[_Key],
+    lines: list[list[str]],
+    rows: list[int],
+    limit: int,
+    name: Callable[[_Key, list[str], list[str]], str],
+) -> tuple[list[tuple[int, list[int], str]], dict[int, list[int]], list[int]]:
+    """The themes of the papers `rows` by the key terms their title and contribution
+    sentences (`lines`) carry, two papers at least, each named by `name` (key, titles,
+    lines) and, for a single word, written in a title; their members (with the papers
+    that carry their defining terms there) and the papers still left."""
+    in_focus = _carried_in(keys, [tokenize_terms("\n".join(t)) for t in lines], rows)
+    in_title = _carried_in(keys, [tokenize_terms(t[0]) for t in lines], rows)
+
+    def name_of(j: int, members: list[int]) -> str:
+        if len(keys[j].stems) == 1 and not in_title[members, j].any():
+            return ""
+        return name(keys[j], [lines[i][0] for i in members], [". ".join(lines[i]) for i in members])
+
+    late = _cover(keys, in_focus, limit, 2, name_of, _can_name_late)
+    members, left = _attach(in_focus, {j: found for j, found, _ in late}, rows)
+    return late, members, left
+
+
+def _carried_in(keys: list[_Key], terms: list[list[str]], rows: list[int]) -> np.ndarray:
+    """Which of the papers `rows` carry each key term in `terms` (papers × keys; the other
+    papers carry none)."""
+    out = np.zeros((len(terms), len(keys)), dtype=bool)
+    for i in rows:
+        out[i] = [_carries(terms[i], key.stems) for key in keys]
+    return out
 
 
 def _terms(keys: list[_Key], matrix: np.ndarray, rows: list[int]) -> tuple[str, ...]:

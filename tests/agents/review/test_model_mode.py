@@ -54,9 +54,10 @@ def test_review_in_model_mode_over_http(tmp_path: Path, iclr: Corpus, bad_doc: s
         )
         requests = srv.chat_requests
     assert outcome.status == "completed", outcome.problems
-    # find_themes suggests four lines of research and "other work" (issue 37; the model
-    # here takes the suggestion as it is).
-    assert outcome.relevant == 12 and outcome.themes == 5
+    # find_themes suggests lines of research (and "other work" for papers none names); how
+    # many is the grouping's business (issue 37), not this test's: the model here takes the
+    # suggestion as it is, one section per theme (checked below).
+    assert outcome.relevant == 12 and outcome.themes >= 2
     # every sub-agent used the model, answering from its brief (the briefs' tool calls are
     # the sub-agents' steps)
     assert all(r.body["model"] == "test-model" for r in requests)
@@ -74,6 +75,10 @@ def test_review_in_model_mode_over_http(tmp_path: Path, iclr: Corpus, bad_doc: s
     # one invented claim per theme, each flagged
     assert len(bogus) == outcome.themes and all(c["verdict"] == "unsupported" for c in bogus)
     review = (out / "review.md").read_text()
+    headings = [line for line in review.splitlines() if line.startswith("## ")]
+    fixed = {f"## {h}" for h in ("Introduction", "Comparison", "Timeline", "Conclusion")}
+    fixed |= {"## Flagged claims", "## References"}
+    assert len([h for h in headings if h not in fixed]) == outcome.themes, headings
     assert "A model-written introduction." in review
     assert "~~This method improves accuracy by exactly 97.3 percent" in review
     kept = [c for c in claims if c["verdict"] == "supported"]

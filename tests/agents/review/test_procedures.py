@@ -360,9 +360,12 @@ def test_writer_synthesizes_a_theme(iclr: Corpus) -> None:
     summary, claims = section["summary"], section["claims"]
     assert summary.startswith("8 papers from 2017.")
     # what they share: each named phrase occurs in the notes of every paper cited with it
-    shared = re.findall(r"\*([^*]+)\* \((\d+): ([^)]*)\)", summary)
+    # ("Five of the eight papers write of *policy gradient* (A, 2017; B, 2017; and 3 more)")
+    shared = re.findall(r"\*([^*]+)\* \(([^)]*(?:\([^)]*\)[^)]*)*)\)", summary)
     assert shared, summary
-    for phrase, count, cites in shared:
+    for phrase, cites in shared:
+        more = re.search(r"; and (\d+) more$", cites)
+        count = len(cites.split("; ")) - bool(more) + (int(more.group(1)) if more else 0)
         texts = {
             d: " ".join(
                 " ".join([n["title"], n["contribution"], *(f["passage"] for f in n["findings"])])

@@ -1,16 +1,30 @@
-"""A theme's section as a comparison (issue 37): what its papers share, who reports what
-number, and connectors only between claims about the same thing."""
+"""A theme's section as a comparison (issue 37): what its papers share, how their methods
+differ, who reports what number (side by side on a shared benchmark), and connectors only
+between claims about the same thing."""
 
 from __future__ import annotations
 
 import itertools
 import json
+import re
 from pathlib import Path
 
+from kimmy_swarm.agents.review._prose import (
+    attribution,
+    in_third_person,
+    plain_tex,
+    split_attribution,
+    surname,
+    third_person,
+)
 from kimmy_swarm.agents.review._section_prose import RESULTS, _content, theme_section
 from kimmy_swarm.agents.review._synthesis import headline
 from kimmy_swarm.agents.review.schemas import Finding, PaperNotes
+from kimmy_swarm.agents.tools.corpus import Corpus
 from kimmy_swarm.agents.tools.search import tokenize_terms
+
+#: How a section's summary opens its comparison of the papers' methods.
+DIFFER = "They differ in how they go about it: "
 
 
 def _notes(i: int, author: str, contribution: str, result: str = "") -> PaperNotes:
@@ -82,3 +96,101 @@ def test_the_reviews_say_who_reports_what_and_link_no_unrelated_claims(
             if after["claim"].startswith("Similarly, ") and before["group"] == after["group"]:
                 shared = set(_content(before["claim"])) & set(_content(after["claim"]))
                 assert shared - common, (before["claim"], after["claim"])
+
+
+def _paper(i: int, author: str, contribution: str, result: str = "") -> PaperNotes:
+    """Notes as the researcher writes them: each finding its sentence in the third person."""
+    subject = attribution([f"A. {author}"], 2017, "")
+    findings = [
+        Finding(text=third_person(contribution, subject), passage=contribution, kind="contribution")
+    ]
+    if result:
+        findings.append(Finding(text=third_person(result, subject), passage=result, kind="result"))
+    return PaperNotes(
+        doc_id=f"d{i}",
+        title=f"Paper {i} on memory networks",
+        year=2017,
+        authors=[f"A. {author}"],
+        contribution=contribution,
+        findings=findings,
+    )
+
+
+PAPERS = [
+    _paper(0, "Kim", "We propose MemNet, a model that stores facts in memory networks.",
+           "We reach a test error of 3.65% on CIFAR-10."),
+    _paper(1, "Lee", "We introduce a method to query memory networks by attending over slots.",
+           "Our model reaches 95.1% accuracy on CIFAR-10 and 80.2% on SVHN."),
+    _paper(2, "Park", "We study memory networks for legal text, where clauses are long.",
+           "We improve recall by 12 points on SQuAD."),
+]  # fmt: skip
+
+
+def test_the_summary_says_what_they_share_and_how_their_methods_differ() -> None:
+    summary, _ = theme_section("t", PAPERS)
+    assert "All three papers write of *memory networks* (Kim, 2017; Lee, 2017; Park, 2017)." in (
+        summary
+    )
+    assert (
+        f"{DIFFER}Kim (2017) stores facts in memory networks (MemNet); Lee (2017) queries "
+        "memory networks by attending over slots; and Park (2017) studies memory networks for "
+        "legal text."
+    ) in summary
+
+
+def test_numbers_on_the_same_benchmark_are_set_side_by_side() -> None:
+    summary, _ = theme_section("t", PAPERS)
+    assert (
+        "On CIFAR-10, Kim (2017) reports a test error of 3.65% and Lee (2017) reports 95.1% "
+        in (summary)
+    )  # Lee's 80.2% is on SVHN, not CIFAR-10
+    # the others' numbers are still said, each on its own tasks, but none twice
+    assert "Who reports what number, each on its own tasks and data: Park, 2017: by 12" in summary
+    assert "Kim, 2017:" not in summary
+
+
+def test_no_paragraph_is_named_like_the_theme() -> None:
+    groups = {c.group for c in theme_section("t", PAPERS)[1]}
+    assert "Memory networks" in groups  # without the title, the shared phrase names one
+    for kwargs in ({"title": "Memory networks"}, {"terms": ["memory", "memory networks"]}):
+        groups = {c.group for c in theme_section("t", PAPERS, **kwargs)[1]}
+        assert "Memory networks" not in groups, kwargs
+
+
+def _methods(summary: str) -> list[str]:
+    """The items of a summary's comparison of methods ("A extend …", "B take …")."""
+    if DIFFER not in summary:
+        return []
+    text = summary.split(DIFFER, 1)[1].split(". The other ")[0].removesuffix(".")
+    return re.split(r"(?:; (?:and )?|, whereas )(?=[^;]*? \(\d{4}[,)])", text)
+
+
+def test_each_review_compares_the_methods_of_a_themes_papers_in_their_words(
+    gan_review: Path, rl_review: Path, iclr: Corpus
+) -> None:
+    expected = {
+        gan_review: "Durugkar et al. (2017) extend GANs to multiple discriminators (GMAN)",
+        rl_review: "Gu et al. (2017) use a Taylor expansion of the off-policy critic as a "
+        "control variate (Q-Prop)",
+    }
+    for folder, method in expected.items():
+        md = (folder / "review.md").read_text()
+        summaries = [block.split("\n\n")[1] for block in md.split("\n## ")[2:] if "\n\n" in block]
+        compared = [_methods(s) for s in summaries]
+        assert method in [m for items in compared for m in items], folder
+        # a comparison sentence names at least two papers' methods
+        assert any(len(items) >= 2 for items in compared), folder
+        for items in compared:
+            for item in items:
+                subject, body = split_attribution(item)
+                first = re.split(r" et al\.| and | \(", subject)[0]
+                words = re.sub(r" \([^()]*\)$", "", body).split()
+                adverb = words[0].endswith("ly") or words[0] in {"first", "then", "now"}
+                rest = " ".join(words[2 if adverb else 1 :])  # past the verb ("jointly learn")
+                texts = [
+                    in_third_person(" ".join(re.sub(r"[{}]", "", plain_tex(d.text)).split()))
+                    for d in iclr
+                    if d.authors and surname(d.authors[0]) == first
+                ]
+                # nothing invented: past its verb, each method is its paper's own words
+                assert any(rest in t for t in texts), item
