@@ -86,9 +86,10 @@ def print_review(outcome: ReviewOutcome, json_lines: bool = False, *, stored: bo
 
 def _review_check_line(outcome: ReviewOutcome) -> str:
     """What the review's fact-check did, never a rate over checks that could not fail: a
-    claim that quotes its passage word for word is counted apart, with what was checked of
-    it (comparing it with the sentence it copies could not find it wrong); a partial run's
-    counts carry no percentage."""
+    claim that quotes its passage word for word is counted apart, with the one check that
+    could fail on it (its attribution: comparing it with the sentence it copies, numbers and
+    caveats included, could not find it wrong); the summaries' own sentences are said to be
+    unchecked; a partial run's counts carry no percentage."""
     files = outcome.files
     tail = "" if outcome.status == "completed" else f" (run {outcome.status}: see the problems)"
     if not files.verbatim:
@@ -98,11 +99,17 @@ def _review_check_line(outcome: ReviewOutcome) -> str:
             f"{files.flagged} flagged{tail}"
         )
     reworded = files.claims - files.verbatim
-    said = f", {reworded} reword it (checked against it)" if reworded else ""
+    said = (
+        f", {reworded} reword it (checked against it: its words, numbers, negations, hedges "
+        "and caveats)"
+        if reworded
+        else ""
+    )
     return (
         f"fact-check: {files.claims} claims, {files.flagged} flagged; {files.verbatim} quote "
-        "their paper word for word (checked: the right paper, and every number, negation, "
-        f"hedge and caveat kept){said}{tail}"
+        "their paper word for word, so only their attribution could fail (checked: the right "
+        f"authors, year and standing){said}; the summaries' own sentences are not "
+        f"checked{tail}"
     )
 
 

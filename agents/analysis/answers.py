@@ -18,7 +18,15 @@ from typing import Any
 
 from kimmy_swarm.agents.analysis.interpret import ALPHA, PART_TITLES, class_name, num, pvalue_text
 
-__all__ = ["LeftOut", "Ranked", "answer_text", "left_out", "left_out_text", "ranked_predictors"]
+__all__ = [
+    "LeftOut",
+    "Ranked",
+    "answer_text",
+    "left_out",
+    "left_out_text",
+    "ranked_by_text",
+    "ranked_predictors",
+]
 
 #: Significant predictors named with their effect in the answer at most (the rest counted).
 MAX_NAMED = 4
@@ -222,13 +230,29 @@ def left_out(
             why = "constant"
         elif full:
             why = (
-                f"the model takes at most {max_predictors} predictors, those most correlated "
-                f"with {target}"
+                f"the model takes at most {max_predictors} predictors, those most associated "
+                f"with {target} {ranked_by_text(fit)}"
             )
         else:
             why = f"not a candidate predictor of {target} (a class code, or no defined r with it)"
         out.append(LeftOut(col, why))
     return out
+
+
+def ranked_by_text(fit: dict[str, Any]) -> str:
+    """Which measure ranked the candidate predictors (`fit_model`'s `ranked_by`): |r|, and
+    the correlation ratio eta or Cramér's V where a column is nominal."""
+    by: dict[str, list[str]] = {}
+    for column, measure in (fit.get("ranked_by") or {}).items():
+        by.setdefault(measure, []).append(column)
+    parts = ["by |r|"] if "pearson" in by or not by else []
+    if "eta_target" in by:
+        parts.append(f"by the correlation ratio eta of each over the classes of {fit['target']}")
+    if "eta" in by:
+        parts.append(f"for the nominal {_and(by['eta'])} by the correlation ratio eta")
+    if "cramers_v" in by:
+        parts.append(f"for the nominal {_and(by['cramers_v'])} by Cramér's V")
+    return ", or ".join(parts)
 
 
 def left_out_text(columns: list[LeftOut]) -> str:

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from kimmy_swarm.agents.analysis.schemas import check_of
 from kimmy_swarm.agents.fallback import OFFLINE_FALLBACK
 from kimmy_swarm.agents.tools.families import ModelFamily
-from kimmy_swarm.agents.tools.finding import Statistic
+from kimmy_swarm.agents.tools.finding import CorrMethod, Statistic
 
 if TYPE_CHECKING:
     from kimmy_swarm.agents.analysis.board import AnalysisBoard
@@ -61,7 +61,7 @@ class FindingRecord(_Part):
     statistic: Statistic
     columns: list[str]
     predictors: list[str] | None
-    method: Literal["pearson", "spearman", "kendall"]
+    method: CorrMethod
     group: str | None
     note: str
     model: ModelFamily

@@ -17,6 +17,7 @@ from kimmy_swarm.agents.tools.conventions import CV_FOLDS
 __all__ = [
     "ALPHA",
     "FAMILY_NAMES",
+    "MEASURE_NAMES",
     "PART_TITLES",
     "class_name",
     "correlations_text",
@@ -150,24 +151,48 @@ def distributions_text(described: dict[str, dict[str, Any]], outliers: dict[str,
     return text + (f" {categorical}." if categorical else "")
 
 
+#: How the report names a pair's measure (`top_correlations`' `method`).
+MEASURE_NAMES = {"eta": "correlation ratio eta", "cramers_v": "Cramér's V"}
+
+
+def _pair_value(p: dict[str, Any]) -> str:
+    """A pair's value named by its measure: "r = 0.963", "correlation ratio eta = 0.97"."""
+    return f"{MEASURE_NAMES.get(p['method'], 'r')} = {num(p['r'])}"
+
+
 def correlations_text(pairs: list[dict[str, Any]], *, target: str | None = None) -> str:
-    """The strongest pair, and which of the top pairs are nearly collinear; a pair with the
-    `target` is no collinearity (a strong one is what a model of it hopes for), so the advice
-    to keep such columns out of one model never names the target."""
+    """The strongest pair, said with its measure (r; eta or Cramér's V where a column is
+    nominal, whose codes have no r), and which of the top pairs are nearly collinear; a pair
+    with the `target` is no collinearity (a strong one is what a model of it hopes for), so
+    that reading never names the target, and a nominal pair is none either: its columns
+    enter a model as dummies, not as one number each."""
     if not pairs:
         return "No pair of numeric columns has a defined correlation."
     top = pairs[0]
-    sign = "positive" if top["r"] > 0 else "negative"
-    text = f"The strongest correlation is {sign}: {top['a']} ~ {top['b']}, r = {num(top['r'])}"
+    if top["method"] in MEASURE_NAMES:
+        how = (
+            f"{top['a']} over the levels of the nominal {top['b']}"
+            if top["method"] == "eta"
+            else "both nominal"
+        )
+        text = (
+            f"The strongest correlation is {top['a']} ~ {top['b']}, {_pair_value(top)} "
+            f"({how}; it has no sign)"
+        )
+    else:
+        sign = "positive" if top["r"] > 0 else "negative"
+        text = f"The strongest correlation is {sign}: {top['a']} ~ {top['b']}, r = {num(top['r'])}"
     strong = [
-        p for p in pairs if abs(p["r"]) > _STRONG_R and target not in (p["a"], p["b"])
+        p for p in pairs
+        if p["method"] not in MEASURE_NAMES and abs(p["r"]) > _STRONG_R
+        and target not in (p["a"], p["b"])
     ]  # fmt: skip
     if strong:
         shown = ", ".join(f"{p['a']} ~ {p['b']} (r = {num(p['r'])})" for p in strong)
-        both = "both" if len(strong) == 1 else "all"
         text += (
             f"; nearly collinear (|r| > {_STRONG_R}): {shown}, so those columns carry nearly "
-            f"the same information and should not {both} enter one model"
+            "the same information: a model with both cannot tell their separate effects "
+            "apart (the Diagnostics say how the model handles that)"
         )
     return text + "."
 
@@ -215,11 +240,8 @@ def _effect(fit: dict[str, Any], c: dict[str, Any]) -> str:
     )
     if family == "ols":
         return f"{unit} {up} {target} by {num(abs(b))} ({p})"
-    if family in ("poisson", "negbin"):
-        ratio = math.exp(b)
-        if 0.01 <= ratio <= 10:  # a percent change reads well
-            return f"{unit} {up} the expected {target} by {num(abs(100 * math.expm1(b)))}% ({p})"
-        return f"{unit} multiplies the expected {target} by {num(ratio)} ({p})"
+    if family in ("poisson", "negbin"):  # the ratio is a checked finding, a percent is not
+        return f"{unit} multiplies the expected {target} by {num(math.exp(b))} (rate ratio, {p})"
     if family == "logit":
         event = "> 0" if fit.get("part") == "any" else f"= {fit['classes'][-1]}"
         return f"{unit} {up} the odds of {target} {event} (odds ratio {num(math.exp(b))}, {p})"
@@ -326,7 +348,7 @@ def _influence(fit: dict[str, Any], diag: dict[str, Any] | None) -> list[str]:
     count, d = int(found["influential"]), found["cooks_max"]
     label = (diag or {}).get("cooks_max_label")
     row = f"row {int(found['cooks_max_row'])} ({f'{label}; ' if label else ''}rows counted from 0)"
-    cut = f"Cook's distance > 4/n = {num(4 / fit['nobs'])}"
+    cut = f"Cook's distance > 4/n, n = {fit['nobs']}"
     if count == 1:
         text = f"1 row is influential ({cut}): {row}, D = {num(d)}"
     else:
@@ -370,11 +392,21 @@ def _collinearity(fit: dict[str, Any], diag: dict[str, Any] | None) -> list[str]
         k: v for k, v in ((diag or {}).get("vif") or {}).items() if v is not None and k != target
     }  # fmt: skip
     high = sorted((k for k in vif if vif[k] > _VIF_HIGH), key=lambda k: -vif[k])
-    if high:
+    if high and fit["family"].endswith("_l2"):
+        shown = ", ".join(f"{k} ({num(vif[k])})" for k in high)
+        out.append(
+            f"VIF above {num(_VIF_HIGH)}: {shown}; the other predictors explain most of each. "
+            "They stay in the model: its L2 penalty is what handles the collinearity (it keeps "
+            "their coefficients finite and stable where unpenalised ones would be imprecise), "
+            "but it shares their common effect between them, so read those coefficients "
+            "together, not as separate effects"
+        )
+    elif high:
         shown = ", ".join(f"{k} ({num(vif[k])})" for k in high)
         out.append(
             f"VIF above {num(_VIF_HIGH)}: {shown}; the other predictors explain most of each, "
-            "so their coefficients are imprecise"
+            "so their coefficients are imprecise (wide standard errors): each says little on "
+            "its own, though the fit as a whole is unaffected"
         )
     elif vif:
         worst = max(vif, key=lambda k: vif[k])

@@ -61,16 +61,24 @@ def _model_fields(fit: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: The ratio exp(coefficient) the reading states, by model family.
+_RATIOS = {"logit": "odds_ratio", "mnlogit": "odds_ratio", "poisson": "rate_ratio",
+           "negbin": "rate_ratio"}  # fmt: skip
+
+
 def _coefficient_findings(step: ModelStep, fit: dict[str, Any]) -> None:
     target, model = fit["target"], _model_fields(fit)
     labels = dict(zip(fit["classes"], fit["class_labels"], strict=False))
     robust = {"cov_type": "HC3"} if fit.get("cov_type") == "HC3" else {}
+    ratio = _RATIOS.get(fit["family"])
     for c in fit["coefficients"]:
         level = {"level": c["level"], "note": labels.get(c["level"], "")} if c["level"] else {}
         if c["term"] == "const":
             step.add("intercept", [target], c["coef"], **model, **level)
         else:
             step.add("slope", [target, c["term"]], c["coef"], **model, **level)
+            if ratio is not None and c["coef"] is not None and abs(c["coef"]) < 700:
+                step.add(ratio, [target, c["term"]], math.exp(c["coef"]), **model, **level)
         step.add("se", [target, c["term"]], c["se"], **model, **level, **robust)
         step.add("pvalue", [target, c["term"]], c["pvalue"], **model, **level, **robust)
 
@@ -88,6 +96,10 @@ def _one_fit_findings(step: ModelStep, fit: dict[str, Any]) -> None:
 
 def _fit_findings(step: ModelStep, fit: dict[str, Any]) -> None:
     target = fit["target"]
+    seen = fit.get("target_values") or {}  # the numbers the family's reason cites
+    step.add("distinct", [target], seen.get("distinct"))
+    if fit["kind"] == "continuous":  # only a continuous target's reason cites its zeros
+        step.add("level_share", [target], seen.get("zero_share"), level="0")
     for one in fit.get("parts") or [fit]:  # a two-part model: each part's own numbers
         _one_fit_findings(step, one)
     for d in fit["dropped"]:

@@ -164,6 +164,9 @@ def _describe(
         meanings = described[col].get("meanings") or {}  # a categorical column's levels
         for level, n in (described[col].get("levels") or {}).items():
             d.add("level_count", [col], n, level=level, note=meanings.get(level, ""))
+        zeros, count = described[col].get("zeros"), described[col].get("count")
+        if zeros is not None and count:  # the share of zeros the reading states
+            d.add("level_share", [col], zeros / count, level="0")
     with_missing = [c for c, n in missing.items() if n > 0 and c not in columns]
     for col in [*columns, *with_missing][:MAX_MISSING]:
         d.add("missing", [col], missing[col])
@@ -177,7 +180,7 @@ def _describe(
 def _correlate(run: Attempt, d: _Draft, target: str | None) -> list[dict[str, Any]]:
     pairs = run.call("top_correlations", dataset=d.dataset, top=TOP_PAIRS)
     for p in pairs:
-        d.add("corr", [p["a"], p["b"]], p["r"])
+        d.add("corr", [p["a"], p["b"]], p["r"], method=p["method"])
     d.interpretation["correlations"] = correlations_text(pairs, target=target)
     return pairs
 
@@ -235,6 +238,9 @@ def _result(d: _Draft, prof: dict[str, Any], **fields: Any) -> DatasetAnalysis:
     # a question about the run's other datasets is no failure of this analysis
     unanswered = not fields.get("answered", True) and fields.get("applicable", True)
     partial = bool(d.problems) or unanswered
+    # a number two steps report (the target's share of zeros) is one finding, checked once
+    keys = [f.model_dump_json(exclude={"note"}) for f in d.findings]
+    d.findings = [f for i, f in enumerate(d.findings) if keys[i] not in keys[:i]]
     return DatasetAnalysis(
         dataset=d.dataset,
         question=d.question,

@@ -35,6 +35,8 @@ _FIT_COLUMNS = (
     ("alpha", "NB alpha"), ("nobs", "observations"),
 )  # fmt: skip
 
+#: exp(coefficient) columns of a coefficient table, by statistic.
+_RATIO_NAMES = {"odds_ratio": "odds ratio", "rate_ratio": "rate ratio"}
 Slot = dict[tuple[str, str, str], FindingRecord]  # (statistic, level, term) -> record
 
 
@@ -72,6 +74,8 @@ def _coef_table(key: tuple, slot: Slot, cell: Cell) -> Tab:
     penalised = model.endswith("_l2")
     header = ["term", *(["class"] if any(levels) else []), "coefficient"]
     header += [] if penalised else ["std. error", "p-value"]
+    ratio = next((st for st in _RATIO_NAMES if any(k[0] == st for k in slot)), None)
+    header += [_RATIO_NAMES[ratio]] if ratio else []
     rows = []
     for level in levels:
         for term in terms:
@@ -83,6 +87,8 @@ def _coef_table(key: tuple, slot: Slot, cell: Cell) -> Tab:
             if not penalised:
                 row += [cell(s) if (s := slot.get((stat, level, term))) else ""
                         for stat in ("se", "pvalue")]  # fmt: skip
+            if ratio:
+                row.append(cell(s) if (s := slot.get((ratio, level, term))) else "")
             rows.append(row)
     name = FAMILY_NAMES.get(model, model)
     caption = f"{name[0].upper()}{name[1:]}: {target} ~ const + {' + '.join(preds)}"

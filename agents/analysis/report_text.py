@@ -80,14 +80,21 @@ SECTIONS = (
 Section = tuple[str, str, list[Tab]]  # title, reading in words, tables
 
 
+#: How the correlation table names a measure that is no r (a nominal column's).
+_MEASURES = {"eta": "correlation ratio eta (a over b's levels)", "cramers_v": "Cramér's V"}
+
+
 def _corr_table(recs: list[FindingRecord], placed: set[int]) -> Tab | None:
     rows = []
     for i, r in enumerate(recs):
         # a pair behind a predictor left out of the model is shown with the diagnostics
         if r.statistic == "corr" and r.note != LEFT_OUT:
             placed.add(i)
-            rows.append([r.columns[0], r.columns[1], r.method, cell(r)])
-    return ("Strongest correlations", ["a", "b", "method", "r"], rows) if rows else None
+            rows.append([r.columns[0], r.columns[1], _MEASURES.get(r.method, r.method), cell(r)])
+    if not rows:
+        return None
+    plain = all(r[2] in ("pearson", "spearman", "kendall") for r in rows)
+    return ("Strongest correlations", ["a", "b", "method", "r" if plain else "value"], rows)
 
 
 def finding_sections(entry: AnalysisEntry) -> list[Section]:

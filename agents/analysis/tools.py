@@ -40,11 +40,15 @@ def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _figure_png(frame: pd.DataFrame, dataset: str, kind: str, columns: list[str]) -> bytes:
+def _figure_png(
+    frame: pd.DataFrame, dataset: str, kind: str, columns: list[str], nominal: list[str]
+) -> bytes:
     from kimmy_swarm.agents.tools import plots
 
-    if kind == "heatmap":
-        return plots.corr_heatmap_png(frame, title=f"{dataset}: correlations")
+    if kind == "heatmap":  # r of nominal codes means nothing: they stay out of the matrix
+        kept = frame.drop(columns=nominal)
+        shown = kept if len(stats.numeric_columns(kept)) >= 2 else frame
+        return plots.corr_heatmap_png(shown, title=f"{dataset}: correlations")
     for c in columns:
         stats.describe(frame, [c])  # raises AnalysisError naming an unknown / text column
     if kind == "histogram":
@@ -97,6 +101,15 @@ def _described(frame: pd.DataFrame, col: str, stats_: dict[str, float],
     return out
 
 
+def _target_values(values: pd.Series) -> dict[str, Any]:
+    """What the choice of a model family said of its target: its distinct values, and the
+    share of them at 0 where `families.ZERO_HEAVY` or more are (else None)."""
+    x = values.dropna().astype(float)
+    share = float((x == 0).mean()) if len(x) else 0.0
+    zero = share if x.min() == 0 and share >= families.ZERO_HEAVY else None
+    return {"distinct": int(x.nunique()), "zero_share": zero}
+
+
 def _fit_json(fit: models.ModelFit, labels: list[str]) -> dict[str, Any]:
     """A `ModelFit` as the `fit_model` tool returns it (a two-part model's `parts` alike)."""
     return {
@@ -125,6 +138,7 @@ def _fit_json(fit: models.ModelFit, labels: list[str]) -> dict[str, Any]:
         "part": fit.part,
         "parts": [_fit_json(p, labels) for p in fit.parts],
         "dropped": [{"column": c, "duplicates": k, "r": r} for c, k, r in fit.dropped],
+        "ranked_by": dict(fit.ranked_by),
         "notes": fit.notes,
     }
 
@@ -181,9 +195,13 @@ def _data_tools(board: AnalysisBoard) -> list[Any]:
     def top_correlations(
         dataset: str, top: int = 5, method: Literal["pearson", "spearman", "kendall"] = "pearson"
     ) -> list[dict[str, Any]]:
-        """The numeric column pairs with the largest |r| (pairwise-complete rows)."""
-        pairs = stats.correlations(board.frame(dataset), top=top, method=method)
-        return [{"a": a, "b": b, "r": r, "method": method} for a, b, r in pairs]
+        """The numeric column pairs most strongly associated (pairwise-complete rows): r by
+        `method` where both columns have numeric meaning; where one is nominal (codes of
+        categories, a class label) the correlation ratio eta of the other over its levels
+        (`method` "eta", the nominal column is `b`); Cramér's V where both are nominal."""
+        nominal = [c for c, t in _column_types(board, dataset).items() if t.kind == "nominal"]
+        pairs = stats.associations(board.frame(dataset), top=top, nominal=nominal, method=method)
+        return [{"a": a, "b": b, "r": r, "method": m} for a, b, r, m in pairs]
 
     return [list_datasets, dataset_profile, missing_values, describe_columns, top_correlations]
 
@@ -259,7 +277,8 @@ def _model_tools(board: AnalysisBoard) -> list[Any]:
         dataset: str, target: str, predictors: list[str] | None = None, max_predictors: int = 5
     ) -> dict[str, Any]:
         """The model the target calls for (OLS, logit, multinomial logit, Poisson or negative
-        binomial; `reason` says why) of target on predictors (default: the most correlated,
+        binomial; `reason` says why) of target on predictors (default: the most associated,
+        by |r|, or eta / Cramér's V where a column is nominal, as `ranked_by` says;
         near-duplicates left out and listed in `dropped`, class-code columns never), with a
         constant: coefficients
         (by term and, for a multinomial model, class `level`), fit measures, notes.
@@ -267,15 +286,17 @@ def _model_tools(board: AnalysisBoard) -> list[Any]:
         most frequent level; OLS standard errors are HC3 robust (`cov_type`) when Breusch–Pagan
         rejects at 0.05; a zero-heavy target (family "two_part") has no coefficients of its
         own but two `parts`: the logit of target > 0 (`part` "any") and the OLS where
-        target > 0 ("positive")."""
+        target > 0 ("positive"). `target_values`: the target's distinct values and its
+        share of zeros (null unless zero-heavy), the numbers `reason` may cite."""
         ds = board.datasets.get(dataset)
         labels = list((ds.labels.get(target) or {}).values()) if ds is not None else []
         coded = [c for c in (ds.labels if ds is not None else {}) if c != target]
+        frame = board.frame(dataset)
         fit = models.fit_model(
-            board.frame(dataset), target, predictors, max_predictors=max_predictors,
+            frame, target, predictors, max_predictors=max_predictors,
             labels=labels or None, exclude=coded, kinds=_column_types(board, dataset),
         )  # fmt: skip
-        return _fit_json(fit, labels)
+        return {**_fit_json(fit, labels), "target_values": _target_values(frame[target])}
 
     def diagnose_model(
         dataset: str,
@@ -321,10 +342,12 @@ def _model_tools(board: AnalysisBoard) -> list[Any]:
         }
 
     def make_figure(dataset: str, kind: FigureKind, columns: list[str]) -> dict[str, Any]:
-        """Draw a histogram [col], scatter [x, y] or correlation heatmap [] as a PNG."""
+        """Draw a histogram [col], scatter [x, y] or correlation heatmap [] as a PNG (the
+        heatmap leaves nominal columns out: the r of their codes means nothing)."""
         frame = board.frame(dataset)
         cols = [] if kind == "heatmap" else list(columns)
-        png = _figure_png(frame, dataset, kind, cols)
+        nominal = [c for c, t in _column_types(board, dataset).items() if t.kind == "nominal"]
+        png = _figure_png(frame, dataset, kind, cols, nominal)
         digest = hashlib.sha1(png).hexdigest()[:8]
         figure_id = f"{_slug(dataset)[:40]}-{kind}-{digest}"
         path = board.add_figure(figure_id, png)

@@ -56,9 +56,13 @@ def kept_paragraphs(
     ]
 
 
-def citation_links(claim: Claim, corpus: Corpus) -> tuple[str, list[tuple[str, str | None]]]:
+def citation_links(
+    claim: Claim, corpus: Corpus, labels: Mapping[str, str] | None = None
+) -> tuple[str, list[tuple[str, str | None]]]:
     """(the claim's text, [(citation, URL or None)]): the citation its text names first,
-    then one (author, year) citation for each cited document the text does not name."""
+    then one (author, year) citation for each cited document the text does not name, with
+    the letter `labels` gives it ("Li et al., 2017a")."""
+    labels = labels or {}
     subject, _ = split_attribution(claim.text)
     cites: list[tuple[str, str | None]] = []
     for i, doc_id in enumerate(claim.cited):
@@ -67,7 +71,13 @@ def citation_links(claim: Claim, corpus: Corpus) -> tuple[str, list[tuple[str, s
         if i == 0 and subject:
             cites.append((subject, url))
         elif doc is not None:
-            who = attribution(doc.authors, doc.year, doc.title, standing_of(doc.meta))
+            who = attribution(
+                doc.authors,
+                doc.year,
+                doc.title,
+                standing_of(doc.meta),
+                label=labels.get(doc_id, ""),
+            )
             cites.append((parenthetical(who)[1:-1], url))
         else:
             cites.append((doc_id, None))

@@ -7,14 +7,16 @@ falsely. What can still go wrong is checked as written:
 
 - attribution (`attribution_problem`): the names are the cited paper's authors' family
   names in order, "et al." only for three or more authors, the year is the record's, and
-  a rejected or workshop paper is cited as one ("(2017, rejected submission)");
+  a rejected or workshop paper is cited as one ("(2017, rejected submission)"), and two
+  papers cited alike are told apart by the letter the review gives each ("2017a");
 - numbers, entities and polarity (`agents.tools.claims.check_claim`): every number and
   name of the claim is in the passage, and no negation, hedge or caveat of the passage is
   lost ("may", "albeit", "not").
 
 `is_verbatim` says whether a claim only restates its passage; `fact_check_summary` says what
-was checked and, when every claim is such a copy, says so instead of a share that could not
-have been lower.
+was checked, which checks could not fail (a copy keeps its passage's words, numbers and
+caveats by construction: only its attribution can be wrong), and that the summaries' own
+sentences are not checked — never a share that could not have been lower.
 """
 
 from __future__ import annotations
@@ -44,10 +46,14 @@ def _names(said: str) -> tuple[list[str], bool]:
     return [" ".join(p.split()) for p in parts if p.strip()], et_al
 
 
-def attribution_problem(subject: str, doc: Mapping[str, Any]) -> str:
+def attribution_problem(subject: str, doc: Mapping[str, Any], *, label: str = "") -> str:
     """Why `subject` ("Zhang et al. (2017)", "Zhang et al., 2017", "“title”") misattributes
-    the document `doc` (`read_document`'s fields), or "" when it names it right."""
-    expected = attribution(doc["authors"], doc["year"], doc["title"], doc.get("status", ""))
+    the document `doc` (`read_document`'s fields), or "" when it names it right; `label` is
+    the letter the review gives the document to tell it from another cited alike
+    ("a": "Li et al. (2017a)", `_prose.year_labels`), and the year must carry it."""
+    expected = attribution(
+        doc["authors"], doc["year"], doc["title"], doc.get("status", ""), label=label
+    )
     if subject.startswith("“"):
         ok = subject.strip("“”").strip() in doc["title"]
         return "" if ok else f"names the title {subject}, not the cited document's"
@@ -58,7 +64,7 @@ def attribution_problem(subject: str, doc: Mapping[str, Any]) -> str:
     when = (found.group("inner") or found.group("outer") or "").strip()
     family = [surname(a).lower() for a in doc["authors"] if a.strip()]
     problem = _names_problem([n.lower() for n in names], et_al, family)
-    year = str(doc["year"]) if doc["year"] is not None else "n.d."
+    year = (str(doc["year"]) if doc["year"] is not None else "n.d.") + label
     label = in_text_status(doc.get("status", ""))
     said_year, _, said_label = when.partition(", ")
     if not problem and said_year != year:
@@ -102,10 +108,20 @@ def _and(items: Sequence[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
+#: What the fact-checker never sees: the sentences a section's summary makes itself.
+NOT_CHECKED = (
+    "The summaries' own sentences (what the papers share, how their methods differ, the "
+    "numbers set side by side on a benchmark) are not claims, and the fact-checker does not "
+    "check them; they are built only from the papers' own words and numbers."
+)
+
+
 def fact_check_summary(checks: Sequence[ClaimCheck]) -> str:
-    """What the fact-check did, in a sentence or three: what it checked, how many claims
-    failed, and — when every claim is a word-for-word copy of its passage — that it could
-    not have found a paraphrase wrong, instead of a share supported."""
+    """What the fact-check did, in a few sentences: which checks could fail and how many
+    claims failed them, and which could not. A claim that copies its passage word for word
+    cannot fail the checks that compare it with that passage (its words, its numbers, its
+    negations, hedges and caveats), so for such claims only the attribution is a real check;
+    the summaries' own sentences are no claims and are said to be unchecked (`NOT_CHECKED`)."""
     n = len(checks)
     failed = sum(c.verdict != "supported" for c in checks)
     known = [c for c in checks if c.verbatim is not None]
@@ -114,33 +130,36 @@ def fact_check_summary(checks: Sequence[ClaimCheck]) -> str:
     if len(known) < n:  # a model's fact-check: it says nothing of how it checked
         return f"Of the {n} claims checked, {n - failed} are supported by the passages they cite."
     copies = sum(bool(c.verbatim) for c in checks)
-    checked = (
-        "that each names the right paper (its authors, year and standing: accepted, workshop "
-        "or rejected), and that every number, negation, hedge and caveat of the cited passage "
-        "(“may”, “albeit”, “not”) is still in the claim"
+    attributed = (
+        "that each claim names the right paper: its authors, year and standing (accepted, "
+        "workshop or rejected)"
     )
     flagged = (
         f"{failed} failed and {'is' if failed == 1 else 'are'} listed under Flagged claims"
         if failed
         else "none failed"
     )
+    kept = "every number, negation, hedge and caveat of the passage (“may”, “albeit”, “not”)"
     if copies == n:
         return (
             f"All {n} claims quote their paper's sentence word for word (only “we” became the "
-            "authors), so comparing a claim with its passage could not have found it wrong. "
-            f"What the fact-checker did check is {checked}: {flagged}."
+            "authors), so the checks that compare a claim with its passage — its words, and "
+            f"that it keeps {kept} — could not fail on any of them. The one check that could "
+            f"fail is {attributed}: {flagged}. {NOT_CHECKED}"
         )
     reworded = n - copies
     return (
         f"Of the {n} claims, {copies} quote their paper word for word and {reworded} "
-        f"{'rewords' if reworded == 1 else 'reword'} it. The fact-checker checked each as "
-        f"written: {checked}, and for a reworded claim also that its words are in the "
-        f"passage: {flagged}."
+        f"{'rewords' if reworded == 1 else 'reword'} it. For a reworded claim the "
+        f"fact-checker checked that its words are in the passage and that it keeps {kept}; "
+        "for a quoted claim those checks could not fail. For every claim it checked "
+        f"{attributed}: {flagged}. {NOT_CHECKED}"
     )
 
 
 __all__ = [
     "ATTRIBUTION",
+    "NOT_CHECKED",
     "NUMBERS",
     "POLARITY",
     "WORDING",

@@ -36,7 +36,7 @@ _THIS_PAPER = re.compile(r"^(?:This|The present|In this) (?:paper|work|study|art
 _THIS_THING = re.compile(r"^This (module|package|library|class|function|tool|script)\b")
 #: The year of a citation, with the paper's standing when it is no accepted paper
 #: ("2017, rejected submission": `agents.review._venue`).
-_WHEN = r"(?:\d{4}|n\.d\.)(?:, (?:" + "|".join(IN_TEXT.values()) + r"))?"
+_WHEN = r"(?:\d{4}|n\.d\.)[a-z]?(?:, (?:" + "|".join(IN_TEXT.values()) + r"))?"
 #: A family name with its particles, written as its owner writes it ("van de Panne").
 _PARTICLE = r"(?:(?i:" + "|".join(sorted(PARTICLES)) + r")\s+)"
 _FAMILY = rf"{_PARTICLE}*[A-Z][\w'’-]+"
@@ -108,11 +108,14 @@ def surname(author: str) -> str:
     return family_name(author)
 
 
-def attribution(authors: Sequence[str], year: int | None, title: str, status: str = "") -> str:
+def attribution(
+    authors: Sequence[str], year: int | None, title: str, status: str = "", *, label: str = ""
+) -> str:
     """How a claim names its source: "Zhang et al. (2017)", "Kim and Lee (2016)", "“json”";
     a paper that is no accepted one says its standing (`status`: "rejected" → "Li et al.
-    (2017, rejected submission)", `agents.review._venue`)."""
-    when = str(year) if year is not None else "n.d."
+    (2017, rejected submission)", `agents.review._venue`). `label` tells apart papers the
+    review would otherwise cite alike ("a" → "Li et al. (2017a)", `year_labels`)."""
+    when = (str(year) if year is not None else "n.d.") + label
     if in_text_status(status):
         when = f"{when}, {in_text_status(status)}"
     names = [surname(a) for a in authors if a.strip()]
@@ -123,6 +126,29 @@ def attribution(authors: Sequence[str], year: int | None, title: str, status: st
     if len(names) == 2:
         return f"{names[0]} and {names[1]} ({when})"
     return f"{names[0]} et al. ({when})"
+
+
+def year_labels(docs: Sequence[tuple[str, Sequence[str], int | None, str]]) -> dict[str, str]:
+    """The letters that tell apart documents a review would cite alike, as reviews do
+    ("Li et al., 2017a" and "Li et al., 2017b"): document id → "a", "b", … for each
+    (id, authors, year, title) whose names and year another one shares (its standing
+    aside), lettered in reference-list order (first author, then title); none for the rest."""
+    alike: dict[str, list[tuple[str, str]]] = {}
+    for doc_id, authors, year, title in docs:
+        if any(a.strip() for a in authors):
+            key = attribution(authors, year, title)
+            alike.setdefault(key, []).append((title.lower(), doc_id))
+    labels: dict[str, str] = {}
+    for same in alike.values():
+        if len(same) > 1:
+            for i, (_, doc_id) in enumerate(sorted(same)):
+                labels[doc_id] = _letters(i)
+    return labels
+
+
+def _letters(i: int) -> str:
+    """ "a" … "z", then "aa", "ab" …"""
+    return chr(ord("a") + i) if i < 26 else _letters(i // 26 - 1) + _letters(i % 26)
 
 
 def agree(verb: str, subject: str) -> str:
@@ -280,4 +306,5 @@ __all__ = [
     "theme_title",
     "third_person",
     "with_connector",
+    "year_labels",
 ]

@@ -6,18 +6,26 @@ how they differ in method (each paper's method in its own words, side by side: "
 et al. (2017) extend GANs to multiple discriminators (GMAN); Yang et al. (2017) take scene
 structure and context into account (LR-GAN); …", `_methods`; or, where fewer than two
 papers name one, the lines of work they fall into), what numbers two papers report on the
-same benchmark ("On Atari, …"), and who reports what other number. The claims follow
+same benchmark ("On Atari, …", each number with the whole clause its paper states it in).
+No digest of the other papers' numbers: a number cut from the clause that says what it
+measures and from its caveat ("84.7% of the classes have samples" without "exhibiting
+diversity comparable to real ImageNet data") says something its paper does not; the
+Results paragraph quotes those sentences whole. The claims follow
 grouped — a paragraph per shared line of work (never one named like the theme itself), one
 for the other papers, one with the reported results, one for the open questions the papers
-name.
+name (those that name an open problem as one first: "unsolved", "remains", "challenge").
 Every claim is a researcher's quoted finding, attributed to its paper
 (`_prose.third_person`). A connector that links ("Similarly, …") opens a claim only when it
-is about what the claim before it is about (both name the shared phrase, or they share
-content words); results, measured on each paper's own tasks, are never linked.
+is about what the claim before it is about: the two share two content words beyond the
+topic's words and the words three or more of the theme's claims use (a paragraph's shared
+phrase among them when three or more papers are grouped under it: `_linked`); results,
+measured on each paper's own tasks, are never linked.
 """
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -34,7 +42,6 @@ from kimmy_swarm.agents.review._synthesis import (
     SharedPhrase,
     cite_list,
     group_by_phrase,
-    headline,
     shared_benchmarks,
     shared_phrases,
     states_measure,
@@ -49,6 +56,13 @@ _PLAIN = frozenset(
         "models network networks learning paper work results framework algorithm use using "
         "based demonstrate perform performance task tasks data training train"
     )
+)
+#: An open question named as one ("a challenging yet unsolved problem", "remains an open
+#: problem", "pose significant challenges"): it goes before a plain limitation ("can be
+#: expensive") when a theme names more than `SectionLimits.max_open_questions`.
+_NAMES_OPEN_PROBLEM = re.compile(
+    r"\b(?:unsolved|open (?:problem|question|challenge)s?|remains?|challeng\w*|difficult\w*)\b",
+    re.IGNORECASE,
 )
 #: Paragraph names of the claims that are not grouped by a shared phrase.
 OTHER_WORK, RESULTS, OPEN_QUESTIONS = "Other lines of work", "Results", "Open questions"
@@ -80,7 +94,7 @@ class SectionLimits:
 
 def short_cite(notes: PaperNotes) -> str:
     """ "Zhang et al., 2017" (or "“json”") for a paper's notes."""
-    return parenthetical(attribution(notes.authors, notes.year, notes.title, notes.status))[1:-1]
+    return parenthetical(_subject(notes))[1:-1]
 
 
 def _kind(notes: PaperNotes, i: int, finding: Finding) -> str:
@@ -138,7 +152,7 @@ def _shared_sentence(
 
 
 def _subject(notes: PaperNotes) -> str:
-    return attribution(notes.authors, notes.year, notes.title, notes.status)
+    return attribution(notes.authors, notes.year, notes.title, notes.status, label=notes.year_label)
 
 
 def _contribution_of(notes: PaperNotes) -> str:
@@ -174,24 +188,24 @@ def _methods_sentence(papers: Sequence[PaperNotes], order: Sequence[str], limit:
     return f"They differ in how they go about it: {said}.{tail}"
 
 
-def _benchmark_sentences(papers: Sequence[PaperNotes]) -> tuple[list[str], set[str]]:
+def _benchmark_sentences(papers: Sequence[PaperNotes]) -> list[str]:
     """ "On Atari, A report 880% expert human performance, and B report up to 200 frames."
-    for each benchmark two or more papers report a number on; and the papers named."""
+    for each benchmark two or more papers report a number on, each number with the whole
+    clause its paper says it in (`_synthesis.benchmark_figures`)."""
     results = {
         n.doc_id: [f.passage for i, f in enumerate(n.findings) if _kind(n, i, f) == "result"]
         for n in papers
         if n.authors
     }
     by_id = {n.doc_id: n for n in papers}
-    out, named = [], set()
+    out = []
     for benchmark, figures in shared_benchmarks(results)[:2]:
         said = []
         for doc_id, figure in figures:
             subject = _subject(by_id[doc_id])
             said.append(f"{subject} {agree('report', subject)} {figure}")
-            named.add(doc_id)
         out.append(f"On {benchmark}, {_and(said)}.")
-    return out, named
+    return out
 
 
 def _summary(
@@ -199,7 +213,6 @@ def _summary(
     phrases: Sequence[SharedPhrase],
     groups: Sequence[SharedPhrase],
     left: Sequence[str],
-    numbers: Sequence[tuple[str, str]],
     terms: Sequence[str],
     *,
     max_methods: int = 6,
@@ -225,12 +238,7 @@ def _summary(
             lines.append(f"{'other lines' if noun == 'papers' else 'other ' + noun} ({len(left)})")
         what = "the line of work they take up" if noun == "papers" else "what they cover"
         out.append(f"They differ in {what}: {_and(lines)}.")
-    compared, named = _benchmark_sentences(papers)
-    out += compared
-    numbers = [(d, figure) for d, figure in numbers if d not in named]
-    if any(p.authors for p in papers) and numbers:  # documentation states no results
-        who = "; ".join(f"{cite[d]}: {figure}" for d, figure in numbers)
-        out.append(f"Who reports what number, each on its own tasks and data: {who}.")
+    out += _benchmark_sentences(papers)
     return " ".join(out)
 
 
@@ -247,14 +255,23 @@ def _names_theme(phrase: str, title: str, terms: Sequence[str]) -> bool:
 
 
 def _linked(before: str, text: str, phrase: str, common: frozenset[str] = frozenset()) -> bool:
-    """Whether two claims are about the same thing in their own words: both name the
-    paragraph's shared phrase, or they share two content words other than `common` (the
-    topic's) — never "Similarly, … chess" after a claim on something else."""
+    """Whether two claims are about the same thing in their own words: they share two
+    content words that are not `common` (the topic's, and those many of the theme's claims
+    use, as a paragraph's phrase is when three or more papers are grouped under it) — never
+    "Similarly, … chess" after a claim on something else, nor "Along the same line, …
+    neural networks" after another claim that merely names neural networks too."""
     mine, theirs = set(_content(text)) - common, set(_content(before)) - common
-    key = _content(phrase)
-    if key and set(key) <= mine and set(key) <= theirs:
-        return True
     return len(mine & theirs) >= 2
+
+
+#: A word in this many of a theme's claims is common in it: sharing it links no two claims.
+_COMMON_IN = 3
+
+
+def _common_words(texts: Sequence[str], topic: str) -> frozenset[str]:
+    """The topic's words and the content words `_COMMON_IN` or more of `texts` use."""
+    df = Counter(w for t in texts for w in set(_content(t)))
+    return frozenset(tokenize_terms(topic)) | {w for w, k in df.items() if k >= _COMMON_IN}
 
 
 def _content(text: str) -> list[str]:
@@ -330,6 +347,7 @@ def theme_section(
     for doc_id, text in results:
         one_each.setdefault(doc_id, text)
     results = list(one_each.items())[: limits.max_results]
+    opens.sort(key=lambda o: not _NAMES_OPEN_PROBLEM.search(o[1]))  # stable: theme order
     opens = opens[: limits.max_open_questions]
     paragraphs: list[tuple[str, list[tuple[str, str]], dict[int, str]]] = [
         (p.phrase[:1].upper() + p.phrase[1:], [(d, first[d]) for d in p.doc_ids if d in first],
@@ -343,26 +361,20 @@ def theme_section(
     paragraphs.append((RESULTS if authored else DETAILS, results, _IN_RESULTS))
     paragraphs.append((OPEN_QUESTIONS, opens, _IN_OPEN))
     claims: list[Claim] = []
+    common = _common_words([t for _, items, _ in paragraphs for _, t in items], topic)
     shared_phrase = {p.phrase[:1].upper() + p.phrase[1:]: p.phrase for p in groups}
     for group, items, connectors in paragraphs:
         texts = _paragraph(
             [t for _, t in items],
             connectors,
             phrase=shared_phrase.get(group, ""),
-            common=frozenset(tokenize_terms(topic)),
+            common=common,
         )
         for (doc_id, _), text in zip(items, texts, strict=True):
             claims.append(
                 Claim(id=f"{theme_id}.c{len(claims) + 1}", text=text, cited=[doc_id], group=group)
             )
-    numbers = [
-        (d, figure)
-        for d, text in results
-        if d in measured and (figure := headline(split_attribution(text)[1]))
-    ]
-    summary = _summary(
-        papers, phrases, groups, left, numbers, terms, max_methods=limits.max_methods
-    )
+    summary = _summary(papers, phrases, groups, left, terms, max_methods=limits.max_methods)
     return summary, claims
 
 

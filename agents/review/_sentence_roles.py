@@ -10,10 +10,13 @@ state-of-the-art results …") is no result of the paper's, whatever words it us
 `classify` gives every sentence one role; the first rule that applies wins:
 
 1. **limitation** — a limitation cue (`LIMITATION_CUES`: "unstable", "prone to", "remains
-   an open/challenging …", "fails to", "is limited", "difficult to", "future work", "little
-   is known", "albeit", "still far from", …), unless the sentence states the authors' own
-   contribution or result ("Our agent outperforms …, a challenging suite …": a result that
-   carries its caveat stays a result, with the caveat).
+   an open/challenging …", "unsolved", "a key (research) challenge", "pose(s) … challenges",
+   "fails to", "is limited", "difficult to", "future work", "little is known", "albeit",
+   "still far from", …), unless the sentence states the authors' own contribution or result
+   ("Our agent outperforms …, a challenging suite …": a result that carries its caveat
+   stays a result, with the caveat); or a problem named (`OPEN_PROBLEM_CUES`: "the
+   difficulty of training GANs") in a sentence that is no contribution or result and gives
+   no reason ("Due to the difficulty in …").
 2. **background** — before the paper's first sentence in its own voice ("we", "our
    method", "this paper", "here", "the proposed"): what the field says; later, a sentence
    not in the paper's voice with a background cue ("previous work", "have recently
@@ -102,11 +105,18 @@ LIMITATION_CUES = re.compile(
     r"|brittle|impractical|intractable)\b|\b(?:difficult|hard) to\b"
     r"|\blittle is known\b|\bis still (?:an? )?(?:open|unclear|lacking|poorly understood)"
     r"|\bnot (?:yet |well |fully )*understood\b|\bpoorly understood\b|\bsuffers? from\b"
-    r"|\b(?:key|main|major|remaining|outstanding) challenges?\b|\balbeit\b|\bstill far from\b"
+    r"|\b(?:key|main|major|remaining|outstanding|open) (?:\w+ )?challenges?\b"
+    r"|\b(?:pose|poses|posed|posing) (?:\w+ ){0,2}challenges?\b"
+    r"|\balbeit\b|\bstill far from\b"
     r"|\bshortcomings?\b|\bdrawbacks?\b|\bbottlenecks?\b|\bmiss(?:es|ing)? modes?\b"
     r"|\bmode collapse\b|\bsensitive to\b|\blacks?\b|\black of\b|\bunsolved\b",
     re.IGNORECASE,
 )
+#: A problem named, not a limitation of a result: "the difficulty of training GANs",
+#: "the main difficulties in applying …". Weaker than `LIMITATION_CUES`: it makes no result
+#: or contribution sentence a limitation, nor a reason given for what the paper does ("Due
+#: to the difficulty in obtaining labels, … is desirable" motivates; it names no problem).
+OPEN_PROBLEM_CUES = re.compile(r"(?<!due to the )\bdifficult(?:y|ies) (?:of|in) \w+ing\b", re.I)
 #: A sentence that leans on the one before it to qualify it ("These results, albeit …",
 #: "However, …"): its caveat belongs with the result it follows.
 _QUALIFIES = re.compile(
@@ -144,6 +154,8 @@ def _role(text: str, before_voice: bool) -> tuple[SentenceRole, str]:
     result = bool(RESULT_CUES.search(text)) or (own_voice(text) and has_measure(text))
     if LIMITATION_CUES.search(text) and not (own_voice(text) and (contribution or result)):
         return "limitation", "limitation cue"
+    if OPEN_PROBLEM_CUES.search(text) and not (contribution or result):
+        return "limitation", "open problem cue"
     if before_voice:
         return "background", "before the paper's own voice"
     if _BACKGROUND_CUES.search(text) and not own_voice(text):
@@ -191,6 +203,7 @@ __all__ = [
     "CONTRIBUTION_CUES",
     "LIMITATION_CUES",
     "MEASURE",
+    "OPEN_PROBLEM_CUES",
     "RESULT_CUES",
     "ROLES",
     "RoledSentence",

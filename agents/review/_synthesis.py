@@ -5,7 +5,9 @@ occur in the notes of two or more of the theme's papers (scikit-learn's `CountVe
 counts them), the groups put each paper under the most widely shared phrase it uses, and
 the statements that fill them are the researchers' quoted findings. The numbers two papers
 report on the same named benchmark or metric (CIFAR-10, Atari, inception score, human
-performance: `shared_benchmarks`) are set side by side, each as its paper states it.
+performance: `shared_benchmarks`) are set side by side, each with the whole clause its
+paper states it in; a number whose passage holds a negation, hedge or caveat the clause
+would lose ("albeit still far from state-of-the-art") is not set beside another.
 Nothing is paraphrased: a phrase is named only with the papers it occurs in.
 """
 
@@ -17,6 +19,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, CountVectorizer
+
+from kimmy_swarm.agents.tools.claims import polarity_markers
 
 #: Words too common in papers and documentation to make a phrase worth naming.
 _GENERIC = frozenset(
@@ -178,24 +182,18 @@ def states_measure(text: str) -> bool:
     return bool(_MEASURE.search(text))
 
 
-_FIGURE_END = re.compile(r"\s?[()]|[,;:.](?:\s|$)|\s(?:and|while|which|but|whereas)\s")
+#: Where the clause of a number ends: a comma, semicolon or colon, a bracket, the
+#: sentence's end, or a conjunction that opens another clause.
+_FIGURE_END = re.compile(r"\s?[()]|[,;:](?:\s|$)|\.$|\s(?:and|while|which|but|whereas)\s")
 
 
-def headline(text: str, words: int = 5) -> str:
-    """The first measured number of a claim with the words that say what it measures, up to
-    `words` of them ("84.7% of the classes have samples exhibiting …" → "84.7% of the
-    classes have samples"); "" when it states none."""
-    found = _MEASURE.search(text)
-    if not found:
-        return ""
-    start = found.start()
-    while start > 0 and (text[start - 1].isdigit() or text[start - 1] in ".,"):
-        start -= 1  # "880%" whole, not "0%"
-    rest = text[start:]
-    cut = _FIGURE_END.search(rest, found.end() - start)
-    phrase = rest[: cut.start()] if cut else rest
-    figure = " ".join(phrase.split()[: words + 1]).rstrip(".,;:")
-    return figure.removeprefix("of ")  # "an error rate of 3.65" → "3.65"
+def _clause_from(text: str, at: int) -> str:
+    """`text` from `at` (a number) to the end of its clause, whole: "84.7% of the classes
+    have samples exhibiting diversity comparable to real ImageNet data", never cut at a
+    word count (what the number measures and its caveat stay with it)."""
+    number = _MEASURE.match(text, at)
+    cut = _FIGURE_END.search(text, number.end() if number else at)
+    return " ".join(text[at : cut.start() if cut else len(text)].split()).rstrip(".,;:")
 
 
 #: Datasets, benchmarks and metrics whose numbers two papers can set side by side.
@@ -236,24 +234,30 @@ def _nearest_figure(sentence: str, at: int, end: int) -> str:
         start -= 1  # "880%" whole, "(3.65" from its number
     lead = re.match(r"(?:of|by|to|from) (?=\d)", sentence[start:])
     start += lead.end() if lead else 0
-    figure = headline(sentence[start:].lstrip("("))
+    start += sentence[start:].startswith("(")
+    figure = _clause_from(sentence, start)
     measured = re.search(r"((?:\b(?:an?|the) )?(?:[\w-]+ ){1,3})of $", sentence[:start])
     if measured and figure:  # "a test error rate of 3.65": what is measured comes first
         figure = f"{measured.group(1)}of {figure}"
     named = sentence[at:end]
-    return re.sub(rf"\s+(?:on|in) (?:the )?{re.escape(named)}.*$", "", figure)
+    # the benchmark closing the clause is said once, before the figure ("On CIFAR-10, …")
+    return re.sub(rf"\s+(?:on|in) (?:the )?{re.escape(named)}$", "", figure)
 
 
 def benchmark_figures(text: str) -> dict[str, tuple[str, str]]:
     """The benchmarks `text` reports a measured number on: key → (the benchmark as the text
-    names it, the nearest number with what it measures): "… on Atari, averaging 880% expert
-    human performance" → {"atari": ("Atari", "880% expert human performance"), …}."""
+    names it, the nearest number with the whole clause that says what it measures): "… on
+    Atari, averaging 880% expert human performance" → {"atari": ("Atari", "880% expert
+    human performance"), …}. A figure that would lose a negation, hedge or caveat of `text`
+    ("These results, albeit still far from state-of-the-art, …") is left out: set beside
+    another paper's number without it, it would say more than its paper does."""
     out: dict[str, tuple[str, str]] = {}
+    caveats = polarity_markers(text)
     for sentence in _SENTENCE_END.split(text):
         for found in _BENCHMARK.finditer(sentence):
             surface = found.group("named") or found.group(0)
             figure = _nearest_figure(sentence, found.start(), found.end())
-            if figure:
+            if figure and caveats <= polarity_markers(figure):
                 out.setdefault(_benchmark_key(surface), (surface, figure))
     return out
 
@@ -289,7 +293,6 @@ __all__ = [
     "benchmark_figures",
     "cite_list",
     "group_by_phrase",
-    "headline",
     "shared_benchmarks",
     "shared_phrases",
     "states_measure",

@@ -147,7 +147,8 @@ def research_brief(run: AttemptView) -> SubtaskBrief:
     every = run.call("document_sentences", doc_id=doc_id)
     stated = list(dict.fromkeys(s["text"] for s in every if is_prose(s["text"])))
     stated = stated[:MAX_SENTENCES]
-    who = attribution(doc["authors"], doc["year"], doc["title"], doc.get("status", ""))
+    label = str(run.inputs.get("year_label") or "")
+    who = attribution(doc["authors"], doc["year"], doc["title"], doc.get("status", ""), label=label)
     lines = [
         f"Document {doc_id}: {doc['title']!r} ({who}).",
         "Its statements, one a line (each finding's `passage` is one of them, copied whole; "
@@ -173,6 +174,7 @@ def research_brief(run: AttemptView) -> SubtaskBrief:
         "url": doc.get("url"),
         "citations": doc.get("citations"),
         "status": doc.get("status", ""),
+        "year_label": label,
     }
     return SubtaskBrief(text="\n".join(lines), schema=schema, filled=filled)
 
@@ -194,7 +196,7 @@ def write_brief(run: AttemptView) -> SubtaskBrief:
     lines = [f"Theme {run.inputs.get('label')!r}: its papers and their findings."]
     findings = 0
     for n in notes:
-        who = attribution(n.authors, n.year, n.title, n.status)
+        who = attribution(n.authors, n.year, n.title, n.status, label=n.year_label)
         lines.append(f"[{n.doc_id}] {who}: {n.title!r}")
         for f in n.findings:
             findings += 1

@@ -43,6 +43,11 @@ class ReviewContent:
     #: Subtasks the offline procedure did after the model failed them, with its error.
     fallbacks: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def year_labels(self) -> dict[str, str]:
+        """The letter each document is cited with where another is cited alike ("a")."""
+        return dict(self.plan.year_labels) if self.plan is not None else {}
+
 
 def gather(result: RunResult, topic: str, corpus: Corpus) -> ReviewContent:
     """The content of a review run (its subtasks by the review's ids)."""

@@ -32,11 +32,11 @@ if TYPE_CHECKING:
     from kimmy_swarm.swarm import RunResult
 
 
-def _reference(doc: Document) -> str:
+def _reference(doc: Document, label: str = "") -> str:
     """One reference: authors (year). *Title*. Where it stands ("ICLR 2017", "Submitted to
     ICLR 2017; rejected": `_venue.venue_note`). URL."""
     authors = ", ".join(doc.authors) if doc.authors else "Anonymous"
-    year = doc.year if doc.year is not None else "n.d."
+    year = f"{doc.year if doc.year is not None else 'n.d.'}{label}"
     where = venue_note(doc.venue, doc.meta.get("decision"))
     tail = "".join(f" {x}." for x in (where, doc.url) if x)
     return f"**[{doc.id}]** {authors} ({year}). *{doc.title}*.{tail}"
@@ -46,8 +46,8 @@ def _md_cell(text: Any) -> str:
     return str(text if text is not None else "").replace("|", "\\|").replace("\n", " ")
 
 
-def _md_claim(claim: Claim, corpus: Corpus) -> str:
-    text, cites = citation_links(claim, corpus)
+def _md_claim(claim: Claim, corpus: Corpus, labels: dict[str, str]) -> str:
+    text, cites = citation_links(claim, corpus, labels)
     named = bool(split_attribution(text)[0])
     if named and cites[0][1]:
         subject = cites[0][0]
@@ -69,7 +69,7 @@ def _section_md(section: Section, content: ReviewContent, corpus: Corpus) -> lis
     ]
     paragraphs = kept_paragraphs(section, content.checks)
     for group, claims in paragraphs:
-        text = " ".join(_md_claim(c, corpus) for c in claims)
+        text = " ".join(_md_claim(c, corpus, content.year_labels) for c in claims)
         lines += [f"**{group}.** {text}" if group else text, ""]
     if not paragraphs:
         lines += ["_No claim of this section passed the fact-check._", ""]
@@ -140,7 +140,10 @@ def render_markdown(content: ReviewContent, corpus: Corpus) -> str:
     lines += fallback_markdown(content.fallbacks)
     cited = cited_ids(content.sections, corpus)
     lines += ["## References", ""]
-    lines += [f"- {_reference(corpus.get(d))}" for d in reference_order(cited, corpus)]
+    labels = content.year_labels
+    lines += [
+        f"- {_reference(corpus.get(d), labels.get(d, ''))}" for d in reference_order(cited, corpus)
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -51,6 +51,7 @@ def decompose(plan: ReviewPlan, corpus_size: int, researcher: str = "researcher"
                     "doc_id": doc_id,
                     "topic": topic,
                     "theme_terms": theme_terms.get(doc_id, []),
+                    "year_label": plan.year_labels.get(doc_id, ""),
                 },
             )
         )
@@ -82,7 +83,13 @@ def decompose(plan: ReviewPlan, corpus_size: int, researcher: str = "researcher"
                     "Check every claim of the upstream section against each document it cites "
                     "(check_claim); quote the supporting passage word for word."
                 ),
-                inputs={"theme_id": theme.id},
+                inputs={
+                    "theme_id": theme.id,
+                    # the letters that tell apart papers cited alike ("Li et al. (2017a)")
+                    "year_labels": {
+                        d: plan.year_labels[d] for d in theme.doc_ids if d in plan.year_labels
+                    },
+                },
                 depends_on=[write_id(theme.id)],
             )
         )

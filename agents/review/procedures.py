@@ -45,6 +45,7 @@ from kimmy_swarm.agents.review._prose import (
     split_attribution,
     theme_title,
     third_person,
+    year_labels,
 )
 from kimmy_swarm.agents.review._section_prose import theme_section
 from kimmy_swarm.agents.review._selection import most_read
@@ -110,8 +111,14 @@ def plan_review(run: Attempt) -> ReviewPlan:
         matched, relevant = len(hits), [h["doc_id"] for h in most_read(hits, limit)]
         if not relevant:
             notes.append(f"no document of the corpus matches the topic {topic!r}")
+        records = {h["doc_id"]: h for h in hits}
     else:
         relevant = list(run.inputs.get("doc_ids") or [])[:limit]
+        records = {d: run.call("read_document", doc_id=d) for d in relevant}
+    labels = year_labels(
+        [(d, records[d].get("authors") or [], records[d].get("year"), records[d]["title"])
+         for d in relevant]
+    )  # fmt: skip
     themes: list[dict[str, Any]] = []
     if relevant:
         themes = run.call(
@@ -128,6 +135,7 @@ def plan_review(run: Attempt) -> ReviewPlan:
         corpus_size=int(run.inputs.get("corpus_size") or 0),
         matched=matched,
         notes=notes,
+        year_labels=labels,
     )
 
 
@@ -223,7 +231,10 @@ def research_paper(
         if len(spans) == 3:  # an open question says more than a second result
             spans.pop()
         spans.append((limitation, limitation, "open_question"))
-    subject = attribution(doc["authors"], doc["year"], doc["title"], doc.get("status", ""))
+    label = str(run.inputs.get("year_label") or "")
+    subject = attribution(
+        doc["authors"], doc["year"], doc["title"], doc.get("status", ""), label=label
+    )
     findings = []
     for a, b, kind in spans:
         if sents[b]["end"] > len(doc["text"]):  # past what `read_document` shows: one sentence
@@ -251,6 +262,7 @@ def research_paper(
         url=doc.get("url"),
         citations=doc.get("citations"),
         status=doc.get("status", ""),
+        year_label=label,
     )
 
 
@@ -332,7 +344,8 @@ def _check_one(run: Attempt, claim: Claim) -> ClaimCheck:
             reason = "changes the passage's polarity: " + ", ".join(polarity)
         if support["missing"]:
             reason = "not in the passage: " + ", ".join(support["missing"])
-        problem = attribution_problem(subject, doc) if subject else ""
+        label = str((run.inputs.get("year_labels") or {}).get(doc_id, ""))
+        problem = attribution_problem(subject, doc, label=label) if subject else ""
         if ok and problem:
             ok, reason = False, f"attribution {subject!r} {problem}"
         verbatim = is_verbatim(claim.text, passage.get("text", ""))

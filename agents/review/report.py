@@ -11,6 +11,7 @@ string of the run is shown as text, never as markup).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -58,9 +59,10 @@ def emphasis(text: str) -> list[tuple[str, bool]]:
     return [(p, i % 2 == 1) for i, p in enumerate(pieces) if p]
 
 
-def _short_cite(doc: Document) -> str:
+def _short_cite(doc: Document, labels: Mapping[str, str]) -> str:
     status = standing_of(doc.meta)
-    return parenthetical(attribution(doc.authors, doc.year, doc.title, status))[1:-1]
+    who = attribution(doc.authors, doc.year, doc.title, status, label=labels.get(doc.id, ""))
+    return parenthetical(who)[1:-1]
 
 
 @dataclass
@@ -86,8 +88,10 @@ def _href(doc_id: str, corpus: Corpus) -> str:
     return doc.url if doc is not None and doc.url else f"#ref-{_anchor(doc_id)}"
 
 
-def _claim_view(claim: Claim, number: int, corpus: Corpus, evidence: bool) -> _ClaimView:
-    text, cites = citation_links(claim, corpus)
+def _claim_view(
+    claim: Claim, number: int, corpus: Corpus, evidence: bool, labels: Mapping[str, str]
+) -> _ClaimView:
+    text, cites = citation_links(claim, corpus, labels)
     pairs = list(zip(claim.cited, (c for c, _ in cites), strict=True))
     subject = cites[0][0] if cites and split_attribution(text)[0] else ""
     at = text.find(subject) if subject else -1
@@ -115,7 +119,9 @@ def _claim_view(claim: Claim, number: int, corpus: Corpus, evidence: bool) -> _C
     )
 
 
-def _evidence(check: ClaimCheck, number: int, corpus: Corpus) -> dict[str, Any]:
+def _evidence(
+    check: ClaimCheck, number: int, corpus: Corpus, labels: Mapping[str, str]
+) -> dict[str, Any]:
     """The checked passage in its context (start/end are offsets into the document)."""
     doc = corpus.get(check.doc_id) if check.doc_id and check.doc_id in corpus else None
     before = after = ""
@@ -128,7 +134,7 @@ def _evidence(check: ClaimCheck, number: int, corpus: Corpus) -> dict[str, Any]:
             before = "… " + before.split(" ", 1)[-1]
         if hi < len(doc.text):
             after = after.rsplit(" ", 1)[0] + " …"
-    source = f"{_short_cite(doc)}, “{doc.title}”" if doc is not None else str(check.doc_id)
+    source = f"{_short_cite(doc, labels)}, “{doc.title}”" if doc is not None else str(check.doc_id)
     return {
         "number": number,
         "anchor": _anchor(check.claim_id),
@@ -151,9 +157,10 @@ def _themes(content: ReviewContent, corpus: Corpus) -> list[dict[str, Any]]:
             for claim in claims:
                 number += 1
                 check = content.checks[claim.id]
-                views.append(_claim_view(claim, number, corpus, bool(check.passage)))
+                labels = content.year_labels
+                views.append(_claim_view(claim, number, corpus, bool(check.passage), labels))
                 if check.passage:
-                    evidence.append(_evidence(check, number, corpus))
+                    evidence.append(_evidence(check, number, corpus, labels))
             paragraphs.append({"lead": group, "claims": views})
         dropped = sum(
             1
@@ -185,7 +192,7 @@ def _rows(content: ReviewContent, corpus: Corpus) -> list[dict[str, Any]]:
                 {
                     "title": r.title,
                     "href": doc.url if doc is not None else None,
-                    "cite": _short_cite(doc) if doc is not None else r.doc_id,
+                    "cite": _short_cite(doc, content.year_labels) if doc is not None else r.doc_id,
                     "theme": section.title,
                     "approach": r.approach,
                     "key_result": r.key_result,
@@ -195,7 +202,9 @@ def _rows(content: ReviewContent, corpus: Corpus) -> list[dict[str, Any]]:
     return rows
 
 
-def _references(doc_ids: list[str], corpus: Corpus) -> list[dict[str, Any]]:
+def _references(
+    doc_ids: list[str], corpus: Corpus, labels: Mapping[str, str]
+) -> list[dict[str, Any]]:
     refs = []
     for doc_id in doc_ids:
         doc = corpus.get(doc_id)
@@ -204,7 +213,7 @@ def _references(doc_ids: list[str], corpus: Corpus) -> list[dict[str, Any]]:
                 "id": doc.id,
                 "anchor": _anchor(doc.id),
                 "authors": ", ".join(a.replace("*", "") for a in doc.authors) or "Anonymous",
-                "year": doc.year if doc.year is not None else "n.d.",
+                "year": f"{doc.year if doc.year is not None else 'n.d.'}{labels.get(doc.id, '')}",
                 "title": doc.title,
                 "href": doc.url,
                 "venue": venue_note(doc.venue, doc.meta.get("decision")),
@@ -227,7 +236,8 @@ def render_review_html(content: ReviewContent, corpus: Corpus) -> str:
         f"{sid}: made by the offline procedure after the model failed: {why}"
         for sid, why in content.fallbacks.items()
     ]
-    refs = _references(reference_order(cited_ids(content.sections, corpus), corpus), corpus)
+    cited = reference_order(cited_ids(content.sections, corpus), corpus)
+    refs = _references(cited, corpus, content.year_labels)
     toc = [{"anchor": "introduction", "title": "Introduction", "status": "ok"}]
     toc += [{"anchor": t["anchor"], "title": t["title"], "status": t["status"]} for t in themes]
     toc += [{"anchor": "comparison", "title": "Comparison", "status": "ok"}] if rows else []

@@ -69,6 +69,10 @@ class ReviewPlan(_Out, Provenance):
     #: Documents relevant to the topic before the `max_papers` cap (None: not searched).
     matched: int | None = None
     notes: list[str] = Field(default_factory=list)
+    #: The letter each relevant document is cited with where another is cited alike
+    #: ("Li et al. (2017a)" / "(2017b)": `_prose.year_labels`); documents cited by names
+    #: and year alone are not in it.
+    year_labels: dict[str, str] = Field(default_factory=dict)
 
 
 class Finding(_Out):
@@ -99,6 +103,9 @@ class PaperNotes(_Out, Provenance):
     #: How the paper stands at its venue by its record's decision ("accepted", "workshop",
     #: "rejected", "withdrawn"; "" when the record has none): `agents.review._venue`.
     status: str = ""
+    #: The letter after the year that tells this paper from another cited alike ("a";
+    #: `ReviewPlan.year_labels`), "" for most.
+    year_label: str = ""
 
 
 class Claim(_Out):

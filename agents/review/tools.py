@@ -71,7 +71,8 @@ def build_toolbox(
 
     def search_corpus(query: str, k: int = 10) -> list[dict[str, Any]]:
         """Search the corpus: the documents about the query, best match first, at most k,
-        with their scores, citation counts and standing (accepted, workshop, rejected, …).
+        with their authors, scores, citation counts and standing (accepted, workshop,
+        rejected, …).
         About: the query named in the title or where the paper speaks of its own work, or
         its vocabulary dense in the text — not a passing mention (a query "a, b and c"
         matches documents about any of them)."""
@@ -83,6 +84,7 @@ def build_toolbox(
                 {
                     "doc_id": doc.id,
                     "title": doc.title,
+                    "authors": list(doc.authors),
                     "year": doc.year,
                     "score": round(h.score, 4),
                     "citations": _count(doc.meta.get("citations")),

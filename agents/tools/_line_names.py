@@ -8,7 +8,10 @@ over half of the papers use ("density ratio estimation"), or two that together a
 problem: "the problem of mode collapse", "the missing modes problem"). A paper uses a
 phrase as written or with an adjective inside ("miss important modes" uses "missing
 modes"). Only a word that names a process ("exploration", "attention", "compression") or
-a compound noun ("f-divergence") names a theme alone.
+a compound noun ("f-divergence", where most papers write it so, not "KL divergence")
+names a theme alone. A compound adjective follows what the papers' focus says they do:
+"model-free" gives way to "model-based" when their titles and contribution sentences
+write that instead (`_sibling`).
 
 Papers no theme holds are named more strictly (`late_name`), from their titles and
 contribution sentences only; there a singular noun specific to the set that two of their
@@ -42,7 +45,8 @@ _ADJECTIVE_ENDINGS = ("istic", "ive", "al", "ous", "able", "ible", "ful", "less"
 #: Endings of verbs ("denoise", "stabilize") and of compound adjectives ("energy-based",
 #: "model-free"): a name ending in one lacks its noun.
 _VERB_ENDINGS = ("ise", "ize")
-_COMPOUND = re.compile(r"-(?:based|free|aware|driven|level|scale|person|like|wise)$", re.I)
+_COMPOUND_ENDS = "based|free|aware|driven|level|scale|person|like|wise"
+_COMPOUND = re.compile(rf"-(?:{_COMPOUND_ENDS})$", re.I)
 #: Endings of nouns made from verbs, that name a process: "exploration", "imitation",
 #: "compression", "attention", "evolution" (not "game", "mode", "density", "skills").
 _PROCESS_ENDINGS = ("ation", "ession", "ention", "ution")
@@ -230,23 +234,64 @@ def _before_topic(stems: Phrase, text: str, topic: frozenset[str]) -> bool:
     )
 
 
+def _written_by(form: str, texts: Sequence[str]) -> int:
+    """How many texts write `form` as it is written, a hyphen or a space between its parts
+    ("f-divergence": not "KL divergence", which its terms alone would match)."""
+    parts = [re.escape(p) for p in re.split(r"[-\s]+", form.strip()) if p]
+    pattern = re.compile(r"(?<![\w-])" + r"[-\s]+".join(parts) + r"(?![\w-])", re.I)
+    return sum(bool(pattern.search(text)) for text in texts)
+
+
+def _sibling(stems: Phrase, shown: str, texts: Sequence[str], focus: Sequence[str]) -> str:
+    """The compound adjective the papers' focus writes where the seed is one they only
+    mention ("model-based" for "model-free": same first part, another ending), when more
+    of their focus sentences carry it than the seed and over half of their texts do;
+    "" otherwise. A paper names the approach it contrasts with ("unlike model-free
+    methods …") in its text, the one it takes in its title and contribution sentences."""
+    first, _, rest = shown.lower().partition("-")
+    if len(stems) != 2 or not rest or not _COMPOUND.search(shown):
+        return ""
+    pattern = re.compile(rf"(?<![\w-]){re.escape(first)}[-\s]({_COMPOUND_ENDS})\b", re.I)
+    carried: Counter[str] = Counter()
+    for text in focus:
+        carried.update({m.lower() for m in pattern.findall(text)})
+    own = carried[rest]
+    best = min(carried.items(), key=lambda kv: (-kv[1], kv[0]), default=("", 0))
+    if (
+        best[0] == rest
+        or best[1] <= own
+        or 2 * _written_by(f"{first}-{best[0]}", texts) <= len(texts)
+    ):
+        return ""
+    return f"{shown.partition('-')[0]}-{best[0]}"
+
+
 def seed_name(
     stems: Phrase,
     shown: str,
     texts: Sequence[str],
     topic: tuple[str, frozenset[str]],
     generic: frozenset[str],
+    *,
+    focus: Sequence[str] = (),
 ) -> str:
     """A theme's name, from its seed (`stems`, written `shown`) and the title and text of
-    its papers (`texts`); "" when it cannot name them (see the module).
+    its papers (`texts`; `focus`: their titles and contribution sentences, when known);
+    "" when it cannot name them (see the module).
 
     A phrase seed is named by a longer phrase holding it that all its papers use (over
     half, where the seed lacks its noun), else by itself — completed by the topic's `noun`
     where it lacks one and a paper writes it so, before a word of the topic (given as
-    noun and terms: "energy-based" → "energy-based GANs", not "first-person RL"). A word
-    seed is named by the phrase holding it that over half of its papers use; else by
-    itself if it can (`names_alone`); else by two phrases joined.
+    noun and terms: "energy-based" → "energy-based GANs", not "first-person RL"). A
+    compound adjective the papers' focus carries less than a sibling gives way to it
+    ("model-free" → "model-based", `_sibling`). A word seed is named by the phrase holding
+    it that over half of its papers use; else by itself if it can (`names_alone`) and,
+    written with a hyphen, as written by over half ("f-divergence", not a set that writes
+    "KL divergence"); else by two phrases joined.
     """
+    sibling = _sibling(stems, shown, texts, focus)
+    if sibling:
+        stems, shown = tuple(tokenize_terms(sibling)), sibling
     holding = phrases_holding(stems[0], texts, generic)
     n = len(texts)
     if len(stems) > 1:
@@ -267,7 +312,7 @@ def seed_name(
     )
     if ranked and len(ranked[0].papers) > NAME_SHARE * n:
         return ranked[0].shown
-    if names_alone(shown):
+    if names_alone(shown) and ("-" not in shown or 2 * _written_by(shown, texts) > n):
         return shown
     return _joined(ranked, n) if ranked else ""
 

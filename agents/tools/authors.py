@@ -20,11 +20,19 @@ PARTICLES = frozenset((
     "du", "des", "la", "le", "lo", "ter", "ten", "te", "zu",
 ))  # fmt: skip
 _SUFFIXES = frozenset(("jr", "jr.", "sr", "sr.", "ii", "iii", "iv"))
+#: Initials written onto the family name without a space ("Frank S.He", "W.M.Smeulders"):
+#: the initials are given names, the rest the family name.
+_GLUED_INITIALS = re.compile(r"\b((?:[A-Z]\.)+)(?=[A-Z][a-z])")
 
 
 def _clean_name(name: str) -> str:
     # "*" marks equal contribution in OpenReview author lists; it is not part of the name.
     return " ".join(name.replace("*", " ").split())
+
+
+def _unglue(name: str) -> str:
+    """ "Frank S.He" → "Frank S. He": an initial glued to the family name is a given name."""
+    return _GLUED_INITIALS.sub(r"\1 ", name)
 
 
 def parse_authors(value: Any, *, bibtex: bool = False) -> tuple[str, ...]:
@@ -86,9 +94,10 @@ def name_parts(author: str) -> NameParts:
     "Zhang"; "Zhang, Chiyuan" → the same; "Aäron van den Oord" → "Aäron", "van den Oord").
 
     The family name is the last word with the particles before it (`PARTICLES`, or any
-    lower-case word), never the first word; "Jr.", "Sr.", "II" … are the suffix.
+    lower-case word), never the first word; "Jr.", "Sr.", "II" … are the suffix. Initials
+    glued to the family name are given names ("Frank S.He" → "Frank S.", "He").
     """
-    name = _clean_name(author)
+    name = _unglue(_clean_name(author))
     if "," in name:  # "Zhang, Chiyuan" or "Steele, Jr., Guy"
         pieces = [p.strip() for p in name.split(",")]
         suffix = pieces[1] if len(pieces) >= 3 else ""

@@ -23,6 +23,7 @@ __all__ = [
     "INTEGER_STATISTICS",
     "PAIR_STATISTICS",
     "STATISTICS",
+    "CorrMethod",
     "NumericFinding",
     "Statistic",
     "Verdict",
@@ -39,21 +40,29 @@ Statistic = Literal[
     "jb", "jb_pvalue", "bp", "bp_pvalue", "vif", "cond_number",
     # OLS influence: rows with Cook's distance > 4/n, the largest distance and its row
     "influential", "cooks_max", "cooks_max_row",
-    # a categorical column: the rows at one of its levels (`level`)
-    "level_count",
+    # a categorical column: the rows at one of its levels (`level`), and their share
+    "level_count", "level_share",
+    # the distinct non-missing values of a column
+    "distinct",
+    # exp(coefficient): a logit's odds ratio, a count model's rate ratio
+    "odds_ratio", "rate_ratio",
 ]  # fmt: skip
+#: How `corr` measures the association of two columns: a correlation of two numeric (or
+#: ordered, or binary) columns; "eta", the correlation ratio of the numeric columns[0] over
+#: the levels of the nominal columns[1]; "cramers_v", Cramér's V of two nominal columns.
+CorrMethod = Literal["pearson", "spearman", "kendall", "eta", "cramers_v"]
 #: The model a model statistic belongs to.
 Model = ModelFamily
 STATISTICS: tuple[str, ...] = get_args(Statistic)
 #: Counts, compared exactly: a relative tolerance would accept a wrong row count.
 INTEGER_STATISTICS = frozenset({
     "count", "missing", "nobs", "outliers", "group_count", "level_count", "influential",
-    "cooks_max_row",
+    "cooks_max_row", "distinct",
 })  # fmt: skip
 #: Statistics of one column: columns [col].
 COLUMN_STATISTICS = frozenset({"count", "missing", "mean", "median", "std", "min", "max", "skew"})
 #: Statistics of two columns: [a, b] (corr) or [target, predictor].
-PAIR_STATISTICS = frozenset({"corr", "slope", "se", "pvalue", "vif"})
+PAIR_STATISTICS = frozenset({"corr", "slope", "se", "pvalue", "vif", "odds_ratio", "rate_ratio"})
 #: A model's fit measures: columns [target].
 FIT_STATISTICS = frozenset(
     {"aic", "llf", "pseudo_r2", "accuracy", "dispersion", "alpha", "cv_accuracy", "cv_auc"}
@@ -66,7 +75,8 @@ DIAGNOSTIC_STATISTICS = frozenset({
 #: The influence diagnostics of an OLS fit (Cook's distance): columns [target].
 INFLUENCE_STATISTICS = frozenset({"influential", "cooks_max", "cooks_max_row"})
 _MODEL_STATS = frozenset({
-    "slope", "intercept", "se", "pvalue", "r2", "adj_r2", "nobs", *FIT_STATISTICS,
+    "slope", "intercept", "se", "pvalue", "r2", "adj_r2", "nobs", "odds_ratio", "rate_ratio",
+    *FIT_STATISTICS,
     *DIAGNOSTIC_STATISTICS,
 })  # fmt: skip
 _WALD_MODELS = frozenset({"ols", "logit", "mnlogit", "poisson", "negbin"})  # not penalised
@@ -80,6 +90,7 @@ _ONLY_FOR: dict[str, frozenset[str]] = {
     "pseudo_r2": _GLMS, "accuracy": _CLASSIFIERS,
     "dispersion": frozenset({"poisson"}), "alpha": frozenset({"negbin"}),
     "cv_accuracy": _CLASSIFIERS, "cv_auc": frozenset({"logit", "logit_l2"}),
+    "odds_ratio": frozenset({"logit", "mnlogit"}), "rate_ratio": frozenset({"poisson", "negbin"}),
 }  # fmt: skip
 #: The parts of a two-part model ("any": target > 0, all rows; "positive": rows > 0), and
 #: the families each is fitted with.
@@ -130,7 +141,12 @@ class NumericFinding(BaseModel):
     p-values from the normal distribution). `nominal` lists the predictors entered as
     dummies, one per level but the most frequent (the reference), each named
     `conventions.dummy_term` ("occupation=2") where a statistic names a term.
-    `level_count` takes [col] and counts its rows at `level` (the value, `level_name`).
+    `level_count` takes [col] and counts its rows at `level` (the value, `level_name`);
+    `level_share` is their share of its non-missing rows (0.678, said as 67.8%); `distinct`
+    takes [col] and counts its distinct non-missing values. `odds_ratio` (logit, mnlogit) and
+    `rate_ratio` (Poisson, NB2) take [target, predictor] like a slope: exp of its coefficient.
+    `corr` with `method` "eta" is the correlation ratio of columns[0] over the levels of the
+    nominal columns[1]; "cramers_v" is Cramér's V of two nominal columns (no correction).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -140,7 +156,7 @@ class NumericFinding(BaseModel):
     value: float
     predictors: list[str] | None = None
     note: str = ""
-    method: Literal["pearson", "spearman", "kendall"] = "pearson"
+    method: CorrMethod = "pearson"
     group: str | None = None
     model: Model = "ols"
     level: str = ""
@@ -192,14 +208,14 @@ class NumericFinding(BaseModel):
             raise ValueError(f"model applies to model statistics only, not {self.statistic!r}")
         if self.model == "two_part":
             raise ValueError("a two-part model's statistics name their `part` and its family")
-        coefficient = self.statistic in ("slope", "intercept", "se", "pvalue")
-        if self.statistic == "level_count":
+        coefficient = self.statistic in ("slope", "intercept", "se", "pvalue", "odds_ratio")
+        if self.statistic in ("level_count", "level_share"):
             if not self.level:
-                raise ValueError("level_count needs the `level` it counts")
+                raise ValueError(f"{self.statistic} needs the `level` it counts")
         elif self.level and not (coefficient and self.model in _LEVELLED):
             raise ValueError(
                 f"level applies to the coefficients of {sorted(_LEVELLED)} and to "
-                f"level_count only, not {self.statistic!r} of {self.model!r}"
+                f"level_count and level_share only, not {self.statistic!r} of {self.model!r}"
             )
         if self.part and not (
             self.statistic in _MODEL_STATS and self.model in _PART_MODELS[self.part]

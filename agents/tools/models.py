@@ -93,7 +93,9 @@ class ModelFit:
     `cov_type` is "HC3" where OLS standard errors are robust (`bp_pvalue` < `ROBUST_ALPHA`);
     `nominal` lists the predictors entered as dummies (terms "occupation=2"); `part` names
     the part of a two-part model a fit is ("any", "positive"), and a two-part model (family
-    "two_part") has no coefficients of its own, only its `parts`.
+    "two_part") has no coefficients of its own, only its `parts`. `ranked_by` says, for each
+    candidate of a default predictor choice, the measure that ranked it ("pearson": |r|;
+    "eta"; "cramers_v": `stats.select_predictors`); empty where the predictors were given.
     """
 
     target: str
@@ -113,6 +115,7 @@ class ModelFit:
     nominal: list[str] = field(default_factory=list)
     part: str = ""
     parts: list[ModelFit] = field(default_factory=list)
+    ranked_by: dict[str, str] = field(default_factory=dict)
 
 
 def _coefs(res: object, names: list[str], level: str = "") -> list[Coefficient]:
@@ -228,10 +231,13 @@ def _fit_model(
     choice = choose_family(df[target], labels=labels)
     nominal_all = [c for c, t in kinds.items() if t.kind == "nominal" and c != target]
     dropped: list[tuple[str, str, float]] = []
+    ranked_by: dict[str, str] = {}
     if predictors is None:
+        nominal_target = target in kinds and kinds[target].kind == "nominal"
         picked = stats.select_predictors(df, target, max_predictors, exclude=exclude,
-                                         nominal=nominal_all)  # fmt: skip
-        chosen, dropped = picked.chosen, picked.dropped
+                                         nominal=nominal_all,
+                                         nominal_target=nominal_target)  # fmt: skip
+        chosen, dropped, ranked_by = picked.chosen, picked.dropped, picked.measures
     else:
         chosen = stats.check_predictors(df, target, predictors)
     nominal = [c for c in chosen if c in nominal_all]
@@ -240,6 +246,7 @@ def _fit_model(
     else:
         fit = _fit_one(df, target, chosen, nominal, choice)
     fit.dropped.extend(dropped)
+    fit.ranked_by.update(ranked_by)
     fit.notes[:0] = _type_notes(df, chosen, nominal, kinds)
     return fit
 

@@ -17,8 +17,12 @@ phrase holding it that most of them (over half) carry, or two joined that togeth
 ("missing modes and mode collapse"), a phrase preferred to a single word and a word alone
 only when it names a process or is a compound noun ("exploration", "f-divergence"); never
 by a generic term (`GENERIC_TERMS`: "approach", "machine learning", "high resolution", …)
-or the topic's own words. A key term that cannot name its papers seeds no theme. Papers
-that carry no theme's name join the theme whose defining terms they share.
+or the topic's own words; a compound adjective the papers' focus writes less than its
+sibling gives way to it ("model-free" → "model-based RL": papers name in their text the
+approach they contrast with). A key term that cannot name its papers seeds no theme.
+Papers that carry no theme's name join the theme whose name, else whose defining terms,
+their focus carries — a mention in the text's background is no reason — and only while
+over half of its papers still carry its name.
 
 The papers left over are grouped again, by their titles and contribution sentences only
 (titles are where authors name their line): seeds are the key terms, and the words and
@@ -33,7 +37,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -293,22 +297,35 @@ def _cover(
 
 
 def _attach(
-    matrix: np.ndarray, homes: dict[int, list[int]], among: Collection[int] | None = None
+    matrix: np.ndarray,
+    homes: dict[int, list[int]],
+    among: Collection[int] | None = None,
+    *,
+    own: np.ndarray | None = None,
+    named: Mapping[int, np.ndarray] | None = None,
+    calls: Mapping[int, np.ndarray] | None = None,
 ) -> tuple[dict[int, list[int]], list[int]]:
     """Papers (of `among`, default all) that carry no theme's name join the theme whose
-    defining terms (those over half of its papers carry) they carry most of, one at least,
-    as long as most of its papers still carry its name; the rest are other work."""
+    defining terms (those over half of its papers carry) they carry most of in `own`
+    (their title and contribution sentences; default `matrix`), one at least, as long as
+    most of its papers still carry its name; the rest are other work. A paper that only
+    mentions a theme's terms in passing (its background) does not join it. `named`: per
+    theme, which papers carry its name (default: those that carry its seed); `calls`:
+    which carry it in their own sentences — those join it first ("model-based RL", named
+    by its papers' focus, takes a paper whose contribution is model-based RL)."""
     placed = {i for rows in homes.values() for i in rows}
     defining = {j: matrix[rows].mean(axis=0) > NAME_SHARE for j, rows in homes.items()}
+    own = matrix if own is None else own
+    carry = {j: matrix[:, j] if named is None else named[j] for j in homes}
     out = {j: list(rows) for j, rows in homes.items()}
     other = []
     for i in range(matrix.shape[0]) if among is None else sorted(among):
         if i in placed:
             continue
         fits = {
-            j: int((matrix[i] & defining[j]).sum())
+            j: int((own[i] & defining[j]).sum()) + (own.shape[1] if calls and calls[j][i] else 0)
             for j in homes
-            if 2 * (len(out[j]) + 1 - len(homes[j])) < len(out[j]) + 1
+            if 2 * (int(carry[j][out[j]].sum()) + int(carry[j][i])) > len(out[j]) + 1
         }
         best = max(fits, key=lambda j: (fits[j], len(homes[j])), default=None)
         if best is None or fits[best] == 0:
@@ -360,14 +377,26 @@ def research_lines(
     limit = min(k or default_k(len(documents)) + 2, len(documents))
     full = [f"{d.title}. {d.text}" for d in documents]
 
+    lines = [texts[d.id] for d in documents]
+    said = [". ".join(t) for t in lines]
+
     def name_of(j: int, rows: list[int]) -> str:
         key = keys[j]
-        texts = [full[i] for i in rows]
-        return seed_name(key.stems, key.shown, texts, (topic_noun, topic), GENERIC_TERMS)
+        words = (topic_noun, topic)
+        focus_texts = [said[i] for i in rows]
+        return seed_name(
+            key.stems, key.shown, [full[i] for i in rows], words, GENERIC_TERMS, focus=focus_texts
+        )
 
     least = 2 if len(documents) < 20 else 3
     chosen = _cover(keys, matrix, limit, least, name_of)
-    members, other = _attach(matrix, {j: rows for j, rows, _ in chosen})
+    terms = [tokenize_terms(t) for t in full]
+    said_terms = [tokenize_terms(t) for t in said]
+    in_focus = _carried_in(keys, said_terms, range(len(documents)))
+    named = {j: _name_carriers(name, terms, topic) for j, _, name in chosen}
+    calls = {j: _name_carriers(name, said_terms, topic) for j, _, name in chosen}
+    homes = {j: rows for j, rows, _ in chosen}
+    members, other = _attach(matrix, homes, own=in_focus, named=named, calls=calls)
     # The papers no theme holds are grouped again, by their titles and contribution
     # sentences only, two papers at least, named more strictly (see the module).
     extra, extra_matrix = _title_keys(
@@ -382,8 +411,7 @@ def research_lines(
             key.stems, key.shown, titles, focus_texts, words, GENERIC_TERMS, alone=alone
         )
 
-    lines = [texts[d.id] for d in documents]
-    late, late_members, other = _regroup(keys, lines, other, limit, late_name_of)
+    late, late_members, other = _regroup(keys, lines, other, limit, late_name_of, topic)
     members |= late_members
     labels = {j: name for j, _, name in [*chosen, *late]}
     groups: dict[str, list[int]] = defaultdict(list)
@@ -404,6 +432,7 @@ def _regroup(
     rows: list[int],
     limit: int,
     name: Callable[[_Key, list[str], list[str]], str],
+    topic: Collection[str] = (),
 ) -> tuple[list[tuple[int, list[int], str]], dict[int, list[int]], list[int]]:
     """The themes of the papers `rows` by the key terms their title and contribution
     sentences (`lines`) carry, two papers at least, each named by `name` (key, titles,
@@ -418,11 +447,31 @@ def _regroup(
         return name(keys[j], [lines[i][0] for i in members], [". ".join(lines[i]) for i in members])
 
     late = _cover(keys, in_focus, limit, 2, name_of, _can_name_late)
-    members, left = _attach(in_focus, {j: found for j, found, _ in late}, rows)
+    said = [tokenize_terms("\n".join(t)) for t in lines]
+    named = {j: _name_carriers(label, said, topic) for j, _, label in late}
+    members, left = _attach(in_focus, {j: found for j, found, _ in late}, rows, named=named)
     return late, members, left
 
 
-def _carried_in(keys: list[_Key], terms: list[list[str]], rows: list[int]) -> np.ndarray:
+def _name_carriers(name: str, terms: list[list[str]], topic: Collection[str]) -> np.ndarray:
+    """Which papers (their `terms`) carry a theme's name: either part of "a and b", as
+    written or, for two words, with one word inside ("miss important modes" carries
+    "missing modes"); the topic's words ("GANs" of "energy-based GANs") need not be there."""
+    parts = [[w for w in tokenize_terms(p) if w not in topic] for p in name.split(" and ")]
+
+    def carries(text: list[str]) -> bool:
+        for words in filter(None, parts):
+            if _carries(text, tuple(words)):
+                return True
+            pairs = range(len(text) - 2)
+            if len(words) == 2 and any(text[i : i + 3 : 2] == words for i in pairs):
+                return True
+        return False
+
+    return np.array([carries(t) for t in terms], dtype=bool)
+
+
+def _carried_in(keys: list[_Key], terms: list[list[str]], rows: Iterable[int]) -> np.ndarray:
     """Which of the papers `rows` carry each key term in `terms` (papers × keys; the other
     papers carry none)."""
     out = np.zeros((len(terms), len(keys)), dtype=bool)

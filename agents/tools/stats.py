@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import statsmodels.api as sm
+from scipy import stats as sps
 
 from kimmy_swarm.agents.tools.conventions import AnalysisError, dummy_term
 
@@ -27,10 +28,13 @@ __all__ = [
     "CORR_METHODS",
     "OLSFit",
     "PredictorChoice",
+    "associations",
     "check_predictors",
     "correlations",
+    "cramers_v",
     "describe",
     "design_matrix",
+    "eta",
     "missing",
     "numeric_columns",
     "ols",
@@ -148,6 +152,55 @@ def correlations(
     return [(cols[i], cols[j], float(matrix[i, j])) for _, i, j in pairs[:top]]
 
 
+def associations(
+    df: pd.DataFrame, *, top: int = 5, nominal: Sequence[str] = (), method: str = "pearson"
+) -> list[tuple[str, str, float, str]]:
+    """The `top` numeric column pairs most strongly associated, each by a measure suited to
+    its columns' kinds: `method`'s r between two columns with numeric meaning (measured,
+    ordered or binary); the correlation ratio eta of the other column over a `nominal`
+    one's levels (its codes' r means nothing); Cramér's V between two nominal ones.
+
+    Returns:
+        (a, b, value, measure) by |value|, ties in frame order; an eta pair names the
+        nominal column second (a ~ b: a over b's levels); undefined values are left out.
+
+    Raises:
+        AnalysisError: `method` is not pearson/spearman/kendall, or `top` < 1.
+    """
+    if method not in CORR_METHODS:
+        raise AnalysisError(f"unknown correlation method {method!r}; allowed: {CORR_METHODS}")
+    if top < 1:
+        raise AnalysisError(f"top must be at least 1, got {top}")
+    cols = numeric_columns(df)
+    data = df[cols].astype(float)
+    matrix = data.corr(method=method)  # (C, C)
+    pairs: list[tuple[float, int, int, str, str, float, str]] = []
+    for i, first in enumerate(cols):
+        for j in range(i + 1, len(cols)):
+            a, b = first, cols[j]
+            if a in nominal and b in nominal:
+                value, measure = cramers_v(data[a], data[b]), "cramers_v"
+            elif a in nominal or b in nominal:
+                a, b = (b, a) if a in nominal else (a, b)  # the nominal column second
+                value, measure = eta(data[a], data[b]), "eta"
+            else:
+                value, measure = float(matrix.at[a, b]), method
+            if np.isfinite(value):
+                pairs.append((-abs(value), i, j, a, b, value, measure))
+    pairs.sort(key=lambda p: p[:3])
+    return [(a, b, value, measure) for _, _, _, a, b, value, measure in pairs[:top]]
+
+
+def cramers_v(a: pd.Series, b: pd.Series) -> float:
+    """Cramér's V of two nominal columns over their pairwise-complete rows, without a
+    continuity or bias correction: sqrt(chi² / (n (min(levels) - 1)))."""
+    table = pd.crosstab(a, b)  # pairwise-complete: crosstab drops missing values
+    if min(table.shape) < 2:
+        return float("nan")
+    chi2 = float(sps.chi2_contingency(table.to_numpy(), correction=False)[0])
+    return float(np.sqrt(chi2 / (table.to_numpy().sum() * (min(table.shape) - 1))))
+
+
 @dataclass(frozen=True)
 class OLSFit:
     """An OLS fit with a constant; dict keys are "const" then the predictors, in order."""
@@ -170,13 +223,17 @@ class PredictorChoice:
     `dropped` holds (candidate, chosen predictor it duplicates, r between them) for every
     candidate skipped because |r| > 0.98 with an already chosen predictor (before the cap
     of `max_predictors` was reached), so a report can say what was left out and why.
+    `measures` says what ranked each candidate: "pearson" (|r|), "eta" (the target's
+    correlation ratio over a nominal candidate's levels), "eta_target" (the candidate's over a
+    nominal target's classes) or "cramers_v" (a nominal candidate of a nominal target).
     """
 
     chosen: list[str]
     dropped: list[tuple[str, str, float]]
+    measures: dict[str, str] = field(default_factory=dict)
 
 
-def _eta(target: pd.Series, groups: pd.Series) -> float:
+def eta(target: pd.Series, groups: pd.Series) -> float:
     """The correlation ratio of `target` over the levels of `groups` (pairwise-complete):
     sqrt(between-level sum of squares / total), |r|'s analogue for a nominal predictor."""
     data = pd.DataFrame({"y": target.astype(float), "g": groups}).dropna()
@@ -195,11 +252,15 @@ def select_predictors(
     *,
     exclude: Sequence[str] = (),
     nominal: Sequence[str] = (),
+    nominal_target: bool = False,
 ) -> PredictorChoice:
     """Numeric columns by |r| with the target, skipping near-duplicates (|r| > 0.98) of chosen
     ones and the `exclude`d columns (e.g. class codes, which are no numeric quantity); a
     `nominal` column ranks by its correlation ratio eta with the target instead (its codes'
-    r means nothing) and is never taken as a near-duplicate.
+    r means nothing) and is never taken as a near-duplicate. With a `nominal_target` (a class
+    label), a candidate ranks by its own eta over the target's classes, a nominal one by
+    Cramér's V with the target. Eta is at least |r| of any scoring of the levels, so a
+    nominal candidate is never ranked below what its best numeric coding would earn.
 
     Raises:
         AnalysisError: unknown or non-numeric target, max_predictors < 1, or no usable
@@ -213,10 +274,8 @@ def select_predictors(
         raise AnalysisError(f"no numeric predictors for target {target!r}")
     data = df[[target, *candidates]].astype(float)
     corr = data.corr()  # pairwise-complete pearson
-    strength = {
-        c: _eta(data[target], data[c]) if c in nominal else abs(float(corr.at[c, target]))
-        for c in candidates
-    }
+    measures = {c: _ranking_measure(c in nominal, nominal_target) for c in candidates}
+    strength = {c: _strength(data, target, c, measures[c], corr) for c in candidates}
     ranked = [c for c in candidates if np.isfinite(strength[c])]
     ranked.sort(key=lambda c: -strength[c])  # stable: ties keep frame order
     chosen: list[str] = []
@@ -234,7 +293,26 @@ def select_predictors(
         raise AnalysisError(
             f"no numeric predictors for target {target!r}: every candidate is constant or empty"
         )
-    return PredictorChoice(chosen=chosen, dropped=dropped)
+    return PredictorChoice(chosen=chosen, dropped=dropped, measures=measures)
+
+
+def _ranking_measure(nominal: bool, nominal_target: bool) -> str:
+    if nominal and nominal_target:
+        return "cramers_v"
+    if nominal_target:
+        return "eta_target"  # the candidate over the target's classes
+    return "eta" if nominal else "pearson"
+
+
+def _strength(data: pd.DataFrame, target: str, c: str, measure: str, corr: pd.DataFrame) -> float:
+    """How strongly candidate `c` goes with the target by `measure` (pearson: |r|)."""
+    if measure == "cramers_v":
+        return cramers_v(data[c], data[target])
+    if measure == "eta":  # the target over the nominal candidate's levels
+        return eta(data[target], data[c])
+    if measure == "eta_target":  # the candidate over the nominal target's classes
+        return eta(data[c], data[target])
+    return abs(float(corr.at[c, target]))
 
 
 def check_predictors(df: pd.DataFrame, target: str, predictors: Sequence[str]) -> list[str]:

@@ -38,6 +38,10 @@ def _model_findings(fit: models.ModelFit, diag: diagnostics.Diagnostics) -> list
             out.append(_finding("intercept", [t], c.coef, **extra))
         else:
             out.append(_finding("slope", [t, c.term], c.coef, **extra))
+            ratio = {"logit": "odds_ratio", "mnlogit": "odds_ratio", "poisson": "rate_ratio",
+                     "negbin": "rate_ratio"}.get(fit.family)  # fmt: skip
+            if ratio is not None:
+                out.append(_finding(ratio, [t, c.term], math.exp(c.coef), **extra))
         if math.isfinite(c.se):
             out.append(_finding("se", [t, c.term], c.se, **extra, **robust))
             out.append(_finding("pvalue", [t, c.term], c.pvalue, **extra, **robust))
@@ -110,8 +114,13 @@ def findings_from_analysis(
         if col in kinds and kinds[col].categorical:
             levels = variables.level_counts(df[col])
             out.extend(_finding("level_count", [col], n, level=lv) for lv, n in levels.items())
-    for a, b, r in stats.correlations(df, top=top_corr):
-        out.append(_finding("corr", [a, b], r))
+        values = df[col].dropna()
+        out.append(_finding("distinct", [col], values.nunique()))
+        if len(values) and (values == 0).any():
+            out.append(_finding("level_share", [col], float((values == 0).mean()), level="0"))
+    nominal = [c for c, t in kinds.items() if t.kind == "nominal"]
+    for a, b, r, method in stats.associations(df, top=top_corr, nominal=nominal):
+        out.append(_finding("corr", [a, b], r, method=method))
     for one in (fit.parts or [fit]) if fit is not None else []:
         diag = diagnostics.diagnose(df, one.target, one.predictors, ols=one.family == "ols",
                                     nominal=one.nominal, part=one.part)  # fmt: skip

@@ -22,7 +22,11 @@ statistic is recomputed with numpy / scipy from the raw table:
   coefficients refitted without a row (`without_row`);
 - cross-validated accuracy (of a binary or multinomial logit, penalised or not) and AUC,
   each fold refitted (`_crossval`);
-- the rows at each level of a categorical column (`_columns.level_count`).
+- the rows at each level of a categorical column (`_columns.level_count`) and their share,
+  the distinct values of a column (`_columns.distinct_count`);
+- the correlation ratio eta of a numeric column over a nominal one's levels and Cramér's V
+  of two nominal columns (`_columns.correlation`);
+- odds and rate ratios as exp of the refitted coefficient.
 
 Both sides share only the conventions of `agents.tools.conventions` and those documented in
 the modules they check (ddof=1, bias-corrected skew, pairwise-complete correlation,
@@ -56,6 +60,7 @@ from kimmy_swarm.agents.tools.finding import (
 from kimmy_swarm.agents.tools.recompute._columns import (
     column_statistic,
     correlation,
+    distinct_count,
     level_count,
     numeric_values,
     outlier_count,
@@ -86,6 +91,11 @@ def recompute(df: pd.DataFrame, finding: NumericFinding) -> float:
         return outlier_count(numeric_values(df, finding.columns[0]))
     if stat == "level_count":
         return level_count(numeric_values(df, finding.columns[0]), finding.level)
+    if stat == "level_share":
+        x = numeric_values(df, finding.columns[0])
+        return level_count(x, finding.level) / x.size if x.size else math.nan
+    if stat == "distinct":
+        return distinct_count(numeric_values(df, finding.columns[0]))
     if stat == "corr":
         return correlation(df, finding.columns[0], finding.columns[1], finding.method)
     if stat in GROUP_STATISTICS:
@@ -104,6 +114,11 @@ def recompute(df: pd.DataFrame, finding: NumericFinding) -> float:
             raise AnalysisError(f"{stat!r} needs the fit's predictor list (`predictors`)")
         y, x, _ = design(df, target, finding.predictors, finding.nominal)
         return cross_validated(stat, finding.model, y, x)
+    if stat in ("odds_ratio", "rate_ratio"):  # exp of the refitted coefficient
+        return math.exp(refit_statistic(
+            df, finding.model, "slope", target, finding.predictors, term=term,
+            level=finding.level, nominal=finding.nominal,
+        ))  # fmt: skip
     if stat in FIT_STATISTICS or stat in DIAGNOSTIC_STATISTICS or finding.model != "ols":
         return refit_statistic(
             df, finding.model, stat, target, finding.predictors, term=term, level=finding.level,

@@ -1,4 +1,5 @@
-"""Describe statistics, correlations and outlier counts of columns, from numpy / scipy.
+"""Describe statistics, correlations (and the correlation ratio eta, Cramér's V), distinct
+values, level counts and outlier counts of columns, from numpy / scipy.
 
 The analyst's numbers come from pandas (`agents.tools.stats`); these come from the raw
 arrays, sharing only the conventions documented there: the non-missing values of each
@@ -20,6 +21,7 @@ __all__ = [
     "column",
     "column_statistic",
     "correlation",
+    "distinct_count",
     "level_count",
     "numeric_values",
     "outlier_count",
@@ -74,17 +76,48 @@ def column_statistic(statistic: str, df: pd.DataFrame, name: str) -> float:
 
 
 def correlation(df: pd.DataFrame, a: str, b: str, method: str) -> float:
-    """Pearson, Spearman or Kendall correlation over the pairwise-complete rows."""
+    """Pearson, Spearman or Kendall correlation over the pairwise-complete rows; "eta", the
+    correlation ratio of `a` over the levels of `b`; "cramers_v", Cramér's V of `a` and `b`."""
     numeric_values(df, a), numeric_values(df, b)  # type and existence checks
     xy = df[[a, b]].to_numpy(dtype=float, na_value=np.nan)  # (N, 2)
     xy = xy[~np.isnan(xy).any(axis=1)]
     if xy.shape[0] < 2 or np.ptp(xy[:, 0]) == 0 or np.ptp(xy[:, 1]) == 0:
         return math.nan
+    if method == "eta":
+        return _eta(xy[:, 0], xy[:, 1])
+    if method == "cramers_v":
+        return _cramers_v(xy[:, 0], xy[:, 1])
     if method == "pearson":
         return float(np.corrcoef(xy[:, 0], xy[:, 1])[0, 1])
     if method == "spearman":
         return float(sps.spearmanr(xy[:, 0], xy[:, 1]).statistic)
     return float(sps.kendalltau(xy[:, 0], xy[:, 1]).statistic)
+
+
+def _eta(y: np.ndarray, g: np.ndarray) -> float:
+    """sqrt(between-level sum of squares / total sum of squares) of y over the levels g."""
+    _, codes = np.unique(g, return_inverse=True)
+    n = np.bincount(codes)  # (L,)
+    means = np.bincount(codes, weights=y) / n  # (L,)
+    between = float(np.sum(n * (means - y.mean()) ** 2))
+    total = float(np.sum((y - y.mean()) ** 2))
+    return math.sqrt(between / total)
+
+
+def _cramers_v(a: np.ndarray, b: np.ndarray) -> float:
+    """sqrt(chi² / (n (min(rows, columns) - 1))) of the contingency table of a and b."""
+    _, ia = np.unique(a, return_inverse=True)
+    _, ib = np.unique(b, return_inverse=True)
+    table = np.zeros((ia.max() + 1, ib.max() + 1))  # (levels of a, levels of b)
+    np.add.at(table, (ia, ib), 1.0)
+    expected = np.outer(table.sum(axis=1), table.sum(axis=0)) / table.sum()
+    chi2 = float(np.sum((table - expected) ** 2 / expected))
+    return math.sqrt(chi2 / (table.sum() * (min(table.shape) - 1)))
+
+
+def distinct_count(x: np.ndarray) -> float:
+    """The distinct values among the non-missing `x`."""
+    return float(np.unique(x).size)
 
 
 def outlier_count(x: np.ndarray) -> float:

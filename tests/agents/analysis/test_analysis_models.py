@@ -198,7 +198,7 @@ def test_influential_rows_are_counted_named_and_checked(batch: AnalysisOutcome) 
     assert {r["verdict"] for r in longley.values()} == {"verified"}
     md = batch.paths["report.md"].read_text()
     assert (
-        "1 row is influential (Cook's distance > 4/n = 0.25): row 15 (rows counted from 0), "
+        "1 row is influential (Cook's distance > 4/n, n = 16): row 15 (rows counted from 0), "
         "D = 0.44; none has D > 1, so no single row dominates the fit and all are kept."
     ) in _section(md, "statsmodels:longley")
     assert "| largest Cook's distance | 0.440221 ✔ |  |" in md
@@ -206,7 +206,7 @@ def test_influential_rows_are_counted_named_and_checked(batch: AnalysisOutcome) 
     assert {(r["part"], r["verdict"]) for r in fair} == {("positive", "verified")}
     assert (
         "The amount where affairs > 0: Breusch–Pagan p < 0.001" in md
-        and "49 rows are influential (Cook's distance > 4/n = 0.00195); the largest, row 749 "
+        and "49 rows are influential (Cook's distance > 4/n, n = 2053); the largest, row 749 "
         "(rows counted from 0), has D = 0.146"
         in _section(md, "statsmodels:fair")
     )

@@ -66,8 +66,9 @@ def test_fair_answers_for_each_part_rate_marriage_first(outcome: AnalysisOutcome
     ), answer
     assert answer.endswith(
         "; left out of the model: educ, occupation and occupation_husb (the model takes at "
-        "most 5 predictors, those most correlated with affairs). The question asks about the "
-        "outcome in general terms: read as affairs, the dataset's designated target; 6366 "
+        "most 5 predictors, those most associated with affairs by |r|, or for the nominal "
+        "occupation and occupation_husb by the correlation ratio eta). The question asks about "
+        "the outcome in general terms: read as affairs, the dataset's designated target; 6366 "
         "rows, 9 columns."
     ), answer
 
@@ -167,7 +168,7 @@ def test_left_out_columns_are_named_with_why(
         outcome, "statsmodels:grunfeld"
     )
     diabetes = _answer(outcome, "sklearn:diabetes")
-    why = "the model takes at most 5 predictors, those most correlated with target"
+    why = "the model takes at most 5 predictors, those most associated with target by |r|"
     assert f"left out of the model: age, sex, s1, s2 and s6 ({why})." in diabetes
     assert f"- Note: left out of the model of target: age, sex, s1, s2 and s6 ({why})" in (
         _section(outcome, "sklearn:diabetes")
@@ -182,10 +183,10 @@ def test_collinearity_advice_never_names_the_target(
 ) -> None:
     iris = _section(outcome, "sklearn:iris")
     assert (
-        "The strongest correlation is positive: petal length (cm) ~ petal width (cm), r = 0.963; "
         "nearly collinear (|r| > 0.9): petal length (cm) ~ petal width (cm) (r = 0.963), so "
-        "those columns carry nearly the same information and should not both enter one model."
-    ) in iris  # petal width (cm) ~ target, r = 0.957, is no collinearity
+        "those columns carry nearly the same information: a model with both cannot tell their "
+        "separate effects apart"
+    ) in iris  # petal width (cm) ~ target (eta 0.964, a class label) is no collinearity
     fitted = {
         (r["dataset"], r["question"], r["columns"][0])
         for run in (outcome, longley) for r in _records(run) if r["statistic"] == "nobs"

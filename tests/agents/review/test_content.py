@@ -42,10 +42,14 @@ def test_what_did_not_finish_is_a_problem_and_the_prose_is_composed(
     theme = content.sections[0].theme_id
     broken = _failed(_failed(notes_review.result, SYNTHESIZE_ID), write_id(theme))
     partial = gather(broken, "linear attention", corpus)
-    assert partial.problems[:2] == subtask_problems(broken) == [
-        f"{write_id(theme)} (writer) failed: bad answer",
-        f"{SYNTHESIZE_ID} (synthesizer) failed: bad answer",
-    ]
+    assert (
+        partial.problems[:2]
+        == subtask_problems(broken)
+        == [
+            f"{write_id(theme)} (writer) failed: bad answer",
+            f"{SYNTHESIZE_ID} (synthesizer) failed: bad answer",
+        ]
+    )
     assert [s.theme_id for s in partial.sections] == [s.theme_id for s in content.sections[1:]]
     assert partial.prose.title  # the offline synthesis stands in for the synthesizer's
     no_plan = gather(_failed(broken, PLAN_ID), "linear attention", corpus)

@@ -17,6 +17,7 @@ from kimmy_swarm.agents.review._factcheck import (
     fact_check_summary,
     is_verbatim,
 )
+from kimmy_swarm.agents.review._prose import attribution, year_labels
 from kimmy_swarm.agents.review.schemas import ClaimCheck
 from kimmy_swarm.agents.review.tools import build_toolbox
 from kimmy_swarm.agents.tools.corpus import Corpus
@@ -107,12 +108,19 @@ def _check(verdict: str, verbatim: bool | None) -> ClaimCheck:
 def test_the_summary_never_gives_a_share_for_copies() -> None:
     copies = fact_check_summary([_check("supported", True)] * 34)
     assert copies.startswith("All 34 claims quote their paper's sentence word for word")
-    assert "could not have found it wrong" in copies and "none failed" in copies
+    # the number and caveat checks cannot fail on a copy: only the attribution is a check
+    assert "could not fail on any of them" in copies and "“albeit”" in copies
+    assert "The one check that could fail is that each claim names the right paper" in copies
+    assert "authors, year and standing" in copies and "none failed" in copies
+    assert "is still in the claim: none failed" not in copies  # the old, unfailable assurance
     assert "%" not in copies and "34 are supported" not in copies
-    assert "authors, year and standing" in copies and "“albeit”" in copies
+    # the summaries' generated sentences are said to be unchecked, not passed
+    assert "are not claims, and the fact-checker does not check them" in copies
     mixed = fact_check_summary([_check("supported", True)] * 3 + [_check("unsupported", False)])
     assert "3 quote their paper word for word and 1 rewords it" in mixed
     assert "1 failed and is listed under Flagged claims" in mixed
+    assert "for a quoted claim those checks could not fail" in mixed
+    assert "the fact-checker does not check them" in mixed
     # a model's fact-check says nothing of how it checked: the plain count
     model = fact_check_summary([_check("supported", None), _check("unsupported", None)])
     assert model == "Of the 2 claims checked, 1 are supported by the passages they cite."
@@ -126,3 +134,39 @@ def test_the_review_says_what_its_fact_check_checked(gan_review: Path) -> None:
     assert f"All {len(claims)} claims quote their paper's sentence word for word" in conclusion
     assert "are supported by the passages they cite" not in review
     assert "compared each of" not in review and "and kept" not in review
+
+
+def test_papers_cited_alike_get_letters_and_the_check_wants_them() -> None:
+    li = ["Jiwei Li", "Alexander H. Miller", "Sumit Chopra"]
+    docs = [
+        ("b", li, 2017, "Learning through Dialogue Interactions by Asking Questions"),
+        ("a", li, 2017, "Dialogue Learning With Human-in-the-Loop"),
+        ("c", ["Ke Li", "Jitendra Malik"], 2017, "Learning to Optimize"),
+        ("d", li, 2016, "Another year"),
+    ]
+    labels = year_labels(docs)
+    assert labels == {"a": "a", "b": "b"}  # lettered by title, as the references list them
+    assert attribution(li, 2017, "", label="a") == "Li et al. (2017a)"
+    record = {"authors": li, "year": 2017, "title": "Dialogue Learning", "status": ""}
+    assert attribution_problem("Li et al. (2017a)", record, label="a") == ""
+    assert attribution_problem("Li et al., 2017a", record, label="a") == ""
+    assert "2017b" in attribution_problem("Li et al. (2017a)", record, label="b")
+    assert attribution_problem("Li et al. (2017)", record, label="a")  # ambiguous: fails
+
+
+def test_the_review_tells_apart_papers_cited_alike(rl_review: Path) -> None:
+    review = (rl_review / "review.md").read_text()
+    html = (rl_review / "report.html").read_text()
+    # "Dialogue Learning With Human-in-the-Loop" and "Learning through Dialogue
+    # Interactions by Asking Questions" were both "Li et al. (2017)"
+    body = review.split("## References", 1)[0]
+    assert "Li et al. (2017)" not in body and "Li et al., 2017)" not in body
+    assert "Li et al. (2017a)" in body and "Li et al. (2017b)" in body
+    refs = review.split("## References", 1)[1]
+    assert "(2017a). *Dialogue Learning With Human-in-the-Loop*" in refs
+    assert "(2017b). *Learning through Dialogue Interactions by Asking Questions*" in refs
+    assert "Li et al., 2017a" in html and "Li et al., 2017b" in html
+    # "Frank S.He" is cited by his family name, never "S.He et al."
+    assert "S.He et al." not in review and "He et al. (2017)" in review
+    claims = [json.loads(x) for x in (rl_review / "claims.jsonl").read_text().splitlines()]
+    assert all(c["verdict"] == "supported" for c in claims if "Li et al." in c["claim"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from pathlib import Path
@@ -337,7 +338,7 @@ def _reports_that(text: str) -> bool:
 
 
 def test_writer_synthesizes_a_theme(iclr: Corpus) -> None:
-    from kimmy_swarm.agents.review._section_prose import OPEN_QUESTIONS, RESULTS
+    from kimmy_swarm.agents.review._section_prose import OPEN_QUESTIONS, RESULTS, _content
     from kimmy_swarm.agents.review._synthesis import states_measure
 
     ids = [h.doc_id for h in SearchIndex(iclr.documents).search("policy gradient", k=8)]
@@ -387,7 +388,13 @@ def test_writer_synthesizes_a_theme(iclr: Corpus) -> None:
         author = notes[c["cited"][0]]["authors"][0]
         assert author.split()[-1] in subject, (c["text"], author)
     assert sum(_reports_that(c["text"]) for c in claims) <= len(claims) // 4
-    assert any(c["text"].startswith(("Similarly, ", "Relatedly, ")) for c in claims)
+    # a linking connector joins only claims that share more than the paragraph's phrase
+    # (here every grouped claim names "policy gradient": that links none of them)
+    for before, after in itertools.pairwise(claims):
+        if after["text"].startswith(("Similarly, ", "Relatedly, ", "Along the same line, ")):
+            phrase = set(_content(after["group"]))
+            shared = set(_content(before["text"])) & set(_content(after["text"]))
+            assert len(shared - phrase) >= 2, (before["text"], after["text"])
     for c in claims:
         # a connector lower-cases "The paper by …" ("Relatedly, the paper by …")
         finding = next(f for f in notes[c["cited"][0]]["findings"] if f["text"][1:] in c["text"])

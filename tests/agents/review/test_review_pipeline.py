@@ -141,7 +141,9 @@ def test_cli_review_and_its_errors(tmp_path: Path, capsys: pytest.CaptureFixture
     assert str(out / "review.md") in printed
     # offline, every claim quotes its paper: the line says what was checked, not a 100% rate
     check = next(line for line in printed.splitlines() if line.startswith("fact-check: "))
-    assert " quote their paper word for word (checked: the right paper, and every " in check
+    assert " quote their paper word for word, so only their attribution could fail " in check
+    assert "every number, negation" not in check  # a copy keeps them: no check to boast of
+    assert check.endswith("the summaries' own sentences are not checked")
     assert "%" not in check
     assert (out / "claims.jsonl").exists()
     # the run is stored like any other: `kimmy show` reads it back

@@ -147,3 +147,37 @@ def test_every_finding_is_an_exact_span(iclr: Corpus, doc_id: str) -> None:
     notes = _notes(iclr, doc_id, "learning")
     for f in notes["findings"]:
         assert iclr.get(doc_id).text[f["start"] : f["end"]] == f["passage"]
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        # ReasoNet, Florensa et al., Oh et al., Zhai et al. (ICLR 2017): open problems the
+        # papers name, once read as background or method
+        "Teaching a computer to read a document and answer general questions pertaining to "
+        "the document is a challenging yet unsolved problem.",
+        "However, tasks with sparse rewards or long horizons continue to pose significant "
+        "challenges.",
+        "The ability to generalize from past experience to solve previously unseen tasks is a "
+        "key research challenge in reinforcement learning (RL).",
+        "From this view, we are also able to identify causes to the difficulty of training "
+        "GANs and propose viable solutions.",
+        "Training recurrent models remains challenging for long sequences.",
+    ],
+)
+def test_a_named_open_problem_is_a_limitation(sentence: str) -> None:
+    roled = classify(["We study a model.", sentence])
+    assert roled[1].role == "limitation", roled[1]
+
+
+def test_a_sentence_that_only_motivates_is_no_open_problem() -> None:
+    roled = classify(
+        [
+            "Due to the difficulty in obtaining labels for such data, an unsupervised method "
+            "is highly desirable.",
+            "Deep reinforcement learning has achieved many impressive results in recent years.",
+            "We propose a method.",
+            "We show that our method eases the difficulty of training GANs on 3 datasets.",
+        ]
+    )
+    assert [r.role for r in roled] == ["background", "background", "contribution", "result"]

@@ -55,3 +55,11 @@ def test_a_list_item_naming_two_people_is_two_authors() -> None:
         "Bert De Brabandere",
         "Arnold W.M. Smeulders",
     )
+
+
+def test_an_initial_glued_to_the_family_name_is_a_given_name() -> None:
+    # "Frank S.He" in the ICLR 2017 records was cited "S.He et al. (2017)"
+    assert name_parts("Frank S.He") == NameParts("Frank S.", "He")
+    assert family_name("W.M.Smeulders") == "Smeulders"
+    assert family_name("Arnold W.M. Smeulders") == "Smeulders"
+    assert family_name("Joel Z Leibo") == "Leibo"

@@ -199,7 +199,7 @@ def test_a_nominal_column_ranks_by_its_correlation_ratio(
     eta = math.sqrt((group.count() * (group.mean() - y.mean()) ** 2).sum()
                     / ((y - y.mean()) ** 2).sum())  # fmt: skip
     assert eta == pytest.approx(0.0528, abs=1e-4)
-    assert np.isclose(eta, stats._eta(fair["affairs"], fair["occupation"]))
+    assert np.isclose(eta, stats.eta(fair["affairs"], fair["occupation"]))
 
 
 @pytest.mark.parametrize(
