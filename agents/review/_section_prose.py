@@ -213,7 +213,6 @@ def _summary(
     phrases: Sequence[SharedPhrase],
     groups: Sequence[SharedPhrase],
     left: Sequence[str],
-    terms: Sequence[str],
     *,
     max_methods: int = 6,
 ) -> str:
@@ -224,10 +223,8 @@ def _summary(
     n = len(papers)
     noun = _noun(papers)
     out = [f"{n} {noun if n != 1 else noun[:-1]}{span}."]
-    if phrases:
+    if phrases:  # a list of words the papers share is no common ground: said of phrases only
         out.append(_shared_sentence(phrases, cite, n, noun))
-    elif terms:
-        out.append(f"They share the theme's vocabulary ({', '.join(terms[:5])}) but no phrase.")
     order = [d for g in groups for d in g.doc_ids] + list(left)
     methods = _methods_sentence(papers, order, max_methods)
     if methods:
@@ -314,7 +311,7 @@ def theme_section(
         theme_id: claim ids are `<theme_id>.c<n>`.
         papers: the researchers' notes, in theme order.
         topic: the review's topic (its words are not named as shared: all papers share them).
-        terms: the theme's vocabulary, said when no phrase is shared.
+        terms: the theme's vocabulary (its first two name it when no title is given).
         title: the section's title (its words name no paragraph); without it, the first
             two terms stand for it.
         limits: how many results, open questions, groups and methods at most.
@@ -374,7 +371,7 @@ def theme_section(
             claims.append(
                 Claim(id=f"{theme_id}.c{len(claims) + 1}", text=text, cited=[doc_id], group=group)
             )
-    summary = _summary(papers, phrases, groups, left, terms, max_methods=limits.max_methods)
+    summary = _summary(papers, phrases, groups, left, max_methods=limits.max_methods)
     return summary, claims
 
 
