@@ -4,6 +4,7 @@ root on `sys.path`; Triton's interpreter switched on before anything imports tri
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import types
 from pathlib import Path
@@ -32,6 +33,13 @@ for _name, _doc in (
 # and every kernel test then fails with "Cannot call @triton.jit'd outside of the scope of
 # a kernel".
 os.environ["TRITON_INTERPRET"] = "1"
+
+# The Ctrl-C tests send SIGINT to the test process and to the `kimmy` processes it starts.
+# A suite started in the background of a script (`nohup make test &`) inherits SIGINT
+# ignored, as background jobs do, and so would every process it starts: those tests would
+# wait out their timeouts and fail. The suite takes Ctrl-C back, as an interactive one has.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
