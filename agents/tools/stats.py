@@ -136,10 +136,7 @@ def correlations(
     Raises:
         AnalysisError: `method` is not pearson/spearman/kendall, or `top` < 1.
     """
-    if method not in CORR_METHODS:
-        raise AnalysisError(f"unknown correlation method {method!r}; allowed: {CORR_METHODS}")
-    if top < 1:
-        raise AnalysisError(f"top must be at least 1, got {top}")
+    _check_pairs(method, top)
     cols = numeric_columns(df)
     matrix = df[cols].astype(float).corr(method=method).to_numpy()  # (C, C)
     pairs: list[tuple[float, int, int]] = []
@@ -150,6 +147,14 @@ def correlations(
                 pairs.append((-abs(float(r)), i, j))
     pairs.sort()
     return [(cols[i], cols[j], float(matrix[i, j])) for _, i, j in pairs[:top]]
+
+
+def _check_pairs(method: str, top: int) -> None:
+    """The arguments of a ranking of column pairs: a known correlation method, `top` >= 1."""
+    if method not in CORR_METHODS:
+        raise AnalysisError(f"unknown correlation method {method!r}; allowed: {CORR_METHODS}")
+    if top < 1:
+        raise AnalysisError(f"top must be at least 1, got {top}")
 
 
 def associations(
@@ -167,10 +172,7 @@ def associations(
     Raises:
         AnalysisError: `method` is not pearson/spearman/kendall, or `top` < 1.
     """
-    if method not in CORR_METHODS:
-        raise AnalysisError(f"unknown correlation method {method!r}; allowed: {CORR_METHODS}")
-    if top < 1:
-        raise AnalysisError(f"top must be at least 1, got {top}")
+    _check_pairs(method, top)
     cols = numeric_columns(df)
     data = df[cols].astype(float)
     matrix = data.corr(method=method)  # (C, C)
