@@ -127,34 +127,14 @@ def describe(df: pd.DataFrame, columns: Sequence[str] | None = None) -> dict[str
 def correlations(
     df: pd.DataFrame, *, top: int = 5, method: str = "pearson"
 ) -> list[tuple[str, str, float]]:
-    """Return the `top` numeric column pairs with the largest |r|.
-
-    Pairs are (a, b) with a before b in frame order, using pairwise-complete rows; pairs with
-    an undefined r (a constant column) are left out. Ties keep frame order, so the result is
-    deterministic.
+    """Return the `top` numeric column pairs with the largest |r|: `associations` with no
+    column taken as nominal (pairwise-complete rows; a pair with an undefined r, of a
+    constant column, left out; ties in frame order).
 
     Raises:
         AnalysisError: `method` is not pearson/spearman/kendall, or `top` < 1.
     """
-    _check_pairs(method, top)
-    cols = numeric_columns(df)
-    matrix = df[cols].astype(float).corr(method=method).to_numpy()  # (C, C)
-    pairs: list[tuple[float, int, int]] = []
-    for i in range(len(cols)):
-        for j in range(i + 1, len(cols)):
-            r = matrix[i, j]
-            if np.isfinite(r):
-                pairs.append((-abs(float(r)), i, j))
-    pairs.sort()
-    return [(cols[i], cols[j], float(matrix[i, j])) for _, i, j in pairs[:top]]
-
-
-def _check_pairs(method: str, top: int) -> None:
-    """The arguments of a ranking of column pairs: a known correlation method, `top` >= 1."""
-    if method not in CORR_METHODS:
-        raise AnalysisError(f"unknown correlation method {method!r}; allowed: {CORR_METHODS}")
-    if top < 1:
-        raise AnalysisError(f"top must be at least 1, got {top}")
+    return [(a, b, r) for a, b, r, _ in associations(df, top=top, method=method)]
 
 
 def associations(
@@ -172,7 +152,10 @@ def associations(
     Raises:
         AnalysisError: `method` is not pearson/spearman/kendall, or `top` < 1.
     """
-    _check_pairs(method, top)
+    if method not in CORR_METHODS:
+        raise AnalysisError(f"unknown correlation method {method!r}; allowed: {CORR_METHODS}")
+    if top < 1:
+        raise AnalysisError(f"top must be at least 1, got {top}")
     cols = numeric_columns(df)
     data = df[cols].astype(float)
     matrix = data.corr(method=method)  # (C, C)

@@ -28,10 +28,7 @@ from kimmy_swarm.agents.tools.search import tokenize_terms
 DIFFER = "They differ in how they go about it: "
 
 
-def _notes(i: int, author: str, contribution: str, result: str = "") -> PaperNotes:
-    findings = [Finding(text=f"{author} (2017) {contribution}", passage="x", kind="contribution")]
-    if result:
-        findings.append(Finding(text=f"{author} (2017) {result}", passage=result, kind="result"))
+def _made(i: int, author: str, contribution: str, findings: list[Finding]) -> PaperNotes:
     return PaperNotes(
         doc_id=f"d{i}",
         title=f"Paper {i} on memory networks",
@@ -40,6 +37,13 @@ def _notes(i: int, author: str, contribution: str, result: str = "") -> PaperNot
         contribution=contribution,
         findings=findings,
     )
+
+
+def _notes(i: int, author: str, contribution: str, result: str = "") -> PaperNotes:
+    findings = [Finding(text=f"{author} (2017) {contribution}", passage="x", kind="contribution")]
+    if result:
+        findings.append(Finding(text=f"{author} (2017) {result}", passage=result, kind="result"))
+    return _made(i, author, contribution, findings)
 
 
 def test_a_benchmark_figure_is_its_whole_clause_and_keeps_its_caveats() -> None:
@@ -146,14 +150,7 @@ def _paper(i: int, author: str, contribution: str, result: str = "") -> PaperNot
     ]
     if result:
         findings.append(Finding(text=third_person(result, subject), passage=result, kind="result"))
-    return PaperNotes(
-        doc_id=f"d{i}",
-        title=f"Paper {i} on memory networks",
-        year=2017,
-        authors=[f"A. {author}"],
-        contribution=contribution,
-        findings=findings,
-    )
+    return _made(i, author, contribution, findings)
 
 
 PAPERS = [
