@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from kimmy_swarm.agents.review import briefs as role_briefs
 from kimmy_swarm.agents.review import procedures as proc
 from kimmy_swarm.agents.review._claimable import is_prose
+from kimmy_swarm.agents.review._prose import year_labels
 from kimmy_swarm.agents.review.physics import research_physics
 from kimmy_swarm.agents.review.schemas import (
     READ_PREFIX,
@@ -58,8 +59,11 @@ def _check_plan(plan: ReviewPlan, run: Attempt) -> None:
         outside = [d for d in theme.doc_ids if d not in relevant]
         if outside:
             raise ValueError(f"theme {theme.id!r} lists documents not in `relevant`: {outside}")
-    for doc_id in plan.relevant:
-        _tool(run, "read_document", doc_id=doc_id)  # raises for an unknown id
+    records = [_tool(run, "read_document", doc_id=d) for d in plan.relevant]  # raises if unknown
+    if all(records):  # the letters of papers cited alike are the runtime's, not the model's
+        plan.year_labels = year_labels(
+            [(r["doc_id"], r.get("authors") or [], r.get("year"), r["title"]) for r in records]
+        )
     topic = str(run.inputs.get("topic") or "").strip()
     if not plan.relevant and topic:
         hits = _tool(run, "search_corpus", query=topic, k=1) or []

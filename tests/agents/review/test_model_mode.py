@@ -291,3 +291,37 @@ def test_a_plan_naming_an_unknown_document_is_an_invalid_answer(tmp_path: Path) 
     invalid = [e for e in sink.events if isinstance(e, AgentStep) and e.outcome == "invalid"]
     assert [e.subtask_id for e in invalid] == ["plan", "plan"]  # the answer, then the repair
     assert outcome.relevant == 4 and outcome.files.claims > 0
+
+
+class DialoguePlanModel(ReviewModel):
+    """A planner that reviews the two dialogue papers of Li, Miller, Chopra and Weston (2017),
+    which a review cites alike unless it letters them."""
+
+    def __init__(self, doc_ids: list[str]) -> None:
+        super().__init__()
+        self.doc_ids = doc_ids
+
+    def _planner(self, subtask, inputs, brief, repairing):  # type: ignore[no-untyped-def]
+        theme = {"id": "t1", "label": "dialogue learning", "doc_ids": self.doc_ids}
+        return json.dumps({"topic": inputs["topic"], "relevant": self.doc_ids, "themes": [theme]})
+
+
+def test_a_model_made_plan_letters_papers_cited_alike(tmp_path: Path, iclr: Corpus) -> None:
+    """A model's plan carried no letters (the offline planner's did): both papers were cited
+    "Li et al. (2017)". The letters are the runtime's, set from the records whoever plans."""
+    titles = ("Dialogue Learning With Human-in-the-Loop",
+              "Learning through Dialogue Interactions by Asking Questions")  # fmt: skip
+    ids = [d.id for d in iclr.documents if d.title in titles]
+    assert len(ids) == 2
+    with OpenAIServer(default=DialoguePlanModel(ids)) as srv:
+        config = ReviewConfig(
+            corpus=ICLR_JSON, topic="dialogue", out=tmp_path, max_papers=4,
+            model=OpenAIChat(srv.base_url, "test-model"), defaults=ICLR_DEFAULTS,
+        )  # fmt: skip
+        outcome = run_review(config)
+    assert "plan" not in outcome.fallbacks  # the model's own plan
+    review = (tmp_path / "review.md").read_text()
+    body, refs = review.split("## References", 1)
+    assert "Li et al. (2017a)" in body or "Li et al., 2017a" in body
+    assert "Li et al. (2017b)" in body or "Li et al., 2017b" in body
+    assert "(2017a). *Dialogue Learning With Human-in-the-Loop*" in refs
