@@ -70,6 +70,7 @@ class FindingRecord(_Part):
     cov_type: Literal["nonrobust", "HC3"] = "nonrobust"
     nominal: list[str] = []
     without_row: int | None = None
+    without_influential: bool = False
     value: float
     verdict: VerdictLabel
     #: The recomputed value (None: not recomputed, or not finite).
@@ -201,6 +202,7 @@ def _join(
                 cov_type=f.cov_type,
                 nominal=list(f.nominal),
                 without_row=f.without_row,
+                without_influential=f.without_influential,
                 value=f.value,
                 verdict=verdict.verdict if verdict is not None else UNCHECKED,
                 recomputed=_clean(verdict.recomputed) if verdict is not None else None,

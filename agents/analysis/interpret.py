@@ -2,9 +2,10 @@
 
 Each function takes what the analysis tools returned (plain JSON, as a model would see it)
 and says in one or a few sentences what the numbers mean: the shape of the table, skew and
-outliers, strong correlations, the model family and its fit, which predictors matter and in
-which direction, and what the diagnostics say about trusting the model. Every number quoted
-is a reported finding, rounded for reading. In model mode the analyst writes these itself.
+outliers, strong correlations, the model family and its fit, and which predictors matter and
+in which direction (what the diagnostics say: `agents.analysis.interpret_diagnostics`).
+Every number quoted is a reported finding, rounded for reading. In model mode the analyst
+writes these itself.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import math
 from typing import Any
 
 from kimmy_swarm.agents.tools.conventions import CV_FOLDS
+from kimmy_swarm.agents.tools.finding import BOOTSTRAP_LEVEL
 
 __all__ = [
     "ALPHA",
@@ -21,7 +23,6 @@ __all__ = [
     "PART_TITLES",
     "class_name",
     "correlations_text",
-    "diagnostics_text",
     "distributions_text",
     "model_text",
     "num",
@@ -36,12 +37,6 @@ ALPHA = 0.05
 _SKEWED = 1.0
 #: |r| above which two columns are called nearly collinear.
 _STRONG_R = 0.9
-_VIF_HIGH = 10.0
-#: Cook's distance above which one row alone moves the coefficients past their 50%
-#: confidence region (D is compared with the median of F(P, N - P), about 1).
-_COOKS_LARGE = 1.0
-#: Coefficients whose change without a dominant row is said in words at most.
-_MAX_CHANGES = 4
 FAMILY_NAMES = {
     "ols": "OLS",
     "logit": "logistic regression",
@@ -230,8 +225,16 @@ def class_name(fit: dict[str, Any], level: str) -> str:
     return level if plain else f"{level} ({label})"
 
 
+#: The scale of a coefficient (and its effect per SD) where it is no change of the target.
+_LOG_SCALES = {"logit": " log-odds", "mnlogit": " log-odds", "poisson": " log-rate",
+               "negbin": " log-rate"}  # fmt: skip
+
+
 def _effect(fit: dict[str, Any], c: dict[str, Any]) -> str:
     target, b, family, p = fit["target"], c["coef"], fit["family"], pvalue_text(c["pvalue"])
+    if c.get("per_sd") is not None:  # the scale-free effect, on the coefficient's own scale
+        sd, scale = c["per_sd"], _LOG_SCALES.get(family, "")
+        p = f"{'+' if sd > 0 else ''}{num(sd)}{scale} per SD, {p}"
     up = "raises" if b > 0 else "lowers"
     dummy = any(c["term"].startswith(f"{n}=") for n in fit.get("nominal") or [])
     # both open with a word of ours: the sentence's capital never lands on a column's name
@@ -252,9 +255,15 @@ def _effect(fit: dict[str, Any], c: dict[str, Any]) -> str:
     )
 
 
+def _size(c: dict[str, Any]) -> float:
+    """How a coefficient ranks: the size of its effect per SD (else of its p-value)."""
+    return abs(c["per_sd"]) if c.get("per_sd") is not None else -c["pvalue"]
+
+
 def _tested(fit: dict[str, Any]) -> str:
+    """The significant effects, the largest per SD first, and the others' p-values."""
     terms = [c for c in fit["coefficients"] if c["term"] != "const" and c["pvalue"] is not None]
-    significant = sorted((c for c in terms if c["pvalue"] < ALPHA), key=lambda c: c["pvalue"])
+    significant = sorted((c for c in terms if c["pvalue"] < ALPHA), key=lambda c: -_size(c))
     weak = [c for c in terms if c["pvalue"] >= ALPHA]
     parts = [_effect(fit, c) for c in significant[:4]]
     text = "; ".join(parts) if parts else f"no predictor is significant at {ALPHA}"
@@ -276,10 +285,14 @@ def _penalised(fit: dict[str, Any]) -> str:
     terms = [c for c in fit["coefficients"] if c["term"] != "const" and c["coef"] is not None]
     top = max(terms, key=lambda c: abs(c["coef"]))
     which = f" for class {class_name(fit, top['level'])}" if top["level"] else ""
+    interval = ""
+    if top.get("ci_low") is not None and top.get("ci_high") is not None:
+        interval = (f", {100 * BOOTSTRAP_LEVEL:g}% bootstrap interval {num(top['ci_low'])} to "
+                    f"{num(top['ci_high'])}")  # fmt: skip
     return (
         "the coefficients are penalised and on standardised predictors, so they rank the "
         f"predictors but have no p-values: the largest is {top['term']}{which} "
-        f"({num(top['coef'])} per standard deviation)"
+        f"({num(top['coef'])} per standard deviation{interval})"
     )
 
 
@@ -297,127 +310,6 @@ def model_text(fit: dict[str, Any]) -> str:
         effects = _tested(fit)
         text += f". {effects[0].upper()}{effects[1:]}"
     return text + "."
-
-
-def diagnostics_text(fit: dict[str, Any], diag: dict[str, Any] | None) -> str:
-    """What the residual, influence, dispersion and collinearity checks say about trusting
-    the model."""
-    parts = []
-    family = fit["family"]
-    res = (diag or {}).get("residual") or {}
-    if res.get("bp_pvalue") is not None:
-        if res["bp_pvalue"] < ALPHA:
-            robust = (
-                "HC3 robust standard errors are reported"
-                if fit.get("cov_type") == "HC3"
-                else "the OLS standard errors are unreliable (use robust ones)"
-            )
-            parts.append(
-                f"Breusch–Pagan {pvalue_text(res['bp_pvalue'])}: the residual variance is not "
-                f"constant, so {robust}"
-            )
-        else:
-            parts.append(
-                f"Breusch–Pagan {pvalue_text(res['bp_pvalue'])}: no evidence that the residual "
-                "variance changes with the predictors"
-            )
-    if res.get("jb_pvalue") is not None:
-        verdict = (
-            "the residuals are not normal (the p-values rest on the large-sample approximation)"
-            if res["jb_pvalue"] < ALPHA
-            else "no evidence against normal residuals"
-        )
-        parts.append(f"Jarque–Bera {pvalue_text(res['jb_pvalue'])}: {verdict}")
-    parts.extend(_influence(fit, diag))
-    disp = fit.get("poisson_dispersion")
-    if disp is not None:
-        how = "overdispersed" if family == "negbin" else "not overdispersed"
-        parts.append(f"The Poisson fit's Pearson chi²/df is {num(disp)}: {how}")
-    parts.extend(_collinearity(fit, diag))
-    if family != "ols":
-        parts.append("Residual normality and Breusch–Pagan are OLS checks, not run for this model")
-    return ". ".join(parts) + "." if parts else ""
-
-
-def _influence(fit: dict[str, Any], diag: dict[str, Any] | None) -> list[str]:
-    """How many rows are influential by Cook's distance (> 4/n), the largest, and whether one
-    row alone dominates the fit (D > 1)."""
-    found = (diag or {}).get("influence") or {}
-    if any(found.get(k) is None for k in ("influential", "cooks_max", "cooks_max_row")):
-        return []
-    count, d = int(found["influential"]), found["cooks_max"]
-    label = (diag or {}).get("cooks_max_label")
-    row = f"row {int(found['cooks_max_row'])} ({f'{label}; ' if label else ''}rows counted from 0)"
-    cut = f"Cook's distance > 4/n, n = {fit['nobs']}"
-    if count == 1:
-        text = f"1 row is influential ({cut}): {row}, D = {num(d)}"
-    else:
-        many = f"{count} rows are" if count else "No row is"
-        text = f"{many} influential ({cut}); the largest, {row}, has D = {num(d)}"
-    if d > _COOKS_LARGE:
-        return [
-            f"{text}. Its D > {num(_COOKS_LARGE)}: dropping that row alone would move the "
-            "coefficients past their 50% confidence region, so they rest heavily on it"
-            f"{_without_row(fit, (diag or {}).get('without_row') or {})}"
-        ]
-    return [f"{text}; none has D > {num(_COOKS_LARGE)}, so no single row dominates the fit and "
-            "all are kept"]  # fmt: skip
-
-
-def _without_row(fit: dict[str, Any], without: dict[str, float | None]) -> str:
-    """How the coefficients change when the fit is run again without its dominant row (the
-    largest relative changes first), or only that the row is kept where it was not."""
-    kept = " (the fit keeps it; check it for an error)"
-    reported = {c["term"]: c["coef"] for c in fit["coefficients"] if c["term"] != "const"}
-    pairs = [(t, b, without[t]) for t, b in reported.items() if without.get(t) is not None]
-    if not pairs:
-        return kept
-    pairs.sort(key=lambda p: -abs(p[2] - p[1]) / max(abs(p[1]), 1e-300))
-    shown = ", ".join(
-        f"{t}'s{' coefficient goes' if i == 0 else ''} from {num(b)} to {num(w)}"
-        f"{' (its sign flips)' if b * w < 0 else ''}"
-        for i, (t, b, w) in enumerate(pairs[:_MAX_CHANGES])
-    )
-    more = f", {len(pairs) - _MAX_CHANGES} more in the table" if len(pairs) > _MAX_CHANGES else ""
-    return (
-        f". The fit was also run without that row: {shown}{more}; the reported fit keeps the "
-        "row (check it for an error)"
-    )
-
-
-def _collinearity(fit: dict[str, Any], diag: dict[str, Any] | None) -> list[str]:
-    """VIF and near-duplicate advice over the predictors; the target is never named."""
-    out, target = [], fit["target"]
-    vif = {
-        k: v for k, v in ((diag or {}).get("vif") or {}).items() if v is not None and k != target
-    }  # fmt: skip
-    high = sorted((k for k in vif if vif[k] > _VIF_HIGH), key=lambda k: -vif[k])
-    if high and fit["family"].endswith("_l2"):
-        shown = ", ".join(f"{k} ({num(vif[k])})" for k in high)
-        out.append(
-            f"VIF above {num(_VIF_HIGH)}: {shown}; the other predictors explain most of each. "
-            "They stay in the model: its L2 penalty is what handles the collinearity (it keeps "
-            "their coefficients finite and stable where unpenalised ones would be imprecise), "
-            "but it shares their common effect between them, so read those coefficients "
-            "together, not as separate effects"
-        )
-    elif high:
-        shown = ", ".join(f"{k} ({num(vif[k])})" for k in high)
-        out.append(
-            f"VIF above {num(_VIF_HIGH)}: {shown}; the other predictors explain most of each, "
-            "so their coefficients are imprecise (wide standard errors): each says little on "
-            "its own, though the fit as a whole is unaffected"
-        )
-    elif vif:
-        worst = max(vif, key=lambda k: vif[k])
-        out.append(f"All VIFs ≤ {num(_VIF_HIGH)} (largest {worst}, {num(vif[worst])})")
-    dropped = [d for d in fit.get("dropped") or [] if target not in (d["column"], d["duplicates"])]
-    if dropped:
-        shown = ", ".join(
-            f"{d['column']} (duplicates {d['duplicates']}, r = {num(d['r'])})" for d in dropped
-        )
-        out.append(f"Left out of the model as near-duplicates (|r| > 0.98): {shown}")
-    return out
 
 
 def two_part_text(fit: dict[str, Any]) -> str:

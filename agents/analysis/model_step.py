@@ -12,13 +12,8 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kimmy_swarm.agents.analysis.interpret import (
-    FAMILY_NAMES,
-    PART_TITLES,
-    diagnostics_text,
-    model_text,
-    num,
-)
+from kimmy_swarm.agents.analysis.interpret import FAMILY_NAMES, PART_TITLES, model_text, num
+from kimmy_swarm.agents.analysis.interpret_diagnostics import diagnostics_text
 from kimmy_swarm.agents.tools.conventions import CV_FOLDS, AnalysisError
 from kimmy_swarm.agents.tools.finding import NumericFinding
 
@@ -79,6 +74,9 @@ def _coefficient_findings(step: ModelStep, fit: dict[str, Any]) -> None:
             step.add("slope", [target, c["term"]], c["coef"], **model, **level)
             if ratio is not None and c["coef"] is not None and abs(c["coef"]) < 700:
                 step.add(ratio, [target, c["term"]], math.exp(c["coef"]), **model, **level)
+            for stat in ("per_sd", "ci_low", "ci_high"):  # its effect per SD, its interval
+                name = "slope_per_sd" if stat == "per_sd" else stat
+                step.add(name, [target, c["term"]], c.get(stat), **model, **level)
         step.add("se", [target, c["term"]], c["se"], **model, **level, **robust)
         step.add("pvalue", [target, c["term"]], c["pvalue"], **model, **level, **robust)
 
@@ -125,19 +123,22 @@ def _diagnostic_findings(step: ModelStep, fit: dict[str, Any], diag: dict[str, A
             step.add("intercept", [target], value, **model, **where)
         else:
             step.add("slope", [target, term], value, **model, **where)
+    for term, refit in (diag.get("without_influential") or {}).items():  # a logit's
+        if term != "const":  # refitted without its influential rows
+            for stat, value in (("slope", refit["coef"]), ("pvalue", refit["pvalue"])):
+                step.add(stat, [target, term], value, **model, without_influential=True)
     for pred, value in diag["vif"].items():
         step.add("vif", [target, pred], value, **model)
     step.add("cond_number", [target], diag["cond_number"], **model)
 
 
-def model_step(
-    run: Attempt, dataset: str, target: str, predictors: list[str], *, max_predictors: int
-) -> ModelStep:
-    """Fit, diagnose and read the model of `target` (predictors: default when empty)."""
+def model_step(run: Attempt, dataset: str, target: str, predictors: list[str]) -> ModelStep:
+    """Fit, diagnose and read the model of `target` (predictors: default when empty, as many
+    as the data supports)."""
     step = ModelStep()
     try:
         fit = run.call("fit_model", dataset=dataset, target=target,
-                       predictors=predictors or None, max_predictors=max_predictors)  # fmt: skip
+                       predictors=predictors or None)  # fmt: skip
     except AnalysisError as exc:
         step.problems.append(f"no model of {target!r}: {exc}")
         return step
@@ -162,7 +163,8 @@ def _diagnose(run: Attempt, step: ModelStep, dataset: str, fit: dict[str, Any]) 
     try:
         diag = run.call("diagnose_model", dataset=dataset, target=target,
                         predictors=fit["predictors"], ols=fit["family"] == "ols",
-                        nominal=fit.get("nominal") or None, part=fit.get("part") or "")  # fmt: skip
+                        logit=fit["family"] == "logit", nominal=fit.get("nominal") or None,
+                        part=fit.get("part") or "")  # fmt: skip
     except AnalysisError as exc:
         step.problems.append(f"no diagnostics of the model of {target!r}: {exc}")
         return None

@@ -389,7 +389,8 @@ def run_analysis(
         DatasetLoadError: a dataset could not be loaded (a missing file, an unknown name):
             nothing was run and no file written.
     """
-    return _outcome(run_pipeline(ANALYSIS, config, sinks=sinks, endpoint=endpoint))
+    with _one_blas_thread():
+        return _outcome(run_pipeline(ANALYSIS, config, sinks=sinks, endpoint=endpoint))
 
 
 def resume_analysis(
@@ -411,8 +412,20 @@ def resume_analysis(
         ConfigError: the run was not made by `run_analysis`.
         RunNotFoundError: no such run.
     """
-    run = resume_pipeline(ANALYSIS, run_id, runs_dir=runs_dir, model=model, sinks=sinks, **changes)
+    with _one_blas_thread():
+        run = resume_pipeline(ANALYSIS, run_id, runs_dir=runs_dir, model=model, sinks=sinks,
+                              **changes)  # fmt: skip
     return _outcome(run)
+
+
+def _one_blas_thread() -> Any:
+    """One BLAS/OpenMP thread for the run: its analysts and fact-checkers are the
+    parallelism (threads of their own), and BLAS threads on top of them oversubscribe the
+    cores — fair's two-part model with its 16 terms fitted 8x slower on a busy 2-core
+    machine (measured), its matrices past OpenBLAS's threading threshold."""
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=1)
 
 
 __all__ = [

@@ -38,8 +38,6 @@ if TYPE_CHECKING:
 MAX_DESCRIBED = 12
 #: Columns whose missing-value count is reported per analysis at most.
 MAX_MISSING = 40
-#: Predictors of the default OLS model at most.
-MAX_PREDICTORS = 5
 TOP_PAIRS = 5
 _DESCRIBED_STATS = ("count", "mean", "median", "std", "min", "max", "skew")
 
@@ -145,7 +143,7 @@ def _unanswered_reason(d: _Draft, prof: dict[str, Any]) -> str:
 
 def _fit(run: Attempt, d: _Draft, target: str, predictors: list[str]) -> dict[str, Any] | None:
     """The model the target calls for, its diagnostics and their reading (`model_step`)."""
-    step = model_step(run, d.dataset, target, predictors, max_predictors=MAX_PREDICTORS)
+    step = model_step(run, d.dataset, target, predictors)
     d.findings.extend(step.findings)
     d.problems.extend(step.problems)
     d.notes.extend(step.notes)
@@ -200,7 +198,7 @@ def _left_out(
     if unseen:  # a constant or empty column is left out for that, not for the count
         described = {**described, **run.call("describe_columns", dataset=d.dataset,
                                              columns=unseen)}  # fmt: skip
-    out = left_out(prof, fit, described, named=named, max_predictors=MAX_PREDICTORS)
+    out = left_out(prof, fit, described, named=named)
     others = [x for x in out if x.r is None]
     if others:
         d.notes.append(f"left out of the model of {fit['target']}: {left_out_text(others)}")
@@ -363,7 +361,6 @@ def tally(analysis_id: str, dataset: str, verdicts: list[Verdict]) -> FindingChe
 __all__ = [
     "MAX_DESCRIBED",
     "MAX_MISSING",
-    "MAX_PREDICTORS",
     "TOP_PAIRS",
     "analyze_dataset",
     "check_findings",

@@ -1,12 +1,14 @@
 """The model and diagnostics sections of an analysis in the reports.
 
 Per fitted model (target, predictors, family, and the part of a two-part model): a
-coefficient table — per class for a multinomial model, without standard errors for a
-penalised one, a nominal predictor's dummies each on a row, HC3 robust standard errors said
-in the caption — and a table of the fit measures that apply to its family (in-sample
-accuracy beside the cross-validated accuracy of a classifier, and the cross-validated AUC of
-a binary one); then a diagnostics table (residual normality, Breusch–Pagan, the influential
-rows of an OLS fit by Cook's distance and its coefficients refitted without a dominant one,
+coefficient table — per class for a multinomial model, without standard errors but with
+bootstrap intervals for a penalised one, the effect of one SD of each term beside the
+coefficient of an unpenalised one, a nominal predictor's dummies each on a row, HC3 robust
+standard errors said in the caption — and a table of the fit measures that apply to its
+family (in-sample accuracy beside the cross-validated accuracy of a classifier, and the
+cross-validated AUC of a binary one); then a diagnostics table (residual normality,
+Breusch–Pagan, the influential rows of an OLS fit or a logit by Cook's distance, the OLS
+coefficients refitted without a dominant row and the logit's without its influential rows,
 the Poisson dispersion — of the Poisson fit, or the one behind a switch to negative
 binomial — VIFs, condition number). Every number carries its fact-check mark (`cell`).
 """
@@ -15,9 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from kimmy_swarm.agents.analysis.answers import bootstrap_text
 from kimmy_swarm.agents.analysis.digest import FindingRecord
 from kimmy_swarm.agents.analysis.interpret import FAMILY_NAMES, PART_TITLES
 from kimmy_swarm.agents.analysis.model_step import LEFT_OUT
+from kimmy_swarm.agents.tools.finding import BOOTSTRAP_LEVEL
 
 __all__ = ["DIAGNOSTIC_STATS", "diagnostic_tables", "model_tables"]
 
@@ -37,6 +41,13 @@ _FIT_COLUMNS = (
 
 #: exp(coefficient) columns of a coefficient table, by statistic.
 _RATIO_NAMES = {"odds_ratio": "odds ratio", "rate_ratio": "rate ratio"}
+#: The other columns a coefficient table may have: the effect of one SD of the term (an
+#: unpenalised fit), the bootstrap interval (a penalised one).
+_EXTRA_COLUMNS = (
+    ("slope_per_sd", "per SD of the term"),
+    ("ci_low", f"{100 * BOOTSTRAP_LEVEL:g}% bootstrap low"),
+    ("ci_high", f"{100 * BOOTSTRAP_LEVEL:g}% bootstrap high"),
+)
 Slot = dict[tuple[str, str, str], FindingRecord]  # (statistic, level, term) -> record
 
 
@@ -47,8 +58,9 @@ def _fits(recs: list[FindingRecord], placed: set[int], diagnostic: bool) -> dict
     for i, r in enumerate(recs):
         if r.predictors is None or i in placed:
             continue
-        # a coefficient refitted without an influential row is a diagnostic of the fit
-        if (r.statistic in DIAGNOSTIC_STATS or r.without_row is not None) != diagnostic:
+        # a coefficient refitted without influential rows is a diagnostic of the fit
+        refitted = r.without_row is not None or r.without_influential
+        if (r.statistic in DIAGNOSTIC_STATS or refitted) != diagnostic:
             continue
         model = r.model or "ols"
         key = (r.columns[0], tuple(r.predictors), model if not diagnostic else "", r.part)
@@ -76,6 +88,8 @@ def _coef_table(key: tuple, slot: Slot, cell: Cell) -> Tab:
     header += [] if penalised else ["std. error", "p-value"]
     ratio = next((st for st in _RATIO_NAMES if any(k[0] == st for k in slot)), None)
     header += [_RATIO_NAMES[ratio]] if ratio else []
+    extra = [(st, name) for st, name in _EXTRA_COLUMNS if any(k[0] == st for k in slot)]
+    header += [name for _, name in extra]
     rows = []
     for level in levels:
         for term in terms:
@@ -87,8 +101,8 @@ def _coef_table(key: tuple, slot: Slot, cell: Cell) -> Tab:
             if not penalised:
                 row += [cell(s) if (s := slot.get((stat, level, term))) else ""
                         for stat in ("se", "pvalue")]  # fmt: skip
-            if ratio:
-                row.append(cell(s) if (s := slot.get((ratio, level, term))) else "")
+            for stat in [*([ratio] if ratio else []), *(st for st, _ in extra)]:
+                row.append(cell(s) if (s := slot.get((stat, level, term))) else "")
             rows.append(row)
     name = FAMILY_NAMES.get(model, model)
     caption = f"{name[0].upper()}{name[1:]}: {target} ~ const + {' + '.join(preds)}"
@@ -106,6 +120,8 @@ def _coef_table(key: tuple, slot: Slot, cell: Cell) -> Tab:
         caption += " (each class against the base class, the smallest)"
     if penalised:
         caption += " (L2-penalised, predictors standardised: no standard errors)"
+    if extra and extra[0][0] == "ci_low":
+        caption += f" ({bootstrap_text()})"
     return caption, header, rows
 
 
@@ -145,6 +161,10 @@ def _influence_rows(slot: Slot, cell: Cell) -> list[list[str]]:
         if stat in ("intercept", "slope") and r.without_row is not None:
             what = "intercept" if stat == "intercept" else f"coefficient of {term}"
             rows.append([f"{what} without row {r.without_row}", cell(r), ""])
+        if stat == "slope" and r.without_influential:  # a logit's, without them all
+            p = slot.get(("pvalue", "", term))
+            rows.append([f"coefficient of {term} without the influential rows", cell(r),
+                         cell(p) if p is not None else ""])  # fmt: skip
     return rows
 
 

@@ -110,6 +110,25 @@ def _target_values(values: pd.Series) -> dict[str, Any]:
     return {"distinct": int(x.nunique()), "zero_share": zero}
 
 
+def _coefficient_json(fit: models.ModelFit, c: models.Coefficient) -> dict[str, Any]:
+    """One coefficient as `fit_model` returns it: with its effect per standard deviation of
+    its term (an unpenalised fit's: a penalised one's coefficients are per SD already) and
+    its bootstrap interval (a penalised fit's)."""
+    penalised = fit.family.endswith("_l2")
+    sd = fit.sds.get(c.term) if not penalised else None
+    interval = next((i for i in fit.intervals if (i.term, i.level) == (c.term, c.level)), None)
+    return {
+        "term": c.term,
+        "level": c.level,
+        "coef": _finite(c.coef),
+        "se": _finite(c.se),
+        "pvalue": _finite(c.pvalue),
+        "per_sd": _finite(c.coef * sd) if sd is not None else None,
+        "ci_low": _finite(interval.low) if interval is not None else None,
+        "ci_high": _finite(interval.high) if interval is not None else None,
+    }
+
+
 def _fit_json(fit: models.ModelFit, labels: list[str]) -> dict[str, Any]:
     """A `ModelFit` as the `fit_model` tool returns it (a two-part model's `parts` alike)."""
     return {
@@ -120,16 +139,7 @@ def _fit_json(fit: models.ModelFit, labels: list[str]) -> dict[str, Any]:
         "reason": fit.reason,
         "classes": fit.classes,
         "class_labels": labels if fit.part != "any" else [],
-        "coefficients": [
-            {
-                "term": c.term,
-                "level": c.level,
-                "coef": _finite(c.coef),
-                "se": _finite(c.se),
-                "pvalue": _finite(c.pvalue),
-            }
-            for c in fit.coefficients
-        ],
+        "coefficients": [_coefficient_json(fit, c) for c in fit.coefficients],
         "measures": {k: _finite(v) for k, v in fit.measures.items()},
         "nobs": fit.nobs,
         "poisson_dispersion": fit.poisson_dispersion,
@@ -139,6 +149,9 @@ def _fit_json(fit: models.ModelFit, labels: list[str]) -> dict[str, Any]:
         "parts": [_fit_json(p, labels) for p in fit.parts],
         "dropped": [{"column": c, "duplicates": k, "r": r} for c, k, r in fit.dropped],
         "ranked_by": dict(fit.ranked_by),
+        "max_parameters": fit.max_parameters,
+        "max_predictors": fit.max_predictors,
+        "limited": fit.limited,
         "notes": fit.notes,
     }
 
@@ -274,14 +287,19 @@ def _model_tools(board: AnalysisBoard) -> list[Any]:
         }
 
     def fit_model(
-        dataset: str, target: str, predictors: list[str] | None = None, max_predictors: int = 5
-    ) -> dict[str, Any]:
+        dataset: str, target: str, predictors: list[str] | None = None,
+        max_predictors: int | None = None,
+    ) -> dict[str, Any]:  # fmt: skip
         """The model the target calls for (OLS, logit, multinomial logit, Poisson or negative
         binomial; `reason` says why) of target on predictors (default: the most associated,
-        by |r|, or eta / Cramér's V where a column is nominal, as `ranked_by` says;
-        near-duplicates left out and listed in `dropped`, class-code columns never), with a
-        constant: coefficients
-        (by term and, for a multinomial model, class `level`), fit measures, notes.
+        by |r|, or eta / Cramér's V where a column is nominal, as `ranked_by` says, as many
+        as the data supports — `max_parameters`: one per 10 events of the rarer class, or
+        15 rows, at least 5, a nominal predictor costing its levels - 1 — or instead at most
+        `max_predictors` if given; those left out for that in `limited`, near-duplicates in
+        `dropped`, class-code columns never), with a constant: coefficients (by term and,
+        for a multinomial model, class `level`; `per_sd`: the effect of one SD of the term,
+        unpenalised fits; `ci_low`/`ci_high`: a penalised fit's 95% bootstrap interval),
+        fit measures, notes.
         Nominal predictors (`nominal`) enter as dummies, terms "occupation=2" against the
         most frequent level; OLS standard errors are HC3 robust (`cov_type`) when Breusch–Pagan
         rejects at 0.05; a zero-heavy target (family "two_part") has no coefficients of its
@@ -305,16 +323,19 @@ def _model_tools(board: AnalysisBoard) -> list[Any]:
         ols: bool = True,
         nominal: list[str] | None = None,
         part: Literal["", "any", "positive"] = "",
+        logit: bool = False,
     ) -> dict[str, Any]:
         """Diagnostics of target on predictors: VIF per predictor (per dummy of a `nominal`
         one), condition number, and for OLS (`ols`) Jarque-Bera residual normality,
         Breusch-Pagan heteroscedasticity and influence (`influence`: rows with Cook's
         distance > 4/n, the largest distance and its row, from 0, labelled in
         `cooks_max_label` where the table names its rows; `without_row`: the coefficients
-        refitted without that row when its distance exceeds 1); `part` diagnoses a part of a
-        two-part model."""
+        refitted without that row when its distance exceeds 1); for a maximum-likelihood
+        binary logit (`logit`, with ols false) its influence alike and
+        `without_influential`: term -> coef and pvalue refitted without the influential
+        rows (or `refit_failed`: why not); `part` diagnoses a part of a two-part model."""
         dg = diagnostics.diagnose(board.frame(dataset), target, predictors, ols=ols,
-                                  nominal=nominal or (), part=part)  # fmt: skip
+                                  logit=logit, nominal=nominal or (), part=part)  # fmt: skip
         return {
             "target": dg.target,
             "predictors": dg.predictors,
@@ -322,6 +343,11 @@ def _model_tools(board: AnalysisBoard) -> list[Any]:
             "influence": {k: _finite(v) for k, v in dg.influence.items()},
             "cooks_max_label": dg.cooks_max_label,
             "without_row": {k: _finite(v) for k, v in dg.without_row.items()},
+            "without_influential": {
+                k: {"coef": _finite(b), "pvalue": _finite(p)}
+                for k, (b, p) in dg.without_influential.items()
+            },
+            "refit_failed": dg.refit_failed,
             "vif": {k: _finite(v) for k, v in dg.vif.items()},
             "cond_number": _finite(dg.cond_number),
             "nominal": dg.nominal,

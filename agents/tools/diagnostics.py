@@ -3,10 +3,17 @@ rows, collinearity.
 
 What applies depends on the family: the residual checks — Jarque–Bera normality and the
 Breusch–Pagan test of constant variance (Koenker's studentised form, statsmodels' default)
-— and the influence of each row (Cook's distance: how many rows exceed 4/n, and the largest
-with its row) are OLS checks; the collinearity checks — the variance inflation factor (VIF) of
-each predictor and the condition number of the design [1, X] — concern the predictors and
-apply to every family. `agents.tools.recompute` recomputes each number independently.
+— are OLS checks; the influence of each row (Cook's distance: how many rows exceed 4/n, and
+the largest with its row) is checked for OLS and for a (maximum-likelihood, binary) logit,
+through its GLM form; the collinearity checks — the variance inflation factor (VIF) of each
+predictor and the condition number of the design [1, X] — concern the predictors and apply
+to every family. `agents.tools.recompute` recomputes each number independently.
+
+What is done about influential rows: an OLS fit is run again without a row whose distance
+exceeds `DOMINANT`; a logit without all its influential rows (and without the rows of a
+level of a nominal predictor then left with one outcome, whose coefficient would diverge:
+the others' estimates are their limit, the fit without those rows), so a reading can say
+whether a predictor's sign or significance rests on them.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from statsmodels.stats.outliers_influence import variance_inflation_factor
 from statsmodels.stats.stattools import jarque_bera
 
 from kimmy_swarm.agents.tools import stats
+from kimmy_swarm.agents.tools._classifiers import Separated, checked_fit
 from kimmy_swarm.agents.tools.conventions import TIES_RTOL, AnalysisError
 
 __all__ = ["DOMINANT", "INFLUENTIAL", "VIF_HIGH", "Diagnostics", "diagnose"]
@@ -46,10 +54,13 @@ class Diagnostics:
     position in the table); `cooks_max_label` is that row's label where the table names its
     rows (else ""). `without_row`: when the largest Cook's distance exceeds `DOMINANT` (and
     no predictor is nominal, whose levels a dropped row could change), the coefficients of
-    the OLS fit refitted without that row, by term. vif: term -> VIF (only with two or more
-    terms; a nominal predictor's dummies each have one). cond_number: the 2-norm condition
-    number of the design with its constant (unscaled, as statsmodels
-    reports it).
+    the OLS fit refitted without that row, by term. influence (logit): as for OLS, of its
+    GLM form; `without_influential`: term -> (coefficient, p-value) of the logit refitted
+    without its influential rows (module docstring; a level of a nominal predictor left with
+    one outcome has no term there), or empty with `refit_failed` saying why. vif: term ->
+    VIF (only with two or more terms; a nominal predictor's dummies each have one).
+    cond_number: the 2-norm condition number of the design with its constant (unscaled, as
+    statsmodels reports it).
     """
 
     target: str
@@ -58,6 +69,8 @@ class Diagnostics:
     influence: dict[str, float] = field(default_factory=dict)
     cooks_max_label: str = ""
     without_row: dict[str, float] = field(default_factory=dict)
+    without_influential: dict[str, tuple[float, float]] = field(default_factory=dict)
+    refit_failed: str = ""
     vif: dict[str, float] = field(default_factory=dict)
     cond_number: float = float("nan")
     nominal: list[str] = field(default_factory=list)
@@ -70,6 +83,7 @@ def diagnose(
     predictors: Sequence[str],
     *,
     ols: bool = True,
+    logit: bool = False,
     nominal: Sequence[str] = (),
     part: str = "",
 ) -> Diagnostics:
@@ -79,13 +93,18 @@ def diagnose(
         df: the table.
         target: the dependent variable.
         predictors: the fit's predictors.
-        ols: whether the model is OLS (then the residual checks are run too).
+        ols: whether the model is OLS (then the residual and influence checks are run too).
+        logit: whether the model is a maximum-likelihood binary logit (then its influence
+            checks are run too).
         nominal: predictors entered as dummies (`stats.design_matrix`); each dummy gets a VIF.
         part: the part of a two-part model diagnosed ("any", "positive": `stats.part_frame`).
 
     Raises:
-        AnalysisError: unknown or non-numeric columns, or too few complete rows.
+        AnalysisError: unknown or non-numeric columns, too few complete rows, or both `ols`
+            and `logit`.
     """
+    if ols and logit:
+        raise AnalysisError("a model is OLS or a logit, not both (ols=True, logit=True)")
     chosen = stats.check_predictors(df, target, predictors)
     stats.describe(df, [target])  # unknown / non-numeric target: a clear error
     labels = df.index
@@ -103,7 +122,11 @@ def diagnose(
     if len(terms) >= 2:
         vif = {p: float(variance_inflation_factor(x, i + 1)) for i, p in enumerate(terms)}
     dummies = [c for c in chosen if c in nominal]
-    checks = _ols_checks(y, design, labels, refit=not dummies) if ols else {}
+    checks: dict[str, Any] = {}
+    if ols:
+        checks = _ols_checks(y, design, labels, refit=not dummies)
+    elif logit:
+        checks = _logit_checks(y, design, labels, data, chosen, dummies)
     return Diagnostics(
         target=target,
         predictors=chosen,
@@ -126,32 +149,86 @@ def _ols_checks(
     bp, bp_p, _, _ = het_breuschpagan(res.resid, design.to_numpy())
     residual = {"jb": float(jb), "jb_pvalue": float(jb_p), "bp": float(bp),
                 "bp_pvalue": float(bp_p)}  # fmt: skip
-    influence = _influence(res, y.index.to_numpy())
-    out: dict[str, Any] = {"residual": residual, "influence": influence}
-    if not influence:
+    cooks = np.asarray(res.get_influence().cooks_distance[0])  # (N,)
+    out: dict[str, Any] = {"residual": residual, **_influence(cooks, y.index, labels)}
+    if not out["influence"]:
         return out
-    top = int(influence["cooks_max_row"])
-    if not labels.equals(pd.RangeIndex(len(labels))):  # the table names its rows
-        out["cooks_max_label"] = str(labels[top])
-    if refit and influence["cooks_max"] > DOMINANT:
+    top = int(out["influence"]["cooks_max_row"])
+    if refit and out["influence"]["cooks_max"] > DOMINANT:
         kept = y.index != top
         params = sm.OLS(y[kept], design[kept]).fit().params
         out["without_row"] = {str(k): float(v) for k, v in params.items()}
     return out
 
 
-def _influence(res: object, rows: np.ndarray) -> dict[str, float]:
-    """Cook's distances of an OLS fit over `rows` (their positions in the table): how many
-    exceed `INFLUENTIAL`/n, the largest and its row (the first of those tied for it within
-    `conventions.TIES_RTOL`); a row of leverage 1 has none."""
-    cooks = np.asarray(res.get_influence().cooks_distance[0])  # type: ignore[attr-defined]  # (N,)
+def _influence(cooks: np.ndarray, rows: pd.Index, labels: pd.Index) -> dict[str, Any]:
+    """Cook's distances (N,) of a fit over `rows` (their positions in the table; `labels`:
+    the table's own index): how many exceed `INFLUENTIAL`/n, the largest and its row (the
+    first of those tied for it within `conventions.TIES_RTOL`), labelled where the table
+    names its rows; a row of leverage 1 has none."""
     defined = np.isfinite(cooks)
     if not np.any(defined):
-        return {}
+        return {"influence": {}}
     largest = np.max(cooks[defined])
     top = int(np.argmax(defined & (cooks >= largest * (1 - TIES_RTOL))))  # the first of ties
-    return {
-        "influential": float(np.sum(defined & (cooks > INFLUENTIAL / len(cooks)))),
+    influence = {
+        "influential": float(np.sum(_influential(cooks))),
         "cooks_max": float(cooks[top]),
         "cooks_max_row": float(rows[top]),
     }
+    named = not labels.equals(pd.RangeIndex(len(labels)))  # the table names its rows
+    label = {"cooks_max_label": str(labels[rows[top]])} if named else {}
+    return {"influence": influence, **label}
+
+
+def _influential(cooks: np.ndarray) -> np.ndarray:
+    """Which rows are influential: Cook's distance > `INFLUENTIAL`/n (n: the rows fitted)."""
+    return np.isfinite(cooks) & (cooks > INFLUENTIAL / len(cooks))
+
+
+def _logit_checks(
+    y: pd.Series, design: pd.DataFrame, labels: pd.Index, data: pd.DataFrame,
+    chosen: list[str], nominal: list[str],
+) -> dict[str, Any]:  # fmt: skip
+    """The influence of the rows of the logit of y (its larger value the event) on the
+    design, through its GLM form (index: the rows' positions in the table, `labels` the
+    table's own), and the logit refitted on `data` without them (`_without_influential`)."""
+    event = (y == y.max()).astype(float)
+    res = sm.GLM(event, design, family=sm.families.Binomial()).fit()
+    cooks = np.asarray(res.get_influence().cooks_distance[0])  # (N,)
+    out = _influence(cooks, y.index, labels)
+    if out["influence"].get("influential"):
+        kept = data.drop(index=y.index[_influential(cooks)])
+        refit, failed = _without_influential(kept, str(y.name), chosen, nominal,
+                                             list(design.columns))  # fmt: skip
+        out.update(without_influential=refit, refit_failed=failed)
+    return out
+
+
+def _without_influential(
+    data: pd.DataFrame, target: str, chosen: list[str], nominal: list[str], terms: list[str]
+) -> tuple[dict[str, tuple[float, float]], str]:
+    """The logit refitted on `data` (the rows kept) once the rows of every level of a
+    nominal predictor left with one outcome are dropped too (again until none is): term ->
+    (coefficient, p-value) over the `terms` of the reported fit, or why there is none."""
+    complete = data[[target, *chosen]].astype(float).dropna()
+    while single := [
+        complete.index[complete[c] == level]
+        for c in nominal
+        for level, outcomes in complete.groupby(c)[target].nunique().items()
+        if outcomes < 2
+    ]:
+        complete = complete.drop(index=np.concatenate(single))
+    if complete[target].nunique() < 2:
+        return {}, f"every row left has the same {target}"
+    y, design = stats.design_matrix(complete, target, chosen, nominal=nominal)
+    if not set(design.columns) <= set(terms):  # a new reference level: other dummies
+        return {}, "a nominal predictor's most frequent level changes, so its dummies differ"
+    try:
+        res = checked_fit(sm.Logit((y == y.max()).astype(float), design))
+    except Separated as exc:
+        return {}, (
+            f"its maximum-likelihood estimate does not exist ({exc}: the rows left are "
+            "(almost) perfectly separated)"
+        )
+    return {t: (float(res.params[t]), float(res.pvalues[t])) for t in design.columns}, ""

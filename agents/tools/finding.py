@@ -15,6 +15,9 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from kimmy_swarm.agents.tools.families import ModelFamily
 
 __all__ = [
+    "BOOTSTRAP_LEVEL",
+    "BOOTSTRAP_RESAMPLES",
+    "BOOTSTRAP_SEED",
     "COLUMN_STATISTICS",
     "DIAGNOSTIC_STATISTICS",
     "FIT_STATISTICS",
@@ -46,6 +49,10 @@ Statistic = Literal[
     "distinct",
     # exp(coefficient): a logit's odds ratio, a count model's rate ratio
     "odds_ratio", "rate_ratio",
+    # a coefficient times the standard deviation of its term: the effect of one SD
+    "slope_per_sd",
+    # a penalised coefficient's bootstrap percentile interval
+    "ci_low", "ci_high",
 ]  # fmt: skip
 #: How `corr` measures the association of two columns: a correlation of two numeric (or
 #: ordered, or binary) columns; "eta", the correlation ratio of the numeric columns[0] over
@@ -62,7 +69,10 @@ INTEGER_STATISTICS = frozenset({
 #: Statistics of one column: columns [col].
 COLUMN_STATISTICS = frozenset({"count", "missing", "mean", "median", "std", "min", "max", "skew"})
 #: Statistics of two columns: [a, b] (corr) or [target, predictor].
-PAIR_STATISTICS = frozenset({"corr", "slope", "se", "pvalue", "vif", "odds_ratio", "rate_ratio"})
+PAIR_STATISTICS = frozenset({
+    "corr", "slope", "se", "pvalue", "vif", "odds_ratio", "rate_ratio", "slope_per_sd",
+    "ci_low", "ci_high",
+})  # fmt: skip
 #: A model's fit measures: columns [target].
 FIT_STATISTICS = frozenset(
     {"aic", "llf", "pseudo_r2", "accuracy", "dispersion", "alpha", "cv_accuracy", "cv_auc"}
@@ -72,21 +82,27 @@ DIAGNOSTIC_STATISTICS = frozenset({
     "jb", "jb_pvalue", "bp", "bp_pvalue", "vif", "cond_number", "influential", "cooks_max",
     "cooks_max_row",
 })  # fmt: skip
-#: The influence diagnostics of an OLS fit (Cook's distance): columns [target].
+#: The influence diagnostics of an OLS or logit fit (Cook's distance): columns [target].
 INFLUENCE_STATISTICS = frozenset({"influential", "cooks_max", "cooks_max_row"})
+#: The coefficient statistics: a coefficient, or a number derived from one and its term.
+_COEFFICIENT_STATS = frozenset({
+    "slope", "intercept", "se", "pvalue", "odds_ratio", "slope_per_sd", "ci_low", "ci_high",
+})  # fmt: skip
 _MODEL_STATS = frozenset({
-    "slope", "intercept", "se", "pvalue", "r2", "adj_r2", "nobs", "odds_ratio", "rate_ratio",
+    "r2", "adj_r2", "nobs", "rate_ratio", *_COEFFICIENT_STATS,
     *FIT_STATISTICS,
     *DIAGNOSTIC_STATISTICS,
 })  # fmt: skip
 _WALD_MODELS = frozenset({"ols", "logit", "mnlogit", "poisson", "negbin"})  # not penalised
 _GLMS = frozenset({"logit", "mnlogit", "poisson", "negbin", "logit_l2", "mnlogit_l2"})
 _CLASSIFIERS = frozenset({"logit", "mnlogit", "logit_l2", "mnlogit_l2"})
+_PENALISED = frozenset({"logit_l2", "mnlogit_l2"})
 # Which models report which statistics (coefficients, nobs, llf, vif, cond_number: all).
 _ONLY_FOR: dict[str, frozenset[str]] = {
     **dict.fromkeys(("r2", "adj_r2", "jb", "jb_pvalue", "bp", "bp_pvalue"), frozenset({"ols"})),
-    **dict.fromkeys(INFLUENCE_STATISTICS, frozenset({"ols"})),
-    **dict.fromkeys(("se", "pvalue", "aic"), _WALD_MODELS),
+    **dict.fromkeys(INFLUENCE_STATISTICS, frozenset({"ols", "logit"})),
+    **dict.fromkeys(("se", "pvalue", "aic", "slope_per_sd"), _WALD_MODELS),
+    **dict.fromkeys(("ci_low", "ci_high"), _PENALISED),
     "pseudo_r2": _GLMS, "accuracy": _CLASSIFIERS,
     "dispersion": frozenset({"poisson"}), "alpha": frozenset({"negbin"}),
     "cv_accuracy": _CLASSIFIERS, "cv_auc": frozenset({"logit", "logit_l2"}),
@@ -104,6 +120,16 @@ _PER_GROUP_STATS = frozenset(
 GROUP_STATISTICS = _PER_GROUP_STATS | {
     "anova_f", "anova_pvalue", "kruskal_h", "kruskal_pvalue", "eta_squared"
 }  # fmt: skip
+#: The bootstrap of a penalised fit's coefficients (`ci_low`, `ci_high`), which both sides
+#: draw alike: `BOOTSTRAP_RESAMPLES` times N positions of the complete rows, each draw
+#: `numpy.random.RandomState(BOOTSTRAP_SEED).randint(0, N, N)` from one generator in turn;
+#: a resample that lacks a class of the target or holds a constant predictor is skipped (its
+#: draw still taken), the others refitted (predictors standardised anew); the bounds are
+#: the (1 - `BOOTSTRAP_LEVEL`)/2 and (1 + `BOOTSTRAP_LEVEL`)/2 percentiles (linear
+#: interpolation, `numpy.percentile`) of each coefficient over the refits.
+BOOTSTRAP_RESAMPLES = 200
+BOOTSTRAP_SEED = 0
+BOOTSTRAP_LEVEL = 0.95
 
 
 class NumericFinding(BaseModel):
@@ -129,7 +155,7 @@ class NumericFinding(BaseModel):
     cv_accuracy of a classifier (logit, mnlogit and their penalised fits) and cv_auc of a
     binary one (logit, logit_l2) take [target]: the accuracy and AUC of its out-of-fold
     probabilities (`conventions.CV_FOLDS`).
-    The influence diagnostics of an OLS fit take [target]: `influential` counts the rows
+    The influence diagnostics of an OLS (or logit) fit take [target]: `influential` counts the rows
     whose Cook's distance exceeds 4/n, `cooks_max` is the largest Cook's distance and
     `cooks_max_row` its row, counted from 0 by position in the table (its label, where the
     table has named rows, may be in `note`). An OLS slope or intercept with `without_row` is
@@ -147,6 +173,18 @@ class NumericFinding(BaseModel):
     `rate_ratio` (Poisson, NB2) take [target, predictor] like a slope: exp of its coefficient.
     `corr` with `method` "eta" is the correlation ratio of columns[0] over the levels of the
     nominal columns[1]; "cramers_v" is Cramér's V of two nominal columns (no correction).
+
+    `slope_per_sd` (an unpenalised model) takes [target, term] like a slope: the coefficient
+    times the standard deviation (ddof=1) of its term's column of the design over the rows
+    fitted — the effect of one SD of the predictor, which unlike the per-unit slope does not
+    depend on its scale. `ci_low` and `ci_high` (a penalised model) bound a coefficient's
+    bootstrap percentile interval (`BOOTSTRAP_RESAMPLES`, `BOOTSTRAP_SEED`, `BOOTSTRAP_LEVEL`).
+    A logit's influence diagnostics are those of its GLM form (Cook's distance from the
+    Pearson residuals and the leverages of the weighted design), named as an OLS fit's; a
+    logit slope, intercept, se or pvalue with `without_influential` is of the fit refitted
+    without the rows whose Cook's distance exceeds 4/n, and without the rows of any level of
+    a nominal predictor left with one outcome only (its coefficient has no finite estimate;
+    the others' are their limit).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -164,6 +202,7 @@ class NumericFinding(BaseModel):
     cov_type: Literal["nonrobust", "HC3"] = "nonrobust"
     nominal: list[str] = []
     without_row: int | None = None
+    without_influential: bool = False
 
     @model_validator(mode="after")
     def _check_shape(self) -> NumericFinding:
@@ -208,7 +247,7 @@ class NumericFinding(BaseModel):
             raise ValueError(f"model applies to model statistics only, not {self.statistic!r}")
         if self.model == "two_part":
             raise ValueError("a two-part model's statistics name their `part` and its family")
-        coefficient = self.statistic in ("slope", "intercept", "se", "pvalue", "odds_ratio")
+        coefficient = self.statistic in _COEFFICIENT_STATS
         if self.statistic in ("level_count", "level_share"):
             if not self.level:
                 raise ValueError(f"{self.statistic} needs the `level` it counts")
@@ -236,6 +275,14 @@ class NumericFinding(BaseModel):
                 f"without_row applies to OLS slope and intercept findings with predictors, "
                 f"and counts rows from 0; got {self.without_row!r} on {self.statistic!r} of "
                 f"{self.model!r}"
+            )
+        if self.without_influential and not (
+            self.statistic in ("slope", "intercept", "se", "pvalue") and self.model == "logit"
+            and self.predictors is not None and self.without_row is None
+        ):  # fmt: skip
+            raise ValueError(
+                f"without_influential applies to logit slope, intercept, se and pvalue "
+                f"findings with predictors; got {self.statistic!r} of {self.model!r}"
             )
         return self
 

@@ -26,6 +26,16 @@ Predictors the column types (`agents.tools.variables`) call nominal enter as dum
 (`stats.design_matrix`: one per level but the most frequent, the reference, which `notes`
 name); ordinal ones enter as ordered scores, and `notes` say so. `agents.tools.recompute`
 recomputes every number independently.
+
+The default predictors are as many as the data can support (`parameter_budget`): one
+parameter per `EVENTS_PER_PARAMETER` events of the rarer outcome class of a classifier, per
+`ROWS_PER_PARAMETER` rows of an OLS or count model (a two-part model: the stricter of its
+parts), never fewer than `MIN_PARAMETERS`; a nominal predictor costs its levels - 1.
+
+Each fit keeps the standard deviation of each term of its design over the rows fitted
+(`sds`: a coefficient times it is the effect of one SD), and a penalised one the bootstrap
+percentile intervals of its coefficients (`intervals`, `finding.BOOTSTRAP_RESAMPLES`
+resamples drawn as `finding` says).
 """
 
 from __future__ import annotations
@@ -33,7 +43,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -57,17 +67,23 @@ from kimmy_swarm.agents.tools.families import (
     TargetKind,
     choose_family,
 )
+from kimmy_swarm.agents.tools.finding import BOOTSTRAP_LEVEL, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from kimmy_swarm.agents.tools.variables import ColumnType
 from kimmy_swarm.agents.tools.warning_notes import noted_warnings
 
 __all__ = [
+    "EVENTS_PER_PARAMETER",
     "MIN_ALPHA",
+    "MIN_PARAMETERS",
     "OVERDISPERSED",
     "PENALTY_C",
     "ROBUST_ALPHA",
+    "ROWS_PER_PARAMETER",
     "Coefficient",
+    "Interval",
     "ModelFit",
     "fit_model",
+    "parameter_budget",
 ]
 
 #: Poisson Pearson chi²/df above which a count model switches to negative binomial.
@@ -76,9 +92,27 @@ OVERDISPERSED = 1.5
 MIN_ALPHA = 1e-4
 #: Breusch–Pagan p-value below which OLS reports HC3 robust standard errors.
 ROBUST_ALPHA = 0.05
+#: Events of the rarer outcome class per parameter of a classifier's default predictors.
+EVENTS_PER_PARAMETER = 10
+#: Rows per parameter of an OLS or count model's default predictors.
+ROWS_PER_PARAMETER = 15
+#: Parameters the default predictors may use however small the data (as many as before
+#: the budget followed the data: spector's 32 rows keep their 3 predictors).
+MIN_PARAMETERS = 5
 
 
 _NAMES = {"logit": "logistic regression", "mnlogit": "multinomial logit"}
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A penalised coefficient's bootstrap percentile interval (`level`: its class, as the
+    coefficient's)."""
+
+    term: str
+    level: str
+    low: float
+    high: float
 
 
 @dataclass(frozen=True)
@@ -96,6 +130,11 @@ class ModelFit:
     "two_part") has no coefficients of its own, only its `parts`. `ranked_by` says, for each
     candidate of a default predictor choice, the measure that ranked it ("pearson": |r|;
     "eta"; "cramers_v": `stats.select_predictors`); empty where the predictors were given.
+    `max_parameters` is the parameter budget of a default choice (`parameter_budget`; None
+    where the predictors were given or a caller capped them at `max_predictors` instead),
+    and `limited` the candidates left out for either. `sds`: each design term's standard
+    deviation (ddof=1) over the rows fitted; `intervals`: a penalised fit's bootstrap
+    percentile intervals of its coefficients.
     """
 
     target: str
@@ -116,6 +155,65 @@ class ModelFit:
     part: str = ""
     parts: list[ModelFit] = field(default_factory=list)
     ranked_by: dict[str, str] = field(default_factory=dict)
+    max_parameters: int | None = None
+    max_predictors: int | None = None
+    limited: list[str] = field(default_factory=list)
+    sds: dict[str, float] = field(default_factory=dict)
+    intervals: list[Interval] = field(default_factory=list)
+
+
+def parameter_budget(values: pd.Series, family: ModelFamily) -> int:
+    """The most parameters (besides the constant) the default predictors of a model of
+    `values` in `family` may use: one per `EVENTS_PER_PARAMETER` rows of the rarer class of a
+    logit or multinomial logit (a two-part model: of target > 0 or not, and one per
+    `ROWS_PER_PARAMETER` of its positive rows, whichever allows fewer), one per
+    `ROWS_PER_PARAMETER` rows otherwise; at least `MIN_PARAMETERS`."""
+    y = values.dropna().astype(float)
+    if family == "two_part":
+        positive = int((y > 0).sum())
+        rarer = min(positive, len(y) - positive)
+        allowed = min(rarer // EVENTS_PER_PARAMETER, positive // ROWS_PER_PARAMETER)
+    elif family in ("logit", "mnlogit"):
+        allowed = int(y.value_counts().min()) // EVENTS_PER_PARAMETER if len(y) else 0
+    else:
+        allowed = len(y) // ROWS_PER_PARAMETER
+    return max(MIN_PARAMETERS, allowed)
+
+
+def _bootstrap(y: pd.Series, x: pd.DataFrame, classes: list[float]) -> list[Interval]:
+    """Percentile intervals of the penalised coefficients (`_classifiers.fit_penalised`'s
+    estimator: L2, C = `PENALTY_C`, predictors standardised anew in each resample) over
+    `BOOTSTRAP_RESAMPLES` resamples of the rows, drawn and skipped as `finding` says.
+
+    Each refit uses scikit-learn's Newton–Cholesky solver: the same minimum as the reported
+    fit's L-BFGS, reached in a few steps (200 L-BFGS fits take a minute on a busy machine).
+    """
+    from sklearn.linear_model import LogisticRegression  # lazily: sklearn imports slowly
+
+    codes = np.searchsorted(np.asarray(classes), y.to_numpy())  # (N,)
+    xs = x.drop(columns="const")
+    data = xs.to_numpy()  # (N, P)
+    rng = np.random.RandomState(BOOTSTRAP_SEED)
+    draws = []
+    for _ in range(BOOTSTRAP_RESAMPLES):
+        rows = rng.randint(0, len(codes), len(codes))
+        spread = data[rows].std(axis=0)
+        if len(np.unique(codes[rows])) < len(classes) or np.any(spread == 0):
+            continue  # no fit without every class and a spread in each predictor
+        z = (data[rows] - data[rows].mean(axis=0)) / spread
+        clf = LogisticRegression(C=PENALTY_C, tol=1e-10, max_iter=1_000,
+                                 solver="newton-cholesky").fit(z, codes[rows])  # fmt: skip
+        draws.append(np.column_stack([clf.intercept_, clf.coef_]))  # (K, 1 + P)
+    if not draws:
+        return []
+    tail = 50.0 * (1.0 - BOOTSTRAP_LEVEL)
+    low, high = np.percentile(np.stack(draws), [tail, 100.0 - tail], axis=0)
+    levels = [""] if len(classes) == 2 else [level_name(c) for c in classes]
+    return [
+        Interval(term, level, float(low[j, i]), float(high[j, i]))
+        for j, level in enumerate(levels)
+        for i, term in enumerate(["const", *xs.columns])
+    ]
 
 
 def _coefs(res: object, names: list[str], level: str = "") -> list[Coefficient]:
@@ -182,7 +280,7 @@ def fit_model(
     target: str,
     predictors: Sequence[str] | None = None,
     *,
-    max_predictors: int = 6,
+    max_predictors: int | None = None,
     labels: Sequence[str] | None = None,
     exclude: Sequence[str] = (),
     kinds: Mapping[str, ColumnType] | None = None,
@@ -205,7 +303,7 @@ def _fit_model(
     target: str,
     predictors: Sequence[str] | None = None,
     *,
-    max_predictors: int = 6,
+    max_predictors: int | None = None,
     labels: Sequence[str] | None = None,
     exclude: Sequence[str] = (),
     kinds: Mapping[str, ColumnType],
@@ -215,9 +313,11 @@ def _fit_model(
     Args:
         df: the table.
         target: the numeric dependent variable.
-        predictors: numeric regressors; default `stats.select_predictors` (near-duplicates
-            left out and listed in `dropped`).
-        max_predictors: the most predictors to choose by default.
+        predictors: numeric regressors; default `stats.select_predictors` within the
+            data's `parameter_budget` (near-duplicates left out and listed in `dropped`,
+            those beyond the budget in `limited`).
+        max_predictors: the most predictors to choose by default, in place of the budget
+            (None: as many as the budget allows).
         labels: the target's class names when the source designates it a class label.
         exclude: columns never chosen as default predictors (class codes of a label).
         kinds: the columns' types (`variables.column_types`): nominal predictors enter as
@@ -230,14 +330,15 @@ def _fit_model(
     stats.describe(df, [target])  # unknown / non-numeric target: a clear error
     choice = choose_family(df[target], labels=labels)
     nominal_all = [c for c, t in kinds.items() if t.kind == "nominal" and c != target]
-    dropped: list[tuple[str, str, float]] = []
-    ranked_by: dict[str, str] = {}
+    picked = stats.PredictorChoice(chosen=[], dropped=[])
+    budget = None
     if predictors is None:
         nominal_target = target in kinds and kinds[target].kind == "nominal"
-        picked = stats.select_predictors(df, target, max_predictors, exclude=exclude,
-                                         nominal=nominal_all,
+        budget = parameter_budget(df[target], choice.family) if max_predictors is None else None
+        picked = stats.select_predictors(df, target, max_predictors, max_parameters=budget,
+                                         exclude=exclude, nominal=nominal_all,
                                          nominal_target=nominal_target)  # fmt: skip
-        chosen, dropped, ranked_by = picked.chosen, picked.dropped, picked.measures
+        chosen = picked.chosen
     else:
         chosen = stats.check_predictors(df, target, predictors)
     nominal = [c for c in chosen if c in nominal_all]
@@ -245,10 +346,12 @@ def _fit_model(
         fit = _two_part(df, target, chosen, nominal, choice)
     else:
         fit = _fit_one(df, target, chosen, nominal, choice)
-    fit.dropped.extend(dropped)
-    fit.ranked_by.update(ranked_by)
+    fit.dropped.extend(picked.dropped)
+    fit.ranked_by.update(picked.measures)
+    fit.limited.extend(picked.limited)
     fit.notes[:0] = _type_notes(df, chosen, nominal, kinds)
-    return fit
+    cap = max_predictors if predictors is None else None
+    return replace(fit, max_parameters=budget, max_predictors=cap)
 
 
 def _type_notes(
@@ -330,6 +433,7 @@ def _fit_one(
         reason, notes = _count_reason(target, family, dispersion, reason)
     else:
         family, coefs, measures, notes = _fit_classifier(target, choice, y, x, classes)
+    intervals = _bootstrap(y, x, classes) if family.endswith("_l2") else []
     return ModelFit(
         target=target,
         predictors=chosen,
@@ -348,6 +452,8 @@ def _fit_one(
         bp_pvalue=bp_pvalue,
         nominal=nominal,
         part=part,
+        sds={str(c): float(x[c].std(ddof=1)) for c in x.columns[1:]},  # (1 + P) - the constant
+        intervals=intervals,
     )
 
 

@@ -12,6 +12,7 @@ All functions are pure and thread-safe; bad input raises `AnalysisError` naming 
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -207,7 +208,9 @@ class PredictorChoice:
 
     `dropped` holds (candidate, chosen predictor it duplicates, r between them) for every
     candidate skipped because |r| > 0.98 with an already chosen predictor (before the cap
-    of `max_predictors` was reached), so a report can say what was left out and why.
+    of `max_predictors` was reached), and `limited` every ranked candidate left out for the
+    caps (`max_predictors`, or its parameters past `max_parameters`), so a report can say
+    what was left out and why.
     `measures` says what ranked each candidate: "pearson" (|r|), "eta" (the target's
     correlation ratio over a nominal candidate's levels), "eta_target" (the candidate's over a
     nominal target's classes) or "cramers_v" (a nominal candidate of a nominal target).
@@ -216,6 +219,7 @@ class PredictorChoice:
     chosen: list[str]
     dropped: list[tuple[str, str, float]]
     measures: dict[str, str] = field(default_factory=dict)
+    limited: list[str] = field(default_factory=list)
 
 
 def eta(target: pd.Series, groups: pd.Series) -> float:
@@ -233,8 +237,9 @@ def eta(target: pd.Series, groups: pd.Series) -> float:
 def select_predictors(
     df: pd.DataFrame,
     target: str,
-    max_predictors: int = 6,
+    max_predictors: int | None = 6,
     *,
+    max_parameters: int | None = None,
     exclude: Sequence[str] = (),
     nominal: Sequence[str] = (),
     nominal_target: bool = False,
@@ -247,13 +252,19 @@ def select_predictors(
     Cramér's V with the target. Eta is at least |r| of any scoring of the levels, so a
     nominal candidate is never ranked below what its best numeric coding would earn.
 
+    At most `max_predictors` are chosen (None: no cap), and their parameters stay within
+    `max_parameters` (None: no budget): a nominal candidate costs its levels - 1 (its
+    dummies), another one 1; a candidate past the budget is left out and the next ones
+    still tried.
+
     Raises:
-        AnalysisError: unknown or non-numeric target, max_predictors < 1, or no usable
-            numeric predictor.
+        AnalysisError: unknown or non-numeric target, max_predictors or max_parameters < 1,
+            or no usable numeric predictor.
     """
     _require_numeric(df, target)
-    if max_predictors < 1:
-        raise AnalysisError(f"max_predictors must be at least 1, got {max_predictors}")
+    for name, cap in (("max_predictors", max_predictors), ("max_parameters", max_parameters)):
+        if cap is not None and cap < 1:
+            raise AnalysisError(f"{name} must be at least 1, got {cap}")
     candidates = [c for c in numeric_columns(df) if c != target and c not in exclude]
     if not candidates:
         raise AnalysisError(f"no numeric predictors for target {target!r}")
@@ -265,20 +276,27 @@ def select_predictors(
     ranked.sort(key=lambda c: -strength[c])  # stable: ties keep frame order
     chosen: list[str] = []
     dropped: list[tuple[str, str, float]] = []
-    for c in ranked:
+    limited: list[str] = []
+    left = math.inf if max_parameters is None else max_parameters
+    for i, c in enumerate(ranked):
         if len(chosen) == max_predictors:
+            limited.extend(ranked[i:])
             break
         twin = next((k for k in chosen if c not in nominal and k not in nominal
                      and abs(corr.at[c, k]) > _COLLINEAR), None)  # fmt: skip
-        if twin is None:
-            chosen.append(c)
-        else:
+        cost = max(int(data[c].nunique()) - 1, 1) if c in nominal else 1
+        if twin is not None:
             dropped.append((c, twin, float(corr.at[c, twin])))
+        elif cost > left:
+            limited.append(c)
+        else:
+            chosen.append(c)
+            left -= cost
     if not chosen:
-        raise AnalysisError(
-            f"no numeric predictors for target {target!r}: every candidate is constant or empty"
-        )
-    return PredictorChoice(chosen=chosen, dropped=dropped, measures=measures)
+        why = (f"each candidate's parameters exceed max_parameters={max_parameters}"
+               if limited else "every candidate is constant or empty")  # fmt: skip
+        raise AnalysisError(f"no numeric predictors for target {target!r}: {why}")
+    return PredictorChoice(chosen=chosen, dropped=dropped, measures=measures, limited=limited)
 
 
 def _ranking_measure(nominal: bool, nominal_target: bool) -> str:

@@ -18,15 +18,20 @@ statistic is recomputed with numpy / scipy from the raw table:
   number) from textbook formulas (`_diagnostics`);
 - HC3 robust standard errors from the sandwich formula (`_ols`), nominal predictors as
   dummies and the rows of a two-part model's part (`_design`);
-- Cook's distances of an OLS fit from the QR leverages and residuals (`_ols`), and its
-  coefficients refitted without a row (`without_row`);
+- Cook's distances of an OLS fit from the QR leverages and residuals, and of a logit from
+  its Pearson residuals and weighted leverages (`_influence`); an OLS fit's coefficients
+  refitted without a row (`without_row`), a logit's without its influential rows
+  (`without_influential`);
 - cross-validated accuracy (of a binary or multinomial logit, penalised or not) and AUC,
   each fold refitted (`_crossval`);
 - the rows at each level of a categorical column (`_columns.level_count`) and their share,
   the distinct values of a column (`_columns.distinct_count`);
 - the correlation ratio eta of a numeric column over a nominal one's levels and Cramér's V
   of two nominal columns (`_columns.correlation`);
-- odds and rate ratios as exp of the refitted coefficient.
+- odds and rate ratios as exp of the refitted coefficient, and a coefficient's effect per
+  standard deviation as the refitted coefficient times its term's SD over the rows fitted;
+- bootstrap percentile intervals of a penalised fit's coefficients, each resample refitted
+  (`_bootstrap`).
 
 Both sides share only the conventions of `agents.tools.conventions` and those documented in
 the modules they check (ddof=1, bias-corrected skew, pairwise-complete correlation,
@@ -57,6 +62,7 @@ from kimmy_swarm.agents.tools.finding import (
     NumericFinding,
     Verdict,
 )
+from kimmy_swarm.agents.tools.recompute._bootstrap import bootstrap_bound
 from kimmy_swarm.agents.tools.recompute._columns import (
     column_statistic,
     correlation,
@@ -66,9 +72,13 @@ from kimmy_swarm.agents.tools.recompute._columns import (
     outlier_count,
 )
 from kimmy_swarm.agents.tools.recompute._crossval import cross_validated
-from kimmy_swarm.agents.tools.recompute._design import design, part_rows
+from kimmy_swarm.agents.tools.recompute._design import design, part_rows, term_index
 from kimmy_swarm.agents.tools.recompute._groups import group_statistic
-from kimmy_swarm.agents.tools.recompute._ols import influence_statistic, ols_statistic
+from kimmy_swarm.agents.tools.recompute._influence import (
+    influence_statistic,
+    without_influential,
+)
+from kimmy_swarm.agents.tools.recompute._ols import ols_statistic
 from kimmy_swarm.agents.tools.recompute._refit import refit_statistic
 
 __all__ = ["recompute", "verify"]
@@ -100,20 +110,23 @@ def recompute(df: pd.DataFrame, finding: NumericFinding) -> float:
         return correlation(df, finding.columns[0], finding.columns[1], finding.method)
     if stat in GROUP_STATISTICS:
         return group_statistic(df, stat, list(finding.columns), finding.group)
-    target = finding.columns[0]
+    return _model_statistic(df, finding)
+
+
+def _model_statistic(df: pd.DataFrame, finding: NumericFinding) -> float:
+    stat, target = finding.statistic, finding.columns[0]
     term = finding.columns[1] if len(finding.columns) > 1 else "const"
     if finding.without_row is not None:
         df = _without(df, finding.without_row)
+    if finding.without_influential:
+        df = without_influential(df, target, finding.predictors, finding.nominal, finding.part)
     if stat in INFLUENCE_STATISTICS:  # rows are named by position: count them before a part
         df = part_rows(df.reset_index(drop=True), target, finding.part)
         return influence_statistic(df, stat, target, finding.predictors,
-                                   nominal=finding.nominal)  # fmt: skip
+                                   nominal=finding.nominal, model=finding.model)  # fmt: skip
     df = part_rows(df, target, finding.part)
-    if stat in ("cv_accuracy", "cv_auc"):
-        if finding.predictors is None:
-            raise AnalysisError(f"{stat!r} needs the fit's predictor list (`predictors`)")
-        y, x, _ = design(df, target, finding.predictors, finding.nominal)
-        return cross_validated(stat, finding.model, y, x)
+    if stat in ("cv_accuracy", "cv_auc", "slope_per_sd", "ci_low", "ci_high"):
+        return _design_statistic(df, finding, term)
     if stat in ("odds_ratio", "rate_ratio"):  # exp of the refitted coefficient
         return math.exp(refit_statistic(
             df, finding.model, "slope", target, finding.predictors, term=term,
@@ -128,6 +141,21 @@ def recompute(df: pd.DataFrame, finding: NumericFinding) -> float:
         df, stat, target, finding.predictors, term, nominal=finding.nominal,
         cov_type=finding.cov_type,
     )  # fmt: skip
+
+
+def _design_statistic(df: pd.DataFrame, finding: NumericFinding, term: str) -> float:
+    """A statistic of the fit's design itself: its cross-validation, a coefficient times its
+    term's SD (ddof=1) over the rows fitted, a bootstrap bound of a penalised coefficient."""
+    stat, target = finding.statistic, finding.columns[0]
+    if finding.predictors is None:
+        raise AnalysisError(f"{stat!r} needs the fit's predictor list (`predictors`)")
+    y, x, names = design(df, target, finding.predictors, finding.nominal)
+    if stat in ("cv_accuracy", "cv_auc"):
+        return cross_validated(stat, finding.model, y, x)
+    if stat in ("ci_low", "ci_high"):
+        return bootstrap_bound(stat, y, x, term_index(names, term), finding.level)
+    slope = _model_statistic(df, finding.model_copy(update={"statistic": "slope"}))
+    return slope * float(np.std(x[:, term_index(names, term)], ddof=1))
 
 
 def _without(df: pd.DataFrame, row: int) -> pd.DataFrame:

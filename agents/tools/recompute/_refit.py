@@ -4,7 +4,7 @@ scipy only), for a model named by family, target and predictors.
 The fact-checker's path for the statistics `agents.tools.models` and
 `agents.tools.diagnostics` report through statsmodels / scikit-learn: every model is refitted
 here from its likelihood by Newton's method (logit, multinomial logit, Poisson), a profile
-likelihood (negative binomial NB2) or L-BFGS on the penalised objective (L2 logit); the OLS
+likelihood (negative binomial NB2) or Newton on the penalised objective (L2 logit); the OLS
 likelihood and the diagnostics come from `_diagnostics`. Shared conventions (`families`,
 `models`): the design is [1, X] over complete rows; a binary target's larger value is the
 event; the smallest class is the multinomial base; classes are named by
@@ -43,11 +43,13 @@ def _newton(
     grad: Callable[[np.ndarray], np.ndarray],
     hess: Callable[[np.ndarray], np.ndarray],
     theta: np.ndarray,
+    *,
+    solve: Callable[[np.ndarray, np.ndarray], np.ndarray] = np.linalg.solve,
 ) -> np.ndarray:
     """Maximise a concave log-likelihood by Newton steps with step halving."""
     current = llf(theta)
     for _ in range(200):
-        step = np.linalg.solve(-hess(theta), grad(theta))
+        step = solve(-hess(theta), grad(theta))
         t = 1.0
         while t > 1e-8:
             cand = theta + t * step
@@ -232,37 +234,57 @@ def negbin(y: np.ndarray, x: np.ndarray) -> Fit:
     return _measures(b, se[:p], pv[:p], _nb_llf(y, mu, a), llnull, p + 1, {"alpha": a})
 
 
+def _lstsq(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The minimum-norm solution of a x = b: a Newton step that leaves a flat direction of
+    the objective (the sum of a softmax's intercepts) where it is."""
+    return np.linalg.lstsq(a, b, rcond=None)[0]
+
+
+def _penalised_weights(zc: np.ndarray, target: np.ndarray, c: float) -> np.ndarray:
+    """Newton's minimum of C * sum(-log p_i) + ||W||² / 2 (intercepts unpenalised) over the
+    standardised design zc (N, Q) and one-hot (or, binary, event) targets (N, K): W (K, Q)."""
+    k, q = target.shape[1], zc.shape[1]
+    pen = np.tile(np.r_[0.0, np.ones(q - 1)], k)  # (K * Q,): the intercepts are free
+
+    def eta(theta: np.ndarray) -> np.ndarray:
+        return zc @ theta.reshape(k, q).T  # (N, K)
+
+    def probs(theta: np.ndarray) -> np.ndarray:
+        e = eta(theta)
+        return special.expit(e) if k == 1 else special.softmax(e, axis=1)
+
+    def llf(theta: np.ndarray) -> float:  # the objective, negated
+        e = eta(theta)
+        nll = (np.sum(np.logaddexp(0.0, e) - target * e) if k == 1
+               else np.sum(special.logsumexp(e, axis=1) - np.sum(target * e, axis=1)))  # fmt: skip
+        return float(-(c * nll + 0.5 * np.sum(pen * theta * theta)))
+
+    def grad(theta: np.ndarray) -> np.ndarray:
+        return -(c * ((probs(theta) - target).T @ zc).ravel() + pen * theta)
+
+    def hess(theta: np.ndarray) -> np.ndarray:
+        pr = probs(theta)
+        h = np.zeros((k * q, k * q))
+        for j in range(k):
+            for m in range(k):
+                w = pr[:, j] * ((j == m) - pr[:, m])  # binary: p (1 - p)
+                h[j * q : (j + 1) * q, m * q : (m + 1) * q] = (zc.T * w) @ zc
+        return -(c * h + np.diag(pen))
+
+    return _newton(llf, grad, hess, np.zeros(k * q), solve=_lstsq).reshape(k, q)
+
+
 def penalised(y: np.ndarray, x: np.ndarray, c: float = 1.0) -> Fit:
     """L2 logistic regression (binary) or multinomial softmax (3+ classes) on standardised
     predictors: minimise C * sum(-log p_i) + ||W||² / 2 (the intercept unpenalised)."""
     codes, levels = _codes(y)
     z = x[:, 1:]
     z = (z - z.mean(axis=0)) / z.std(axis=0)  # (N, P)
-    n, p = z.shape
+    n = len(z)
     k = 1 if len(levels) == 2 else len(levels)
     zc = np.column_stack([np.ones(n), z])  # (N, 1 + P)
     target = (codes == 1).astype(float)[:, None] if k == 1 else np.eye(k)[codes]
-
-    def unpack(theta: np.ndarray) -> np.ndarray:
-        return theta.reshape(k, p + 1)  # row j: class j's [intercept, coefs]
-
-    def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
-        w = unpack(theta)
-        eta = zc @ w.T  # (N, K)
-        if k == 1:
-            nll = np.sum(np.logaddexp(0.0, eta) - target * eta)
-            resid = special.expit(eta) - target
-        else:
-            nll = np.sum(special.logsumexp(eta, axis=1) - np.sum(target * eta, axis=1))
-            resid = special.softmax(eta, axis=1) - target
-        pen = w.copy()
-        pen[:, 0] = 0.0
-        value = c * nll + 0.5 * np.sum(pen * pen)
-        return float(value), (c * resid.T @ zc + pen).ravel()
-
-    res = optimize.minimize(loss, np.zeros(k * (p + 1)), jac=True, method="L-BFGS-B",
-                            options={"gtol": 1e-12, "ftol": 1e-15, "maxiter": 100_000})  # fmt: skip
-    w = unpack(res.x)
+    w = _penalised_weights(zc, target, c)  # (K, 1 + P): row j, class j's [intercept, coefs]
     eta = zc @ w.T
     prob = (np.column_stack([1 - special.expit(eta[:, 0]), special.expit(eta[:, 0])])
             if k == 1 else special.softmax(eta, axis=1))  # fmt: skip
@@ -306,7 +328,7 @@ def _coefficient(
 
 _CACHE: dict[tuple[str, str], Fit] = {}
 _CACHE_LOCK = threading.Lock()
-_CACHE_SIZE = 64
+_CACHE_SIZE = 128
 
 
 def fitted(

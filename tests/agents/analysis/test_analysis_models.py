@@ -75,7 +75,7 @@ def test_each_section_has_a_reading_in_words(batch: AnalysisOutcome) -> None:
     fair = _section(md, "statsmodels:fair")
     assert "Breusch–Pagan p < 0.001: the residual variance is not constant" in fair
     html = batch.paths["report.html"].read_text()
-    assert "Diagnostics: Whether affairs &gt; 0: All VIFs" in html  # one reading per part
+    assert "Diagnostics: Whether affairs &gt; 0: 232 rows are influential" in html  # per part
     assert "The amount where affairs &gt; 0: Breusch–Pagan p &lt; 0.001" in html
 
 
@@ -154,7 +154,10 @@ def test_fairs_zeros_get_two_parts_and_robust_errors(batch: AnalysisOutcome) -> 
     assert "68% of affairs are 0 (at least 50%): modelled in two parts" in part
     assert "each unit of age lowers the odds of affairs > 0" in part
     assert "*The amount where affairs > 0 (OLS): affairs ~ const + " in part
-    assert "(HC3 robust standard errors: Breusch–Pagan rejects constant variance)*" in part
+    assert (
+        "(HC3 robust standard errors: Breusch–Pagan rejects constant variance) (occupation, "
+        "occupation_husb: dummies against the most frequent level)*"
+    ) in part
     assert "so HC3 robust standard errors are reported" in part
 
 
@@ -203,11 +206,14 @@ def test_influential_rows_are_counted_named_and_checked(batch: AnalysisOutcome) 
     ) in _section(md, "statsmodels:longley")
     assert "| largest Cook's distance | 0.440221 ✔ |  |" in md
     fair = [r for r in _records(batch, "statsmodels:fair") if r["statistic"] in influence]
-    assert {(r["part"], r["verdict"]) for r in fair} == {("positive", "verified")}
+    # both parts: the logit's (its GLM form) and the OLS amount's
+    assert {(r["part"], r["model"], r["verdict"]) for r in fair} == {
+        ("any", "logit", "verified"), ("positive", "ols", "verified"),
+    }  # fmt: skip
     assert (
         "The amount where affairs > 0: Breusch–Pagan p < 0.001" in md
-        and "49 rows are influential (Cook's distance > 4/n, n = 2053); the largest, row 749 "
-        "(rows counted from 0), has D = 0.146"
+        and "62 rows are influential (Cook's distance > 4/n, n = 2053); the largest, row 960 "
+        "(rows counted from 0), has D = 0.116"
         in _section(md, "statsmodels:fair")
     )
 

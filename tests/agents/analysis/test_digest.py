@@ -68,8 +68,8 @@ def test_the_json_a_model_reads_keeps_its_shape(board: AnalysisBoard) -> None:
     ]  # fmt: skip
     assert list(FindingRecord.model_fields) == [
         "dataset", "question", "statistic", "columns", "predictors", "method", "group", "note",
-        "model", "level", "part", "cov_type", "nominal", "without_row", "value", "verdict",
-        "recomputed", "reason",
+        "model", "level", "part", "cov_type", "nominal", "without_row", "without_influential",
+        "value", "verdict", "recomputed", "reason",
     ]  # fmt: skip
     digest = analysis_digest(board)
     dumped = digest.model_dump()

@@ -26,6 +26,8 @@ _CONVENTIONS = re.compile(
     r"|at 0\.05|below 0\.05|rows counted from 0|\d+ = [^,…;)]+"  # codes: 1 = very poor
     r"|class \d+|= \d+ (?=per|\()|\d+ values \([\d, .]+\)"  # GRADE = 1, 2 values (0, 1)
     r"|\d+ columns?\b|\d+ column\(s\)|\d+ rows? and|\d+ rows,"  # the table's shape
+    r"|\d+% bootstrap|\d+ resamples"  # a penalised fit's bootstrap: its level, its draws
+    r"|per \d+ rows|at least \d+ parameters|levels - 1"  # the model's size: its rule
 )
 _NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?%?")
 
@@ -106,12 +108,47 @@ def test_nominal_columns_get_eta_or_cramers_v_never_pearson(outcome: AnalysisOut
     assert "occupation | pearson" not in _section(outcome, "statsmodels:fair")
 
 
-def test_left_out_nominal_predictor_says_what_ranked_it(outcome: AnalysisOutcome) -> None:
+def test_fair_models_every_column_its_nominal_codes_as_dummies(outcome: AnalysisOutcome) -> None:
+    fair = _section(outcome, "statsmodels:fair")
+    assert "left out of the model" not in fair  # 2053 rows with affairs support all eight
+    for nominal in ("occupation", "occupation_husb"):
+        assert f"- Note: {nominal} is nominal (" in fair
+        assert f"it enters as 5 dummies ({nominal}=level)" in fair
+    assert "| occupation=1 | -0.702679 ✔ |" in fair
+    terms = {r["columns"][1] for r in _records(outcome)
+             if r["dataset"] == "statsmodels:fair" and r["statistic"] == "slope"}  # fmt: skip
+    assert "occupation=6" in terms and not terms & {"occupation", "occupation_husb"}
+
+
+def test_a_logits_influential_rows_are_counted_and_acted_on(outcome: AnalysisOutcome) -> None:
     fair = _section(outcome, "statsmodels:fair")
     assert (
-        "those most associated with affairs by |r|, or for the nominal occupation and "
-        "occupation_husb by the correlation ratio eta"
+        "Whether affairs > 0: 232 rows are influential (Cook's distance > 4/n, n = 6366); the "
+        "largest, row 621 (rows counted from 0), has D = 0.00991; none has D > 1, so no single "
+        "row dominates the fit. Refitted without those 232 rows (and without the rows of "
+        "occupation=1, left with one outcome: no finite estimate): every predictor significant "
+        "at 0.05 keeps its sign and significance; among the others, occupation=6's "
+        "coefficient changes sign (from 0.405 to -0.399); "
     ) in fair
+    assert "| coefficient of rate_marriage without the influential rows | -0.890089 ✔ |" in fair
+    spector = _section(outcome, "statsmodels:spector")
+    assert (
+        "5 rows are influential (Cook's distance > 4/n, n = 32); the largest, row 31 (rows "
+        "counted from 0), has D = 0.343; none has D > 1, so no single row dominates the fit. A "
+        "refit without those 5 rows fails: its maximum-likelihood estimate does not exist"
+    ) in spector
+    logit = {(r["dataset"], r["statistic"]) for r in _records(outcome) if r["model"] == "logit"}
+    assert {("statsmodels:spector", "cooks_max"), ("statsmodels:fair", "influential")} <= logit
+
+
+def test_the_penalised_coefficients_have_bootstrap_intervals(outcome: AnalysisOutcome) -> None:
+    iris = _section(outcome, "sklearn:iris")
+    assert "| petal width (cm) | 2 (virginica) | 2.63783 ✔ | 2.37768 ✔ | 2.87087 ✔ |" in iris
+    assert (
+        "the largest is petal width (cm) for class 2 (virginica) (2.64 per standard deviation, "
+        "95% bootstrap interval 2.38 to 2.87)"
+    ) in iris
+    assert "95% bootstrap percentile intervals over 200 resamples of the rows (seeded" in iris
 
 
 def test_collinearity_advice_matches_the_penalised_model(outcome: AnalysisOutcome) -> None:

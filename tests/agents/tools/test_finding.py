@@ -34,6 +34,18 @@ from kimmy_swarm.agents.tools.recompute import verify
         {"statistic": "vif", "columns": ["y"], "value": 2.0, "predictors": ["x"]},
         {"statistic": "slope", "columns": ["y", "x"], "value": 1.0, "predictors": ["x"],
          "model": "probit"},
+        # an effect per SD of an unpenalised fit; a bootstrap bound of a penalised one
+        {"statistic": "slope_per_sd", "columns": ["y", "x"], "value": 1.0,
+         "predictors": ["x"], "model": "logit_l2"},
+        {"statistic": "ci_low", "columns": ["y", "x"], "value": 1.0, "predictors": ["x"],
+         "model": "logit"},
+        {"statistic": "ci_high", "columns": ["y"], "value": 1.0, "predictors": ["x"],
+         "model": "mnlogit_l2"},
+        # a refit without the influential rows is a logit's coefficient
+        {"statistic": "slope", "columns": ["y", "x"], "value": 1.0, "predictors": ["x"],
+         "without_influential": True},
+        {"statistic": "aic", "columns": ["y"], "value": 1.0, "predictors": ["x"],
+         "model": "logit", "without_influential": True},
     ],
 )  # fmt: skip
 def test_malformed_findings_are_rejected(payload: dict[str, object]) -> None:

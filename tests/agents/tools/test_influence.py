@@ -1,7 +1,8 @@
-"""Influential rows of an OLS fit (`agents.tools.diagnostics`): how many have Cook's distance
-above 4/n, the largest and its row, and the fit refitted without a row whose distance
-exceeds 1 — against statsmodels' influence measures, and recomputed independently by the
-fact-checker (`agents.tools.recompute`) from the QR leverages."""
+"""Influential rows of an OLS fit or a logit (`agents.tools.diagnostics`): how many have Cook's
+distance above 4/n, the largest and its row, the OLS fit refitted without a row whose
+distance exceeds 1 and the logit without all its influential rows — against statsmodels'
+influence measures, and recomputed independently by the fact-checker
+(`agents.tools.recompute`) from the QR leverages (of the weighted design, for a logit)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ import pytest
 import statsmodels.api as sm
 from pydantic import ValidationError
 
+from kimmy_swarm.agents.tools import stats
+from kimmy_swarm.agents.tools.conventions import AnalysisError
 from kimmy_swarm.agents.tools.datasets import load_dataset
 from kimmy_swarm.agents.tools.diagnostics import Diagnostics, diagnose
 from kimmy_swarm.agents.tools.finding import NumericFinding
 from kimmy_swarm.agents.tools.recompute import verify
 from kimmy_swarm.agents.tools.recompute._design import design
-from kimmy_swarm.agents.tools.recompute._ols import cooks_distances
+from kimmy_swarm.agents.tools.recompute._influence import cooks_distances, logit_cooks_distances
 
 FAIR = ["rate_marriage", "religious", "age", "yrs_married", "children"]
 STATECRIME = ["poverty", "single"]
@@ -28,9 +31,10 @@ def _cooks(y: pd.Series, x: pd.DataFrame) -> np.ndarray:
     return np.asarray(res.get_influence().cooks_distance[0])
 
 
-def _findings(dg: Diagnostics) -> list[NumericFinding]:
+def _findings(dg: Diagnostics, model_name: str = "ols") -> list[NumericFinding]:
     """The influence numbers of a diagnosis as the analyst reports them."""
-    model = {"predictors": dg.predictors, "part": dg.part}
+    model = {"predictors": dg.predictors, "part": dg.part, "model": model_name,
+             "nominal": dg.nominal}  # fmt: skip
     out = [NumericFinding(statistic=k, columns=[dg.target], value=v, **model)
            for k, v in dg.influence.items()]  # fmt: skip
     row = int(dg.influence["cooks_max_row"]) if dg.without_row else None
@@ -39,11 +43,16 @@ def _findings(dg: Diagnostics) -> list[NumericFinding]:
             "slope", [dg.target, term])  # fmt: skip
         out.append(NumericFinding(statistic=stat, columns=columns, value=value,
                                   without_row=row, **model))  # fmt: skip
+    for term, (coef, pvalue) in dg.without_influential.items():  # a logit's refit
+        if term != "const":
+            out += [NumericFinding(statistic=stat, columns=[dg.target, term], value=value,
+                                   without_influential=True, **model)
+                    for stat, value in (("slope", coef), ("pvalue", pvalue))]  # fmt: skip
     return out
 
 
-def _all_verify(df: pd.DataFrame, dg: Diagnostics) -> None:
-    found = _findings(dg)
+def _all_verify(df: pd.DataFrame, dg: Diagnostics, model: str = "ols") -> None:
+    found = _findings(dg, model)
     assert [verify(df, f).verdict for f in found] == ["verified"] * len(found)
     for f in found:  # a count or a row one off, a distance or a coefficient 5% off
         wrong = f.value + 1 if f.statistic in ("influential", "cooks_max_row") else (
@@ -72,8 +81,58 @@ def test_a_part_names_its_rows_by_their_place_in_the_whole_table() -> None:
     assert dg.influence["cooks_max"] == pytest.approx(cooks.max(), rel=1e-12)
     assert dg.influence["cooks_max_row"] == positive.index[np.argmax(cooks)] == 749
     _all_verify(df, dg)
-    logit = diagnose(df, "affairs", FAIR, ols=False, part="any")
-    assert logit.influence == {}  # Cook's distance is an OLS diagnostic here
+    other = diagnose(df, "affairs", FAIR, ols=False, part="any")
+    assert other.influence == {}  # neither OLS nor a logit (a count model, say): no D
+
+
+def test_a_logits_influential_rows_match_statsmodels_glm_and_verify() -> None:
+    df = load_dataset("statsmodels:fair").frame
+    dg = diagnose(df, "affairs", FAIR, ols=False, logit=True, part="any")
+    event = (df["affairs"] > 0).astype(float)
+    glm = sm.GLM(event, sm.add_constant(df[FAIR]), family=sm.families.Binomial()).fit()
+    cooks = np.asarray(glm.get_influence().cooks_distance[0])
+    assert dg.influence == {"influential": float(np.sum(cooks > 4 / 6366)),
+                            "cooks_max": pytest.approx(cooks.max(), rel=1e-9),
+                            "cooks_max_row": float(np.argmax(cooks))}  # fmt: skip
+    kept = ~(cooks > 4 / 6366)
+    ref = sm.Logit(event[kept], sm.add_constant(df[FAIR])[kept]).fit(disp=0)
+    assert {t: b for t, (b, _) in dg.without_influential.items()} == pytest.approx(
+        dict(ref.params), rel=1e-6)  # fmt: skip
+    assert {t: p for t, (_, p) in dg.without_influential.items()} == pytest.approx(
+        dict(ref.pvalues), rel=1e-5)  # fmt: skip
+    assert dg.refit_failed == "" and dg.without_row == {}
+    _all_verify(df, dg, "logit")
+
+
+def test_a_logit_refit_drops_the_rows_of_a_level_left_with_one_outcome() -> None:
+    df = load_dataset("statsmodels:fair").frame
+    chosen = ["rate_marriage", "occupation"]
+    dg = diagnose(df, "affairs", chosen, ols=False, logit=True, nominal=["occupation"],
+                  part="any")  # fmt: skip
+    y, x = stats.design_matrix(stats.part_frame(df, "affairs", "any"), "affairs", chosen,
+                               nominal=["occupation"])  # fmt: skip
+    glm = sm.GLM(y, x, family=sm.families.Binomial()).fit()
+    kept = np.asarray(glm.get_influence().cooks_distance[0]) <= 4 / len(y)
+    assert dg.influence["influential"] == np.sum(~kept) == 181
+    # the students left all share one outcome, so occupation=1 has no finite estimate
+    assert y[kept & (x["occupation=1"] == 1).to_numpy()].nunique() == 1
+    assert "occupation=1" not in dg.without_influential
+    rows = kept & (x["occupation=1"] == 0).to_numpy()
+    ref = sm.Logit(y[rows], x[rows].drop(columns="occupation=1")).fit(disp=0)
+    assert {t: b for t, (b, _) in dg.without_influential.items()} == pytest.approx(
+        dict(ref.params), rel=1e-6)  # fmt: skip
+    _all_verify(df, dg, "logit")
+
+
+def test_a_logit_that_rests_on_its_influential_rows_says_why_it_cannot_be_refitted() -> None:
+    df = load_dataset("statsmodels:spector").frame
+    dg = diagnose(df, "GRADE", ["GPA", "PSI", "TUCE"], ols=False, logit=True)
+    assert dg.influence["influential"] == 5  # 32 rows: without 5, the rest separate
+    assert dg.without_influential == {}
+    assert "maximum-likelihood estimate does not exist" in dg.refit_failed
+    _all_verify(df, dg, "logit")
+    with pytest.raises(AnalysisError, match="OLS or a logit"):
+        diagnose(df, "GRADE", ["GPA"], ols=True, logit=True)
 
 
 def test_a_dominant_row_is_named_and_the_fit_run_again_without_it() -> None:
@@ -96,6 +155,15 @@ def test_the_fact_checkers_cooks_distances_match_statsmodels() -> None:
     assert cooks_distances(y, x) == pytest.approx(_cooks(df["affairs"], df[FAIR]), rel=1e-9)
 
 
+def test_the_fact_checkers_logit_cooks_distances_match_statsmodels_glm() -> None:
+    df = load_dataset("statsmodels:spector").frame
+    preds = ["GPA", "PSI", "TUCE"]
+    y, x, _ = design(df, "GRADE", preds)
+    glm = sm.GLM(df["GRADE"], sm.add_constant(df[preds]), family=sm.families.Binomial()).fit()
+    want = np.asarray(glm.get_influence().cooks_distance[0])
+    assert logit_cooks_distances(y, x) == pytest.approx(want, rel=1e-7)
+
+
 def test_rows_tied_for_the_largest_distance_are_named_by_the_first() -> None:
     # y = 2x + (x mod 3): rows 2 and 27 mirror each other, their distances equal but for
     # rounding, which statsmodels and the QR path round differently
@@ -112,12 +180,16 @@ def test_rows_tied_for_the_largest_distance_are_named_by_the_first() -> None:
 @pytest.mark.parametrize(
     "fields",
     [
-        {"statistic": "cooks_max", "columns": ["GRADE"], "model": "logit"},
+        {"statistic": "cooks_max", "columns": ["GRADE"], "model": "mnlogit"},
+        {"statistic": "cooks_max", "columns": ["GRADE"], "model": "logit_l2"},
+        {"statistic": "slope", "columns": ["GRADE", "GPA"], "without_influential": True},
+        {"statistic": "vif", "columns": ["GRADE", "GPA"], "model": "logit",
+         "without_influential": True},
         {"statistic": "slope", "columns": ["GRADE", "GPA"], "model": "logit", "without_row": 3},
         {"statistic": "se", "columns": ["GRADE", "GPA"], "without_row": 3},
         {"statistic": "slope", "columns": ["GRADE", "GPA"], "without_row": -1},
     ],
 )
-def test_influence_findings_belong_to_ols_fits(fields: dict) -> None:
+def test_influence_findings_belong_to_ols_fits_and_logits(fields: dict) -> None:
     with pytest.raises(ValidationError):
         NumericFinding(value=1.0, predictors=["GPA"], **fields)
