@@ -25,6 +25,21 @@ def _finding(statistic: str, columns: list[str], value: float, **extra: object) 
     )
 
 
+def _effect_findings(
+    fit: models.ModelFit, c: models.Coefficient, extra: dict[str, object]
+) -> list[NumericFinding]:
+    """A slope's effect per SD of its term (an unpenalised fit's) and its bootstrap interval
+    (a penalised fit's), as `agents.analysis.tools` reports them."""
+    t, out = fit.target, []
+    if not fit.family.endswith("_l2") and c.term in fit.sds:
+        out.append(_finding("slope_per_sd", [t, c.term], c.coef * fit.sds[c.term], **extra))
+    for i in fit.intervals:
+        if (i.term, i.level) == (c.term, c.level):
+            out.append(_finding("ci_low", [t, c.term], i.low, **extra))
+            out.append(_finding("ci_high", [t, c.term], i.high, **extra))
+    return out
+
+
 def _model_findings(fit: models.ModelFit, diag: diagnostics.Diagnostics) -> list[NumericFinding]:
     """The coefficients, fit measures and diagnostics of a fit (one part of a two-part model
     alike) as findings."""
@@ -42,6 +57,7 @@ def _model_findings(fit: models.ModelFit, diag: diagnostics.Diagnostics) -> list
                      "negbin": "rate_ratio"}.get(fit.family)  # fmt: skip
             if ratio is not None:
                 out.append(_finding(ratio, [t, c.term], math.exp(c.coef), **extra))
+            out.extend(_effect_findings(fit, c, extra))
         if math.isfinite(c.se):
             out.append(_finding("se", [t, c.term], c.se, **extra, **robust))
             out.append(_finding("pvalue", [t, c.term], c.pvalue, **extra, **robust))

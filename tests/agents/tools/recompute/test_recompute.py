@@ -60,10 +60,8 @@ def test_every_statistic_is_reported_by_some_model() -> None:
         found = _analysed(spec)[1]
         families |= {f.model for f in found if f.predictors is not None}
         seen |= {f.statistic for f in found}
-    # grouped comparisons: tests/agents/tools/test_groups.py; effects per SD and bootstrap
-    # bounds: tests/agents/tools/test_model_size_and_effects.py
-    elsewhere = GROUP_STATISTICS | {"slope_per_sd", "ci_low", "ci_high"}
-    assert seen == set(STATISTICS) - elsewhere
+    # grouped comparisons: tests/agents/tools/test_groups.py
+    assert seen == set(STATISTICS) - GROUP_STATISTICS
     assert families == {"ols", "logit", "mnlogit_l2", "negbin", "poisson"}
 
 
