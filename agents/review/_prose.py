@@ -128,6 +128,26 @@ def attribution(
     return f"{names[0]} et al. ({when})"
 
 
+#: A paper cited in running prose: "Zhang et al. (2017)", "Kim and Lee (2016a)", "(Zhang et
+#: al., 2017)" (a name and a year after "(" or ", ": never "ICLR 2017").
+_CITED = re.compile(
+    rf"(?P<names>(?P<first>{_FAMILY})(?: et al\.| and {_FAMILY})?)"
+    r"(?: \(|, )(?P<year>\d{4})[a-z]?\b"
+)
+
+
+def _cited_key(match: re.Match[str]) -> tuple[str, str]:
+    return match["first"].split()[-1].lower(), match["year"]
+
+
+def unknown_citations(text: str, known: Sequence[str]) -> list[str]:
+    """The citations of `text` ("Santana et al. (2017)") whose first family name and year
+    none of the `known` attributions ("Metz et al. (2017)", `attribution`) has, in order."""
+    keys = {_cited_key(m) for a in known for m in _CITED.finditer(a)}
+    unknown = [m for m in _CITED.finditer(text) if _cited_key(m) not in keys]
+    return list(dict.fromkeys(f"{m['names']} ({m['year']})" for m in unknown))
+
+
 def year_labels(docs: Sequence[tuple[str, Sequence[str], int | None, str]]) -> dict[str, str]:
     """The letters that tell apart documents a review would cite alike, as reviews do
     ("Li et al., 2017a" and "Li et al., 2017b"): document id → "a", "b", … for each
@@ -305,6 +325,7 @@ __all__ = [
     "surname",
     "theme_title",
     "third_person",
+    "unknown_citations",
     "with_connector",
     "year_labels",
 ]

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from kimmy_swarm.agents.review import briefs as role_briefs
 from kimmy_swarm.agents.review import procedures as proc
 from kimmy_swarm.agents.review._claimable import is_prose
-from kimmy_swarm.agents.review._prose import year_labels
+from kimmy_swarm.agents.review._prose import attribution, unknown_citations, year_labels
 from kimmy_swarm.agents.review.physics import research_physics
 from kimmy_swarm.agents.review.schemas import (
     READ_PREFIX,
@@ -142,6 +142,28 @@ def _check_checks(result: SectionCheck, run: Attempt) -> None:
         check.start, check.end = found["start"], found["end"]
 
 
+def _check_prose(prose: ReviewProse, run: Attempt) -> None:
+    """The synthesizer cites only the reviewed papers, as their notes name them (a 1.5B
+    model's introduction cited "Von Santaana et al. (2017)", who wrote none of them)."""
+    notes = [
+        PaperNotes.model_validate(out)
+        for key, out in run.upstream.items()
+        if key.startswith(READ_PREFIX) and out
+    ]
+    if not notes:  # nothing to check the names against
+        return
+    known = [attribution(n.authors, n.year, n.title, label=n.year_label) for n in notes]
+    texts = {"introduction": prose.introduction, "conclusion": prose.conclusion}
+    texts |= {f"summary of theme {t!r}": x for t, x in prose.section_summaries.items()}
+    for where, text in texts.items():
+        unknown = unknown_citations(text, known)
+        if unknown:
+            raise ValueError(
+                f"the {where} cites {', '.join(unknown)}, which is none of the reviewed "
+                f"papers: cite only these, as written here: {'; '.join(sorted(set(known)))}"
+            )
+
+
 #: Tools of each review role (looked up in `agents.review.tools.build_toolbox`).
 _READING = ("read_document", "document_sentences", "find_passages", "quote")
 _SPECS: tuple[tuple[str, str, type, tuple[str, ...], Any, Any, Any], ...] = (
@@ -157,7 +179,7 @@ _SPECS: tuple[tuple[str, str, type, tuple[str, ...], Any, Any, Any], ...] = (
     ("fact_checker", "fact_checker", SectionCheck,
      ("read_document", "check_claim", "quote", "find_passages"), proc.check_section,
      _check_checks, role_briefs.check_brief),
-    ("synthesizer", "writer", ReviewProse, (), proc.synthesize, None,
+    ("synthesizer", "writer", ReviewProse, (), proc.synthesize, _check_prose,
      role_briefs.synthesis_brief),
 )  # fmt: skip
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from kimmy_swarm.agents.review import ReviewConfig, run_review
+from kimmy_swarm.agents.review._prose import unknown_citations
 from kimmy_swarm.agents.review.schemas import read_id
 from kimmy_swarm.agents.tools.corpus import Corpus
 from kimmy_swarm.agents.tools.search import SearchIndex
@@ -325,3 +326,43 @@ def test_a_model_made_plan_letters_papers_cited_alike(tmp_path: Path, iclr: Corp
     assert "Li et al. (2017a)" in body or "Li et al., 2017a" in body
     assert "Li et al. (2017b)" in body or "Li et al., 2017b" in body
     assert "(2017a). *Dialogue Learning With Human-in-the-Loop*" in refs
+
+
+class InventedCitationModel(ReviewModel):
+    """A synthesizer that cites an author none of the reviewed papers has (the 1.5B wrote
+    "Mutual sampling techniques, such as Von Santaana et al. (2017) and Farhan et al.
+    (2018)")."""
+
+    def _synthesizer(self, subtask, inputs, brief, repairing):  # type: ignore[no-untyped-def]
+        prose = {"title": "Review", "introduction": "As Von Santaana et al. (2017) show, "
+                 "question answering is hard.", "conclusion": "The end."}  # fmt: skip
+        return json.dumps(prose)
+
+
+def test_the_synthesis_may_cite_only_the_reviewed_papers(tmp_path: Path) -> None:
+    """The synthesizer's prose went unchecked: invented authors reached review.md."""
+    with OpenAIServer(default=InventedCitationModel()) as srv:
+        config = ReviewConfig(
+            corpus=ICLR_JSON, topic="question answering", out=tmp_path, max_papers=4,
+            model=OpenAIChat(srv.base_url, "test-model"), defaults=ICLR_DEFAULTS,
+        )  # fmt: skip
+        outcome = run_review(config)
+    assert set(outcome.fallbacks) == {"synthesize"}
+    said = outcome.fallbacks["synthesize"]
+    assert "the introduction cites Von Santaana et al. (2017), which is none of the" in said
+    assert "Santaana" not in (tmp_path / "review.md").read_text().split("## Made by", 1)[0]
+
+
+def test_unknown_citations_are_those_no_reviewed_paper_has() -> None:
+    known = ["Metz et al. (2017)", "Li et al. (2017a)", "Peng and van de Panne (2017)",
+             "Odena et al. (2017, rejected submission)", "“json”"]  # fmt: skip
+    text = (
+        "Such as Von Santaana et al. (2017) and Farhan et al. (2018), at ICLR 2017. Metz "
+        "et al. (2017), (Li et al., 2017a), Peng and van de Panne (2017), (Odena et al., "
+        "2017). In 2017, GANs (Goodfellow et al., 2014); again Farhan et al. (2018)."
+    )
+    assert unknown_citations(text, known) == [
+        "Von Santaana et al. (2017)",
+        "Farhan et al. (2018)",
+        "Goodfellow et al. (2014)",
+    ]
