@@ -222,6 +222,23 @@ def _references(
     return refs
 
 
+def _check_summary(checks: list[ClaimCheck]) -> list[tuple[str, str]]:
+    """What the fact-check's count says: a claim that quotes its passage word for word could
+    only fail on its attribution, so it is counted apart from claims checked against theirs
+    (a blind reader: "Claims supported: 21 / 21" is a check that cannot fail)."""
+    supported = [c for c in checks if c.verdict == "supported"]
+    quoted = sum(c.verbatim is True for c in supported)
+    out = []
+    if quoted:
+        out.append(
+            ("Claims quoted word for word (attribution checked)", f"{quoted} / {len(checks)}")
+        )
+    if len(supported) > quoted or not quoted:
+        label = "Other claims supported" if quoted else "Claims supported by their passage"
+        out.append((label, f"{len(supported) - quoted} / {len(checks)}"))
+    return out
+
+
 def render_review_html(content: ReviewContent, corpus: Corpus) -> str:
     """The review as HTML: introduction, themes, comparison, conclusion, flagged claims,
     problems, references."""
@@ -248,12 +265,8 @@ def render_review_html(content: ReviewContent, corpus: Corpus) -> str:
     if problems:
         toc.append({"anchor": "problems", "title": "Problems", "status": "error"})
     toc.append({"anchor": "references", "title": "References", "status": "ok"})
-    supported = sum(c.verdict == "supported" for c in content.checks.values())
-    summary = [
-        ("Themes", str(len(content.sections))),
-        ("Documents", str(len({r.doc_id for s in content.sections for r in s.rows}))),
-        ("Claims supported", f"{supported} / {len(content.checks)}"),
-    ]
+    summary = [("Themes", str(len(content.sections))), ("Documents", str(len(cited)))]
+    summary += _check_summary(list(content.checks.values()))
     return (
         _environment()
         .get_template("review.html.j2")
