@@ -1,4 +1,4 @@
-"""The pipelines end to end on a real model: `kimmy review --local smollm2` over 10 ICLR 2017
+"""The pipelines end to end on a real model: `kimmy review --local smollm2` over 5 ICLR 2017
 papers and `kimmy analyze --local smollm2` of Longley, SmolLM2-135M-Instruct in our
 engine in this process.
 
@@ -42,11 +42,11 @@ def _explained(code: int, printed: str, status_line: str) -> None:
     assert status_line in printed
 
 
-def test_review_of_10_papers_on_smollm2(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_review_of_5_papers_on_smollm2(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     if not ICLR_JSON.exists():
         pytest.skip(f"the shared corpus is not at {ICLR_JSON}")
     records = json.loads(ICLR_JSON.read_text(encoding="utf-8"))
-    picked = [r for r in records if "attention" in (r.get("abstract") or "").lower()][:10]
+    picked = [r for r in records if "attention" in (r.get("abstract") or "").lower()][:5]
     corpus = tmp_path / "ten.json"
     corpus.write_text(json.dumps(picked), encoding="utf-8")
     out = tmp_path / "review"
@@ -54,7 +54,7 @@ def test_review_of_10_papers_on_smollm2(tmp_path: Path, capsys: pytest.CaptureFi
             "--local", "smollm2", "--max-answer-tokens", MAX_TOKENS, "--no-store"]  # fmt: skip
     code = main(argv)
     printed = capsys.readouterr().out
-    _explained(code, printed, "review: 10 documents")
+    _explained(code, printed, "review: 5 documents")
     claims = (out / "claims.jsonl").read_text(encoding="utf-8").splitlines()
     assert claims, printed  # made by the model, or by the procedures it fell back to
     for name in ("review.md", "references.bib", "report.html", "claims.jsonl"):
