@@ -35,7 +35,7 @@ from kimmy_swarm.agents.brief import (
 )
 from kimmy_swarm.agents.review._claimable import is_prose
 from kimmy_swarm.agents.review._prose import attribution
-from kimmy_swarm.agents.review._selection import most_read
+from kimmy_swarm.agents.review._selection import most_read, reviewable
 from kimmy_swarm.agents.review.schemas import (
     CHECK_PREFIX,
     PLAN_ID,
@@ -72,7 +72,7 @@ def plan_brief(run: AttemptView) -> SubtaskBrief:
     corpus_size = int(run.inputs.get("corpus_size") or 0)
     matched: int | None = None
     if topic:
-        hits = run.call("search_corpus", query=topic, k=max(limit, corpus_size, 1))
+        hits = reviewable(run.call("search_corpus", query=topic, k=max(limit, corpus_size, 1)))
         matched = len(hits)
         # The most cited and accepted of the papers about the topic, in the search's order.
         shown = most_read(hits, CANDIDATES_PER_PAPER * limit) if hits else []

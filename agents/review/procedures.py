@@ -48,7 +48,7 @@ from kimmy_swarm.agents.review._prose import (
     year_labels,
 )
 from kimmy_swarm.agents.review._section_prose import theme_section
-from kimmy_swarm.agents.review._selection import most_read
+from kimmy_swarm.agents.review._selection import most_read, reviewable
 from kimmy_swarm.agents.review._sentence_roles import (
     CONTRIBUTION_CUES,
     MEASURE,
@@ -97,8 +97,9 @@ _EVERY = 1_000_000  # a `k` past any corpus: `search_corpus` returns every relev
 
 def plan_review(run: Attempt) -> ReviewPlan:
     """Orchestrator: the papers relevant to the topic (`search_corpus` keeps only those its
-    `Relevance` rule accepts), the best `max_papers` of them, grouped into themes. The plan
-    says how many matched (`matched`); the cap cut `matched - len(relevant)`."""
+    `Relevance` rule accepts, less those that name it only in passing: `reviewable`), the
+    best `max_papers` of them, grouped into themes. The plan says how many matched
+    (`matched`); the cap cut `matched - len(relevant)`."""
     topic = str(run.inputs.get("topic") or "").strip()
     limit = int(run.inputs.get("max_papers") or 200)
     notes: list[str] = []
@@ -106,7 +107,7 @@ def plan_review(run: Attempt) -> ReviewPlan:
     if topic:
         # Every relevant document (the tool caps k at the corpus size), then the cap.
         every = max(limit, int(run.inputs.get("corpus_size") or 0) or _EVERY)
-        hits = run.call("search_corpus", query=topic, k=every)
+        hits = reviewable(run.call("search_corpus", query=topic, k=every))
         # The cap keeps the most cited and accepted papers, never cuts by match score alone.
         matched, relevant = len(hits), [h["doc_id"] for h in most_read(hits, limit)]
         if not relevant:
@@ -374,7 +375,7 @@ def _check_one(run: Attempt, claim: Claim) -> ClaimCheck:
 def _sections(run: Attempt) -> list[Section]:
     return [
         Section.model_validate(out)
-        for key, out in sorted(run.upstream.items())
+        for key, out in _in_order(run.upstream)
         if key.startswith(WRITE_PREFIX) and out
     ]
 
@@ -447,11 +448,21 @@ def compose_prose(
     )
 
 
+def _in_order(upstream: dict[str, Any]) -> list[tuple[str, Any]]:
+    """Subtask outputs by id, numbers in ids read as numbers: "theme-2" before "theme-10"
+    (the plan numbers its themes in their order)."""
+    return sorted(upstream.items(), key=lambda kv: _id_key(kv[0]))
+
+
+def _id_key(subtask_id: str) -> list[tuple[int, int, str]]:
+    return [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", subtask_id)]
+
+
 def upstream_checks(upstream: dict[str, Any]) -> list[ClaimCheck]:
-    """Every claim check in the outputs of `check:*` subtasks."""
+    """Every claim check in the outputs of `check:*` subtasks, in the plan's theme order."""
     return [
         c
-        for key, out in sorted(upstream.items())
+        for key, out in _in_order(upstream)
         if is_check_id(key) and out
         for c in SectionCheck.model_validate(out).checks
     ]

@@ -6,10 +6,12 @@ Both policies use them: a model through function calls, the offline procedures t
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
-from kimmy_swarm.agents.review._sentence_roles import classify
+from kimmy_swarm.agents.review._selection import named_in_passing
+from kimmy_swarm.agents.review._sentence_roles import SentenceRole, classify
 from kimmy_swarm.agents.review._venue import standing_of
 from kimmy_swarm.agents.toolbox import ToolBox, make_tool
 from kimmy_swarm.agents.tools.claims import check_claim as _check_claim
@@ -46,9 +48,14 @@ def _count(value: Any) -> int | None:
 def focus_sentences(doc: Document) -> list[str]:
     """The sentences of a paper that state its problem and contribution: its contribution
     sentences (two at most), else its first sentence of method or result."""
-    roled = classify([p.text for p in sentences(doc)])
-    picked = [r.text for r in roled if r.role == "contribution"][:2]
-    return picked or [r.text for r in roled if r.role in ("method", "result")][:1]
+    picked = role_sentences(doc, "contribution")[:2]
+    return picked or role_sentences(doc, "method", "result")[:1]
+
+
+def role_sentences(doc: Document, *roles: SentenceRole) -> list[str]:
+    """The sentences of a paper of the given roles (`_sentence_roles`), in order: its
+    claims are its "contribution" and "result" sentences, its method its "method" ones."""
+    return [r.text for r in classify([p.text for p in sentences(doc)]) if r.role in roles]
 
 
 def _topic_noun(topic: str | None, acronyms: Sequence[str]) -> str:
@@ -69,17 +76,28 @@ def build_toolbox(
     idx = index if index is not None else SearchIndex(corpus.documents)
     rule = relevance if relevance is not None else Relevance()
 
+    @functools.lru_cache(maxsize=32)
+    def in_passing(query: str, doc_ids: tuple[str, ...]) -> frozenset[str]:
+        """The papers of `doc_ids` that name `query` only in passing (`_selection`)."""
+        papers = [corpus.get(d) for d in doc_ids]
+        quantile = rule.unnamed_quantile
+        return frozenset(
+            named_in_passing(query, corpus.documents, papers, unnamed_quantile=quantile)
+        )
+
     def search_corpus(query: str, k: int = 10) -> list[dict[str, Any]]:
         """Search the corpus: the documents about the query, best match first, at most k,
         with their authors, scores, citation counts and standing (accepted, workshop,
         rejected, …).
         About: the query named in the title or where the paper speaks of its own work, or
         its vocabulary dense in the text — not a passing mention (a query "a, b and c"
-        matches documents about any of them)."""
+        matches documents about any of them). `in_passing`: only the paper's background
+        names the query, or as what the paper compares with (a review leaves it out)."""
         hits = idx.relevant(query, rule)[: max(1, min(k, len(corpus) or 1))]
+        docs = [corpus.get(h.doc_id) for h in hits]
+        passing = in_passing(query, tuple(d.id for d in docs))
         out = []
-        for h in hits:
-            doc = corpus.get(h.doc_id)
+        for h, doc in zip(hits, docs, strict=True):
             out.append(
                 {
                     "doc_id": doc.id,
@@ -89,6 +107,7 @@ def build_toolbox(
                     "score": round(h.score, 4),
                     "citations": _count(doc.meta.get("citations")),
                     "status": standing_of(doc.meta),
+                    "in_passing": doc.id in passing,
                 }
             )
         return out
@@ -151,6 +170,8 @@ def build_toolbox(
         themes = research_lines(
             docs,
             focus={d.id: focus_sentences(d) for d in docs},
+            claims={d.id: role_sentences(d, "contribution", "result") for d in docs},
+            methods={d.id: role_sentences(d, "method") for d in docs},
             k=k,
             exclude_terms=[*(exclude_terms or ()), *tokenize_terms(topic or ""), *acronyms],
             background=corpus.documents,

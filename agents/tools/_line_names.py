@@ -13,17 +13,21 @@ names a theme alone. A compound adjective follows what the papers' focus says th
 "model-free" gives way to "model-based" when their titles and contribution sentences
 write that instead (`_sibling`).
 
-Papers no theme holds are named more strictly (`late_name`), from their titles and
-contribution sentences only; there a singular noun specific to the set that two of their
-titles use names them too ("dialogue"), a bare plural or a verb never ("skills",
-"learning to attend").
+Papers no theme holds are named more strictly (`late_name`), from their titles and what
+they say of their own work only; there a singular noun specific to the set that two of
+their titles use names them too ("dialogue"), a bare plural or a verb never ("skills",
+"learning to attend") — a plural with the activity two write it the object of does
+("learning skills") — nor a phrase headed by a noun of quantity ("diverse set").
+
+No name is made only of generic words, the topic's or the set's own, or a benchmark's
+proper name ("Atari games"): `names_line`.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from kimmy_swarm.agents.tools._phrases import Phrase, phrases_of
@@ -32,12 +36,16 @@ from kimmy_swarm.agents.tools.search import STOPWORDS, stem, tokenize_terms
 __all__ = [
     "NAME_SHARE",
     "Holding",
+    "compound_kin",
+    "is_compound",
     "lacks_noun",
     "late_name",
     "names_alone",
+    "names_line",
     "phrases_holding",
     "plain_form",
     "seed_name",
+    "written_by",
 ]
 
 #: Endings of English adjectives: a single word with one names no theme.
@@ -60,6 +68,8 @@ NAME_SHARE = 0.5
 # Phrases do not cross punctuation; words as `tokenize_terms` reads them.
 _PUNCTUATION = re.compile(r"[^\w\s'-]+|\s-+\s|_")
 _TERM = re.compile(r"[^\W_]+")
+#: The characters that join the parts of a compound: a hyphen, or a dash set for one.
+_DASHES = "\\-\u2010\u2011\u2012\u2013\u2014"
 
 
 @dataclass(slots=True)
@@ -234,12 +244,27 @@ def _before_topic(stems: Phrase, text: str, topic: frozenset[str]) -> bool:
     )
 
 
-def _written_by(form: str, texts: Sequence[str]) -> int:
-    """How many texts write `form` as it is written, a hyphen or a space between its parts
-    ("f-divergence": not "KL divergence", which its terms alone would match)."""
+def written_by(form: str, texts: Sequence[str]) -> int:
+    """How many texts write `form` as it is written, a hyphen (or a dash) or a space
+    between its parts ("f-divergence": not "KL divergence", which its terms alone would
+    match; "actor–critic" is "actor-critic")."""
     parts = [re.escape(p) for p in re.split(r"[-\s]+", form.strip()) if p]
-    pattern = re.compile(r"(?<![\w-])" + r"[-\s]+".join(parts) + r"(?![\w-])", re.I)
+    pattern = re.compile(r"(?<![\w-])" + rf"[{_DASHES}\s]+".join(parts) + r"(?![\w-])", re.I)
     return sum(bool(pattern.search(text)) for text in texts)
+
+
+def compound_kin(shown: str, texts: Sequence[str]) -> Counter[str]:
+    """The compound adjectives of the same first part as `shown` ("model-free") that
+    `texts` write, each with how many texts do ({"model-based": 3, "model-free": 2});
+    empty where `shown` is no compound adjective."""
+    first, _, rest = shown.lower().partition("-")
+    if not rest or not _COMPOUND.search(shown):
+        return Counter()
+    pattern = re.compile(rf"(?<![\w-]){re.escape(first)}[-\s]({_COMPOUND_ENDS})\b", re.I)
+    carried: Counter[str] = Counter()
+    for text in texts:
+        carried.update({f"{first}-{m.lower()}" for m in pattern.findall(text)})
+    return carried
 
 
 def _sibling(stems: Phrase, shown: str, texts: Sequence[str], focus: Sequence[str]) -> str:
@@ -248,22 +273,14 @@ def _sibling(stems: Phrase, shown: str, texts: Sequence[str], focus: Sequence[st
     of their focus sentences carry it than the seed and over half of their texts do;
     "" otherwise. A paper names the approach it contrasts with ("unlike model-free
     methods …") in its text, the one it takes in its title and contribution sentences."""
-    first, _, rest = shown.lower().partition("-")
-    if len(stems) != 2 or not rest or not _COMPOUND.search(shown):
+    if len(stems) != 2:
         return ""
-    pattern = re.compile(rf"(?<![\w-]){re.escape(first)}[-\s]({_COMPOUND_ENDS})\b", re.I)
-    carried: Counter[str] = Counter()
-    for text in focus:
-        carried.update({m.lower() for m in pattern.findall(text)})
-    own = carried[rest]
+    carried = compound_kin(shown, focus)
+    own = carried[shown.lower()]
     best = min(carried.items(), key=lambda kv: (-kv[1], kv[0]), default=("", 0))
-    if (
-        best[0] == rest
-        or best[1] <= own
-        or 2 * _written_by(f"{first}-{best[0]}", texts) <= len(texts)
-    ):
+    if best[0] == shown.lower() or best[1] <= own or 2 * written_by(best[0], texts) <= len(texts):
         return ""
-    return f"{shown.partition('-')[0]}-{best[0]}"
+    return f"{shown.partition('-')[0]}-{best[0].partition('-')[2]}"
 
 
 def seed_name(
@@ -295,8 +312,16 @@ def seed_name(
     holding = phrases_holding(stems[0], texts, generic)
     n = len(texts)
     if len(stems) > 1:
+        # A phrase that only adds the topic's words ("model based reinforcement learning")
+        # names nothing the seed and the topic's noun do not ("model-based RL").
         longer = sorted(
-            (h for h in holding.values() if len(h.stems) > len(stems) and _within(h.stems, stems)),
+            (
+                h
+                for h in holding.values()
+                if len(h.stems) > len(stems)
+                and _within(h.stems, stems)
+                and not set(h.stems) - set(stems) <= topic[1]
+            ),
             key=lambda h: (-len(h.papers), -len(h.stems), h.shown),
         )
         whole = longer and len(longer[0].papers) > NAME_SHARE * n
@@ -312,7 +337,7 @@ def seed_name(
     )
     if ranked and len(ranked[0].papers) > NAME_SHARE * n:
         return ranked[0].shown
-    if names_alone(shown) and ("-" not in shown or 2 * _written_by(shown, texts) > n):
+    if names_alone(shown) and ("-" not in shown or 2 * written_by(shown, texts) > n):
         return shown
     return _joined(ranked, n) if ranked else ""
 
@@ -336,15 +361,52 @@ def late_name(
 
     As `seed_name` over `focus`; else, where `alone` (the seed is specific to the set), a
     single noun, not a plural, that two titles at least use ("dialogue", not "skills": a
-    bare plural names things, not a line).
+    bare plural names things, not a line), or a plural with the activity two of them
+    write it as the object of ("learning skills": "Learning Locomotion Skills", "learning
+    multiple skills").
     """
     name = seed_name(stems, shown, focus, topic, generic)
+    if name and _vague(name, [*titles, *focus]):
+        return ""
     if name or len(stems) > 1 or not alone:
         return name
     in_titles = sum(stems[0] in tokenize_terms(t) for t in titles)
     plural = shown.lower().endswith("s") and not shown.lower().endswith(_NOT_PLURAL)
-    noun = not plural and not lacks_noun(shown) and not _verb_in(stems[0], [*titles, *focus])
+    if plural:
+        return _activity(stems[0], shown, focus)
+    noun = not lacks_noun(shown) and not _verb_in(stems[0], [*titles, *focus])
     return shown if in_titles > 1 and noun else ""
+
+
+def _activity(term: str, shown: str, texts: Sequence[str]) -> str:
+    """The plural `shown` (of `term`) with the activity that over one text writes it the
+    object of, a word at most between ("learning skills"); "" when none."""
+    pattern = re.compile(r"\b([^\W\d_]+ing)\s+(?:[^\W\d_][\w-]*\s+)?([^\W\d_]+)\b", re.I)
+    found: Counter[str] = Counter()
+    for text in texts:
+        found.update({m[1].lower() for m in pattern.finditer(text) if stem(m[2].lower()) == term})
+    verb, n = min(found.items(), key=lambda kv: (-kv[1], kv[0]), default=("", 0))
+    return f"{verb} {shown.lower()}" if n > 1 else ""
+
+
+#: Nouns of quantity or kind: a phrase they head names a container, not a line ("diverse
+#: set", "large amounts", "toy problem").
+_CONTAINERS = frozenset(
+    stem(w)
+    for w in (
+        *("set", "amount", "number", "range", "variety", "kind", "type", "way"),
+        *("problem", "lot", "part", "collection", "series", "class"),
+    )
+)
+
+
+def _vague(name: str, texts: Sequence[str]) -> bool:
+    """Whether a phrase names no line: headed by a noun of quantity or kind, or opened by a
+    word its papers write as a verb ("gather information": "agents to gather …")."""
+    words = tokenize_terms(name)
+    if len(words) < 2:
+        return False
+    return words[-1] in _CONTAINERS or _verb_in(words[0], texts)
 
 
 def _verb_in(term: str, texts: Sequence[str]) -> bool:
@@ -354,3 +416,31 @@ def _verb_in(term: str, texts: Sequence[str]) -> bool:
         for text in texts
         for after in re.findall(r"\bto\s+([^\W\d_][\w-]*)", text, re.I)
     )
+
+
+def names_line(name: str, common: Collection[str], texts: Sequence[str]) -> bool:
+    """Whether a theme name names a line of research: one of its words is a compound
+    adjective ("model-based") or neither `common` (generic words, the topic's and the
+    set's own: "reward value" in RL), nor a proper name its papers always write
+    capitalised (a benchmark: "Atari games")."""
+    return any(
+        is_compound(word)
+        or (any(w not in common for w in tokenize_terms(word)) and not _proper(word, texts))
+        for word in name.split()
+    )
+
+
+def is_compound(form: str) -> bool:
+    """Whether a form is one compound adjective ("model-based", "energy-based"): a term of
+    its own, whatever its parts are."""
+    return " " not in form.strip() and "-" in form and lacks_noun(form)
+
+
+def _proper(word: str, texts: Sequence[str]) -> bool:
+    """Whether two texts at least write `word` and all only capitalised ("Atari"; not
+    "GANs", "VAE", "Energy-based", "QLearning")."""
+    if not word.isalpha() or word.isupper() or word[1:] != word[1:].lower():
+        return False
+    pattern = re.compile(rf"(?<![\w-]){re.escape(word)}(?![\w-])", re.IGNORECASE)
+    found = [pattern.findall(t) for t in texts]
+    return sum(map(bool, found)) > 1 and all(w.istitle() for f in found for w in f)

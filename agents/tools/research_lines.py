@@ -4,123 +4,119 @@ A reader names a theme of a review by what its papers work on ("energy-based GAN
 "imitation learning", "exploration"), not by the words their abstracts happen to share.
 So the grouping reads each paper's *focus*: its title and the sentences that state its
 contribution (the caller picks them; by default the title and the text's first two
-sentences). Its key terms are the words and phrases of two or three words there
-(`agents.tools._phrases`) that the papers of the set use far more often than the corpus
-they come from does, and that no more than half of them share (a term every paper uses
-splits nothing). Themes are chosen greedily: each time the key term worth most for the
-papers no theme holds yet (more papers, higher lift, a phrase or a word that names a line
-alone — "exploration" — above a bare word) that can name them, with the papers that carry
-it in title or text.
+sentences). Its key terms (`agents.tools._line_keys`) are the words and phrases there
+that the set's papers use far more often than the corpus they come from does; themes are
+seeded greedily by them, each named by how its papers write its key term
+(`agents.tools._line_names`): a phrase holding it that most of them carry, two joined
+("missing modes and mode collapse"), a word alone only when it names a process or is a
+compound noun ("exploration"); a kind of the topic with the topic's noun ("hierarchical
+RL"); never by generic words (`GENERIC_TERMS`), the topic's or the set's own words only,
+a benchmark's proper name ("Atari games") or a noun of quantity ("diverse set").
 
-A theme is named by how its papers write its key term (`agents.tools._line_names`): a
-phrase holding it that most of them (over half) carry, or two joined that together are
-("missing modes and mode collapse"), a phrase preferred to a single word and a word alone
-only when it names a process or is a compound noun ("exploration", "f-divergence"); never
-by a generic term (`GENERIC_TERMS`: "approach", "machine learning", "high resolution", …)
-or the topic's own words; a compound adjective the papers' focus writes less than its
-sibling gives way to it ("model-free" → "model-based RL": papers name in their text the
-approach they contrast with). A key term that cannot name its papers seeds no theme.
-Papers that carry no theme's name join the theme whose name, else whose defining terms,
-their focus carries — a mention in the text's background is no reason — and only while
-over half of its papers still carry its name.
+A paper is a member of a theme only where it says what the theme's name says (`_Own`): a
+word of the name in its title, contribution or results ("exploration"; not "an ε-greedy
+exploration strategy" among its method), a phrase of two words or more there or in its
+method ("the general problem of density ratio estimation"); the topic's words aside, and
+a hyphenated word written so ("VAE and GAN" is no "VAE-GAN"). A mention in the
+background is no reason to join a theme, nor are terms a paper shares with its papers.
 
-The papers left over are grouped again, by their titles and contribution sentences only
-(titles are where authors name their line): seeds are the key terms, and the words and
-phrases two of their titles use far more often than the corpus's titles do
-("optimization"); two papers make a theme, but its name must be written in their titles
-or contribution sentences and pass `_line_names.late_name` ("dialogue", "auxiliary
-tasks"; not a bare plural such as "skills"). The rest are put together under "other
-work", which says what it is.
+The papers left over are grouped again (`_regroup`), by the key terms their titles and
+contribution sentences carry, two papers a theme, named more strictly
+(`_line_names.late_name`: "dialogue", "auxiliary tasks"; not a bare plural such as
+"skills", but "learning skills" where two write that). The rest are put together under
+"other work", which says what it is.
+
+A letter joined to a word by a hyphen ("Q-learning", "f-divergence") is read as one word
+here (search's terms drop single letters) and shown as the papers write it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from kimmy_swarm.agents.tools._line_keys import (
+    GENERIC_TERMS,
+    Key,
+    can_name_late,
+    carried_in,
+    carries,
+    cover,
+    key_terms,
+    leftover_keys,
+    vocabulary,
+    with_kinds,
+)
 from kimmy_swarm.agents.tools._line_names import (
     NAME_SHARE,
-    lacks_noun,
     late_name,
-    names_alone,
-    plain_form,
+    names_line,
     seed_name,
+    written_by,
 )
-from kimmy_swarm.agents.tools._phrases import Phrase, phrases_of
+from kimmy_swarm.agents.tools._phrases import Phrase
 from kimmy_swarm.agents.tools.corpus import Document
 from kimmy_swarm.agents.tools.search import stem, tokenize_terms
 from kimmy_swarm.agents.tools.themes import Theme, check_grouping, default_k
 
 __all__ = ["GENERIC_TERMS", "OTHER_WORK", "is_generic", "research_lines"]
 
-#: Words that name no line of research alone or together ("supervised, approach and
-#: feature", "machine learning", "high resolution", "neural network architecture").
-_GENERIC_TEXT = """
-    approach approaches method methods model models framework frameworks feature features
-    supervised unsupervised performance result results task tasks problem problems data
-    dataset datasets algorithm algorithms architecture architectures learning learn
-    training train network networks deep neural machine state art high low resolution
-    large small new novel simple efficient general different various work paper system
-    systems set show propose present use using based number way ability type types
-    technique techniques application applications experiment experiments study analysis
-    quality image images input inputs output outputs representation representations
-    function functions parameter parameters solution solutions variety range time
-    process first second two three one several many multiple real world practice
-    produce produces provide provides allow allows achieve achieves obtain obtains make
-    makes improve improves emph textit textbf cite distribution distributions sample samples
-    space loss objective target setting settings kind kinds third fourth fifth
-"""
-GENERIC_TERMS = frozenset(stem(w) for w in _GENERIC_TEXT.split())
 #: The label of the papers no key term names.
 OTHER_WORK = "other work"
-#: A key term is used by at least this many times more of the set's papers than of the
-#: corpus's, by at least two papers, and by at most this share of the set (or two).
-_MIN_LIFT = 3.0
-_MAX_SHARE = 0.3
-#: A single word names a theme alone only when the set uses it this many times more often
-#: than the corpus ("exploration", not "distribution").
-_WORD_LIFT = 4.5
-_N_INIT = 10
-_WORD = re.compile(r"[^\W\d_][\w-]*[^\W_]")
+#: A theme found among the papers no theme holds has at least this many.
+_LATE_LEAST = 2
+#: A letter joined to a word by a hyphen ("Q-learning", "f-divergence").
+_LETTERED = re.compile(r"(?<![\w-])([^\W\d_])[-\u2010\u2011]([^\W\d_]\w*)")
 
-
-@dataclass(frozen=True, slots=True)
-class _Key:
-    """A key term: its terms, how the papers' focus writes it, and its lift (how many
-    times more often the set's papers carry it than the corpus's)."""
-
-    stems: Phrase
-    forms: Counter[str]
-    lift: float
-    #: Found in the titles of the papers no theme holds (its lift is theirs).
-    titled: bool = False
-
-    @property
-    def shown(self) -> str:
-        # The form most used, whatever its case; written the plainest way a paper writes it
-        # ("reading comprehension", not "MAchine Reading COmprehension"'s "reading
-        # COmprehension" or an all-capitals title's "READING COMPREHENSION").
-        cased: Counter[str] = Counter()
-        for form, n in self.forms.items():
-            cased[form.lower()] += n
-        most = min(cased.items(), key=lambda kv: (-kv[1], kv[0]))[0]
-        form = min((f for f in self.forms if f.lower() == most), key=lambda f: (_capitals(f), f))
-        return plain_form(form)
-
-
-def _capitals(text: str) -> int:
-    return sum(c.isupper() for c in text)
+#: A theme as chosen: its seed (a key's index), its members (paper indices), its name.
+_Chosen = tuple[int, list[int], str]
 
 
 def is_generic(name: str) -> bool:
     """Whether a theme name is made of generic words only (`GENERIC_TERMS`) — "machine
     learning", "supervised, approach and feature", "high resolution" — or of none."""
-    words = tokenize_terms(name)
+    words = tokenize_terms(_glued(name, {}))
     return not words or all(w in GENERIC_TERMS for w in words)
+
+
+def _glued(text: str, shown: dict[str, str]) -> str:
+    """`text` with its letter compounds written as one word, each noted in `shown` as the
+    papers write it; a capital inside ("QLearning") keeps it from reading as a proper
+    name."""
+
+    def glue(m: re.Match[str]) -> str:
+        glued = m[1] + m[2][0].upper() + m[2][1:]
+        shown.setdefault(glued.lower(), f"{m[1]}-{m[2] if m[2][1:].isupper() else m[2].lower()}")
+        return glued
+
+    return _LETTERED.sub(glue, text)
+
+
+def _glued_document(doc: Document, shown: dict[str, str]) -> Document:
+    return dataclasses.replace(doc, title=_glued(doc.title, shown), text=_glued(doc.text, shown))
+
+
+def _glued_map(
+    texts: Mapping[str, Sequence[str]] | None, shown: dict[str, str]
+) -> Mapping[str, Sequence[str]]:
+    return {key: [_glued(t, shown) for t in values] for key, values in (texts or {}).items()}
+
+
+def _unglued(name: str, shown: Mapping[str, str]) -> str:
+    """A name with its glued letter compounds written as the papers write them, in the
+    singular where one writes that ("deep Q-network" of "Deep Q-Networks" and "a deep
+    Q-network (DQN)")."""
+
+    def written(m: re.Match[str]) -> str:
+        word = m[0].lower()
+        return shown.get(word.removesuffix("s"), shown.get(word, m[0]))
+
+    return re.sub(r"[^\W_]+", written, name)
 
 
 def _opening(doc: Document) -> list[str]:
@@ -129,216 +125,126 @@ def _opening(doc: Document) -> list[str]:
     return [s.text for s in sentences(doc)[:2]]
 
 
-def _candidates(focus: Sequence[str], excluded: set[str]) -> dict[Phrase, str]:
-    """The words and phrases of a paper's focus that could name a line of research, as
-    their terms (`tokenize_terms`: "energy-based" is ("energy", "bas")) and written form."""
-    out: dict[Phrase, str] = {}
-    for text in focus:
-        forms = list(phrases_of(text).values())
-        forms += [w if w.isupper() else w.lower() for w in _WORD.findall(text)]
-        for form in forms:
-            key = tuple(tokenize_terms(form))
-            if not key or set(key) <= GENERIC_TERMS | excluded:
-                continue
-            if len(key) == 1 and len(key[0]) < 4:
-                continue
-            out.setdefault(key, form)
-    return out
+@dataclass(frozen=True, slots=True)
+class _Own:
+    """What each paper says of its own work, as terms: `said`, its title, focus and claims
+    (what it does and finds); `claimed`, those and its method (`stated`, as written). A
+    paper carries a word of a name only where it says what it does or finds (an "ε-greedy
+    exploration strategy" in its method makes no exploration paper), a phrase of two words
+    or more in its method too ("the general problem of density ratio estimation")."""
+
+    said: list[list[str]]
+    claimed: list[list[str]]
+    stated: list[str]
+
+    def holds(self, i: int, phrase: Phrase) -> bool:
+        """Whether paper `i` carries `phrase` (a word where it says what it does)."""
+        return carries((self.said if len(phrase) == 1 else self.claimed)[i], phrase)
+
+    def carriers(self, name: str, topic: Collection[str], rows: Iterable[int]) -> np.ndarray:
+        """Which of the papers `rows` carry a theme's name: either part of "a and b", as
+        written (its hyphenated words with their hyphen or a space: "VAE and GAN" is no
+        "VAE-GAN") or, for two words not joined by a hyphen, with one word inside ("miss
+        important modes" carries "missing modes"); the topic's words ("GANs" of
+        "energy-based GANs") need not be there."""
+        parts = [
+            (
+                tuple(w for w in tokenize_terms(p) if w not in topic),
+                [w for w in p.split() if "-" in w],
+            )
+            for p in name.split(" and ")
+        ]
+        return np.array([any(self._carries(i, *part) for part in parts) for i in rows], bool)
+
+    def _carries(self, i: int, words: Phrase, compounds: list[str]) -> bool:
+        if not words or any(not written_by(w, [self.stated[i]]) for w in compounds):
+            return False
+        if self.holds(i, words):
+            return True
+        text = self.claimed[i]
+        pairs = range(len(text) - 2)
+        inside = len(words) == 2 and not compounds
+        return inside and any(tuple(text[k : k + 3 : 2]) == words for k in pairs)
 
 
-def _vocabulary(documents: Sequence[Document]) -> set[str]:
-    """The set's own vocabulary: words that over `_MAX_SHARE` of its papers (and over
-    three) use ("agent", "policy" in a set on reinforcement learning). They split nothing,
-    so they name nothing alone or with generic words ("learning agent")."""
-    df = Counter(t for d in documents for t in set(tokenize_terms(f"{d.title}\n{d.text}")))
-    return {t for t, k in df.items() if k > max(_MAX_SHARE * len(documents), 3)}
+@dataclass(frozen=True, slots=True)
+class _Reading:
+    """How the lines read a set of papers: the topic's words (`topic`, as noun and terms
+    in `words`), the words no name is made of alone (`common`: generic, the topic's and
+    the set's own), the words no key term is made of (`excluded`), and per paper its
+    title with its focus (`focus`), those as one text (`said`), its title and abstract
+    (`full`), and what it says of its own work (`own`)."""
+
+    documents: Sequence[Document]
+    words: tuple[str, frozenset[str]]
+    common: frozenset[str]
+    excluded: set[str]
+    focus: dict[str, list[str]]
+    said: list[str]
+    full: list[str]
+    own: _Own
+
+    @property
+    def topic(self) -> frozenset[str]:
+        return self.words[1]
+
+    def seed_name(self, key: Key, rows: list[int]) -> str:
+        """A first-pass theme's name (`_line_names.seed_name`)."""
+        texts, focus = [self.full[i] for i in rows], [self.said[i] for i in rows]
+        return key.named or seed_name(
+            key.stems, key.shown, texts, self.words, GENERIC_TERMS, focus=focus
+        )
+
+    def late_name(self, key: Key, rows: list[int]) -> str:
+        """A name among the papers no theme holds (`_line_names.late_name`), from their
+        titles and what they say of their own work."""
+        titles = [self.documents[i].title for i in rows]
+        stated = [self.own.stated[i] for i in rows]
+        return key.named or late_name(
+            key.stems, key.shown, titles, stated, self.words, GENERIC_TERMS
+        )
+
+    def names_line(self, name: str, rows: list[int]) -> bool:
+        return names_line(name, self.common, [self.documents[i].text for i in rows])
 
 
-def _carries(terms: list[str], phrase: Phrase) -> bool:
-    size = len(phrase)
-    return any(tuple(terms[i : i + size]) == phrase for i in range(len(terms) - size + 1))
-
-
-def _key_terms(
+def _read(
     documents: Sequence[Document],
     focus: Mapping[str, Sequence[str]],
-    excluded: set[str],
-    background: Sequence[Document],
-) -> tuple[list[_Key], np.ndarray]:
-    """The set's key terms and which papers carry each in title or text (papers × keys)."""
-    n = len(documents)
-    found: dict[Phrase, Counter[str]] = defaultdict(Counter)
-    for d in documents:
-        for phrase, form in _candidates(focus[d.id], excluded).items():
-            found[phrase][form] += 1
-    terms = [tokenize_terms(f"{d.title}\n{d.text}") for d in documents]
-    wide = background or documents
-    wide_terms = [tokenize_terms(f"{d.title}\n{d.text}") for d in wide]
-    keys, columns = [], []
-    for phrase, forms in sorted(found.items()):
-        carried = np.array([_carries(t, phrase) for t in terms])
-        k = int(carried.sum())
-        if k < 2 or k > max(_MAX_SHARE * n, 2):
-            continue
-        df = sum(_carries(t, phrase) for t in wide_terms)
-        lift = (k / n) / ((df + 1) / (len(wide) + 1))
-        if lift >= _MIN_LIFT:
-            keys.append(_Key(phrase, forms, lift))
-            columns.append(carried)
-    matrix = np.column_stack(columns) if columns else np.zeros((n, 0), dtype=bool)
-    return keys, matrix
-
-
-def _title_keys(
-    documents: Sequence[Document],
-    rows: list[int],
-    excluded: set[str],
-    background: Sequence[Document],
-    known: Collection[Phrase],
-) -> tuple[list[_Key], np.ndarray]:
-    """Key terms of the titles of the papers `rows` (no theme holds them): words and
-    phrases two titles at least use, this many times more often than the corpus's titles
-    (`_MIN_LIFT`; "optimization"), not in `known`; and which papers carry each in title or
-    text (papers × keys)."""
-    found: dict[Phrase, Counter[str]] = defaultdict(Counter)
-    for i in rows:
-        for phrase, form in _candidates([documents[i].title], excluded).items():
-            if phrase not in known:
-                found[phrase][form] += 1
-    wide = [tokenize_terms(d.title) for d in background or documents]
-    terms = [tokenize_terms(f"{d.title}\n{d.text}") for d in documents]
-    keys, columns = [], []
-    for phrase, forms in sorted(found.items()):
-        df = sum(_carries(t, phrase) for t in wide)
-        lift = (forms.total() / len(rows)) / ((df + 1) / (len(wide) + 1))
-        if forms.total() > 1 and lift >= _MIN_LIFT:
-            keys.append(_Key(phrase, forms, lift, titled=True))
-            columns.append([_carries(t, phrase) for t in terms])
-    matrix = np.array(columns, dtype=bool).T if columns else np.zeros((len(terms), 0), bool)
-    return keys, matrix
-
-
-def _weight(key: _Key, gain: int) -> float:
-    """What a key term is worth as a theme's seed: the papers it brings, times the log of
-    its lift; twice as much when it names a line precisely: a phrase, or a word that
-    names a line alone ("exploration", not "game")."""
-    return gain**0.5 * float(np.log(key.lift)) * (2.0 if _precise(key) else 1.0)
-
-
-def _can_name(key: _Key) -> bool:
-    """Whether a key term can seed a theme: a phrase, or a noun specific to the set (not
-    "realistic", "denoise")."""
-    if len(key.stems) > 1:
-        return True
-    return key.lift >= _WORD_LIFT and not lacks_noun(key.shown)
-
-
-def _precise(key: _Key) -> bool:
-    """Whether a key term names a line precisely: a phrase, or a word that names a line
-    alone ("exploration", not "game")."""
-    return len(key.stems) > 1 or names_alone(key.shown)
-
-
-def _can_name_late(key: _Key) -> bool:
-    """Whether a key term can seed a theme among the papers no theme holds: a phrase, or a
-    noun ("dialogue", not "interactive"); `late_name` then asks more of its name."""
-    return len(key.stems) > 1 or not lacks_noun(key.shown)
-
-
-def _gives_way(
-    j: int, keys: list[_Key], gains: np.ndarray, can_name: Callable[[_Key], bool]
-) -> bool:
-    """Whether a phrase seed gives way to a word of it that names a process alone and more
-    papers carry ("exploration strategies" to "exploration")."""
-    words = set(keys[j].stems) if len(keys[j].stems) > 1 else set()
-    return any(
-        len(key.stems) == 1
-        and key.stems[0] in words
-        and gains[i] > gains[j]
-        and can_name(key)
-        and names_alone(key.shown)
-        for i, key in enumerate(keys)
+    claims: Mapping[str, Sequence[str]],
+    methods: Mapping[str, Sequence[str]],
+    exclude_terms: Collection[str],
+    noun: str,
+) -> _Reading:
+    excluded = {stem(w.lower()) for t in exclude_terms for w in str(t).split()}
+    topic = frozenset(excluded | {w for t in exclude_terms for w in tokenize_terms(str(t))})
+    excluded |= vocabulary(documents)
+    lines = {d.id: [d.title, *focus.get(d.id, _opening(d))] for d in documents}
+    found = [[*lines[d.id], *claims.get(d.id, ())] for d in documents]
+    stated = [
+        ". ".join([*f, *methods.get(d.id, ())]) for d, f in zip(documents, found, strict=True)
+    ]
+    own = _Own(
+        [tokenize_terms(". ".join(f)) for f in found], [tokenize_terms(t) for t in stated], stated
     )
-
-
-def _cover(
-    keys: list[_Key],
-    matrix: np.ndarray,
-    limit: int,
-    least: int,
-    name_of: Callable[[int, list[int]], str],
-    can_name: Callable[[_Key], bool] = _can_name,
-) -> list[tuple[int, list[int], str]]:
-    """The themes, each as its seed, its papers and its name, chosen greedily: each time
-    the key term (`can_name`) worth most for the papers not yet covered (`_weight`) that
-    brings at least `least` and that `name_of` (seed, papers) can name."""
-    covered = np.zeros(matrix.shape[0], dtype=bool)
-    chosen: list[tuple[int, list[int], str]] = []
-    tried: set[tuple[int, tuple[int, ...]]] = set()
-    while len(chosen) < limit:
-        gains = (matrix & ~covered[:, None]).sum(axis=0)
-        fit = [j for j in range(len(keys)) if gains[j] >= least and can_name(keys[j])]
-        fit.sort(
-            key=lambda j: (-_weight(keys[j], int(gains[j])), -len(keys[j].stems), keys[j].shown)
-        )
-        for j in fit:
-            rows = [int(i) for i in np.flatnonzero(matrix[:, j] & ~covered)]
-            if (j, tuple(rows)) in tried or _gives_way(j, keys, gains, can_name):
-                continue
-            tried.add((j, tuple(rows)))
-            name = name_of(j, rows)
-            if name:
-                chosen.append((j, rows, name))
-                covered[rows] = True
-                break
-        else:
-            break
-    return chosen
-
-
-def _attach(
-    matrix: np.ndarray,
-    homes: dict[int, list[int]],
-    among: Collection[int] | None = None,
-    *,
-    own: np.ndarray | None = None,
-    named: Mapping[int, np.ndarray] | None = None,
-    calls: Mapping[int, np.ndarray] | None = None,
-) -> tuple[dict[int, list[int]], list[int]]:
-    """Papers (of `among`, default all) that carry no theme's name join the theme whose
-    defining terms (those over half of its papers carry) they carry most of in `own`
-    (their title and contribution sentences; default `matrix`), one at least, as long as
-    most of its papers still carry its name; the rest are other work. A paper that only
-    mentions a theme's terms in passing (its background) does not join it. `named`: per
-    theme, which papers carry its name (default: those that carry its seed); `calls`:
-    which carry it in their own sentences — those join it first ("model-based RL", named
-    by its papers' focus, takes a paper whose contribution is model-based RL)."""
-    placed = {i for rows in homes.values() for i in rows}
-    defining = {j: matrix[rows].mean(axis=0) > NAME_SHARE for j, rows in homes.items()}
-    own = matrix if own is None else own
-    carry = {j: matrix[:, j] if named is None else named[j] for j in homes}
-    out = {j: list(rows) for j, rows in homes.items()}
-    other = []
-    for i in range(matrix.shape[0]) if among is None else sorted(among):
-        if i in placed:
-            continue
-        fits = {
-            j: int((own[i] & defining[j]).sum()) + (own.shape[1] if calls and calls[j][i] else 0)
-            for j in homes
-            if 2 * (int(carry[j][out[j]].sum()) + int(carry[j][i])) > len(out[j]) + 1
-        }
-        best = max(fits, key=lambda j: (fits[j], len(homes[j])), default=None)
-        if best is None or fits[best] == 0:
-            other.append(i)
-        else:
-            out[best].append(i)
-    return out, other
+    return _Reading(
+        documents,
+        (noun, topic),
+        GENERIC_TERMS | topic | excluded,
+        excluded,
+        lines,
+        [". ".join(lines[d.id]) for d in documents],
+        [f"{d.title}. {d.text}" for d in documents],
+        own,
+    )
 
 
 def research_lines(
     documents: Sequence[Document],
     *,
     focus: Mapping[str, Sequence[str]] | None = None,
+    claims: Mapping[str, Sequence[str]] | None = None,
+    methods: Mapping[str, Sequence[str]] | None = None,
     k: int | None = None,
     exclude_terms: Collection[str] = (),
     background: Sequence[Document] = (),
@@ -350,8 +256,12 @@ def research_lines(
         documents: the papers (ids must be unique).
         focus: per paper id, the sentences that state its problem and contribution (the
             title is always read); default: the text's first two sentences.
+        claims: per paper id, the sentences that state what it does and finds (its
+            contribution and results; besides `focus`), and `methods`, how: a theme's
+            members carry its name there or in their title (see `_Own`); default none.
         k: how many themes at most (besides "other work"); default
-            `default_k(len(documents))` + 2.
+            `default_k(len(documents))` + 2 found first, then as many as the papers no
+            theme holds make (two each at least).
         exclude_terms: words never used in names (the review topic's own).
         background: the corpus the documents come from (key terms are rarer there).
         topic_noun: how the topic is named ("GANs"), to complete a name that is only an
@@ -365,122 +275,133 @@ def research_lines(
     Raises:
         ValueError: `k` < 1, or two documents share an id.
     """
-    ids = check_grouping(documents, k)
+    check_grouping(documents, k)
     if not documents:
         return []
-    excluded = {stem(w.lower()) for t in exclude_terms for w in str(t).split()}
-    topic = frozenset(excluded | {w for t in exclude_terms for w in tokenize_terms(str(t))})
-    excluded |= _vocabulary(documents)
-    texts = {d.id: [d.title, *(focus or {}).get(d.id, _opening(d))] for d in documents}
-    keys, matrix = _key_terms(documents, texts, excluded, background)
+    shown: dict[str, str] = {}
+    glued = [_glued_document(d, shown) for d in documents]
+    texts = [_glued_map(m, shown) for m in (focus, claims, methods)]
+    reading = _read(glued, *texts, exclude_terms, topic_noun)
+    wide = [_glued_document(d, shown) for d in background]
+    return [
+        Theme(t.id, _unglued(t.label, shown), tuple(_unglued(w, shown) for w in t.terms), t.doc_ids)
+        for t in _lines(reading, k, wide)
+    ]
+
+
+def _lines(reading: _Reading, k: int | None, background: Sequence[Document]) -> list[Theme]:
+    """The themes: seeded by the key terms (`cover`), then among the papers none holds."""
+    documents, topic = reading.documents, reading.topic
+    keys, matrix = key_terms(documents, reading.focus, reading.excluded, background)
+    keys, matrix = with_kinds(
+        keys, matrix, documents, topic, reading.excluded, background, reading.words[0]
+    )
     # Lines of research are finer than clusters: two more than `default_k` by default.
     limit = min(k or default_k(len(documents)) + 2, len(documents))
-    full = [f"{d.title}. {d.text}" for d in documents]
-
-    lines = [texts[d.id] for d in documents]
-    said = [". ".join(t) for t in lines]
-
-    def name_of(j: int, rows: list[int]) -> str:
-        key = keys[j]
-        words = (topic_noun, topic)
-        focus_texts = [said[i] for i in rows]
-        return seed_name(
-            key.stems, key.shown, [full[i] for i in rows], words, GENERIC_TERMS, focus=focus_texts
-        )
-
     least = 2 if len(documents) < 20 else 3
-    chosen = _cover(keys, matrix, limit, least, name_of)
-    terms = [tokenize_terms(t) for t in full]
-    said_terms = [tokenize_terms(t) for t in said]
-    in_focus = _carried_in(keys, said_terms, range(len(documents)))
-    named = {j: _name_carriers(name, terms, topic) for j, _, name in chosen}
-    calls = {j: _name_carriers(name, said_terms, topic) for j, _, name in chosen}
-    homes = {j: rows for j, rows, _ in chosen}
-    members, other = _attach(matrix, homes, own=in_focus, named=named, calls=calls)
-    # The papers no theme holds are grouped again, by their titles and contribution
-    # sentences only, two papers at least, named more strictly (see the module).
-    extra, extra_matrix = _title_keys(
-        documents, other, excluded, background, [k.stems for k in keys]
+    first = _members(keys, reading, lambda j, rows: reading.seed_name(keys[j], rows))
+    chosen = cover(keys, matrix, limit, least, first)
+    everyone = range(len(documents))
+    named = {j: reading.own.carriers(name, topic, everyone) for j, _, name in chosen}
+    in_claims = carried_in(keys, reading.own.claimed, everyone)
+    members, other = _attach({j: rows for j, rows, _ in chosen}, named, everyone, in_claims)
+    # Then as many themes as the papers no theme holds make, or as `k` leaves.
+    known = {key.stems for key in keys}
+    keys = keys + leftover_keys(
+        documents, other, reading.said, reading.own.claimed, reading.excluded, background, known
     )
-    keys, matrix = keys + extra, np.hstack([matrix, extra_matrix])
+    rest = k - len(chosen) if k else len(documents)
+    late, late_members, other = _regroup(keys, reading, other, rest)
+    grouped = [(name, members[j]) for j, _, name in chosen]
+    grouped += [(name, late_members[j]) for j, _, name in late]
+    return _themes(keys, reading, grouped, other)
 
-    def late_name_of(key: _Key, titles: list[str], focus_texts: list[str]) -> str:
-        words = (topic_noun, topic)
-        alone = not key.titled
-        return late_name(
-            key.stems, key.shown, titles, focus_texts, words, GENERIC_TERMS, alone=alone
-        )
 
-    late, late_members, other = _regroup(keys, lines, other, limit, late_name_of, topic)
-    members |= late_members
-    labels = {j: name for j, _, name in [*chosen, *late]}
+def _members(
+    keys: list[Key], reading: _Reading, name_of: Callable[[int, list[int]], str]
+) -> Callable[[int, list[int]], tuple[str, list[int]]]:
+    """A theme's name (`name_of`, where it names a line) and its members: the papers of
+    its seed that carry the name, or the seed where the name holds it (`_Own`)."""
+
+    def named(j: int, rows: list[int]) -> tuple[str, list[int]]:
+        name = name_of(j, rows)
+        if not name or not reading.names_line(name, rows):
+            return "", []
+        carry = reading.own.carriers(name, reading.topic, rows)
+        if carries(tokenize_terms(name), keys[j].stems):
+            carry |= reading.own.carriers(keys[j].shown, reading.topic, rows)
+        return name, [i for i, c in zip(rows, carry, strict=True) if c]
+
+    return named
+
+
+def _attach(
+    homes: dict[int, list[int]],
+    named: Mapping[int, np.ndarray],
+    among: Iterable[int],
+    own: np.ndarray,
+) -> tuple[dict[int, list[int]], list[int]]:
+    """Papers (of `among`) no theme holds join a theme whose name they carry (`named`: per
+    theme, which papers do) — of several, the one whose defining terms (those over half of
+    its papers carry) they carry most in `own` (papers × keys), then the larger; the rest
+    are other work. Terms a paper shares with a theme's papers are no reason to join it."""
+    placed = {i for rows in homes.values() for i in rows}
+    defining = {j: own[rows].mean(axis=0) > NAME_SHARE for j, rows in homes.items()}
+    out = {j: list(rows) for j, rows in homes.items()}
+    other = []
+    for i in sorted(set(among) - placed):
+        fits = [j for j in homes if named[j][i]]
+        if not fits:
+            other.append(i)
+            continue
+        best = max(fits, key=lambda j: (int((own[i] & defining[j]).sum()), len(homes[j])))
+        out[best].append(i)
+    return out, other
+
+
+def _regroup(
+    keys: list[Key], reading: _Reading, rows: list[int], limit: int
+) -> tuple[list[_Chosen], dict[int, list[int]], list[int]]:
+    """The themes of the papers `rows` by the key terms what they say of their own work
+    carries, two papers at least, each named strictly (`_Reading.late_name`) and, for a
+    single word, written in a title; their members and the papers still left."""
+    own, titles = reading.own, [d.title for d in reading.documents]
+    in_claims = carried_in(keys, own.claimed, rows)
+    in_title = carried_in(keys, [tokenize_terms(t) for t in titles], rows)
+
+    def name_of(j: int, members: list[int]) -> str:
+        if len(keys[j].stems) == 1 and not in_title[members, j].any():
+            return ""
+        return reading.late_name(keys[j], members)
+
+    found = _members(keys, reading, name_of)
+    late = cover(keys, in_claims, limit, _LATE_LEAST, found, can_name_late)
+    everyone = range(len(titles))
+    named = {j: own.carriers(label, reading.topic, everyone) for j, _, label in late}
+    members, left = _attach({j: rows for j, rows, _ in late}, named, rows, in_claims)
+    return late, members, left
+
+
+def _themes(
+    keys: list[Key], reading: _Reading, grouped: list[tuple[str, list[int]]], other: list[int]
+) -> list[Theme]:
+    """The themes by label (members of themes named alike together), largest first, then
+    "other work"; each with its key terms and its members in order (`_terms`, `_ordered`)."""
     groups: dict[str, list[int]] = defaultdict(list)
-    for j, rows in members.items():
-        groups[labels[j]] += rows
+    for label, rows in grouped:
+        groups[label] += rows
     themes = sorted(groups.items(), key=lambda g: (-len(g[1]), g[0]))
     if other:
         themes.append((OTHER_WORK, other))
+    ids = [d.id for d in reading.documents]
+    matrix = carried_in(keys, [tokenize_terms(t) for t in reading.full], range(len(ids)))
     return [
         Theme(f"theme-{n}", label, _terms(keys, matrix, rows), _ordered(matrix, rows, ids))
         for n, (label, rows) in enumerate(themes, 1)
     ]
 
 
-def _regroup(
-    keys: list[_Key],
-    lines: list[list[str]],
-    rows: list[int],
-    limit: int,
-    name: Callable[[_Key, list[str], list[str]], str],
-    topic: Collection[str] = (),
-) -> tuple[list[tuple[int, list[int], str]], dict[int, list[int]], list[int]]:
-    """The themes of the papers `rows` by the key terms their title and contribution
-    sentences (`lines`) carry, two papers at least, each named by `name` (key, titles,
-    lines) and, for a single word, written in a title; their members (with the papers
-    that carry their defining terms there) and the papers still left."""
-    in_focus = _carried_in(keys, [tokenize_terms("\n".join(t)) for t in lines], rows)
-    in_title = _carried_in(keys, [tokenize_terms(t[0]) for t in lines], rows)
-
-    def name_of(j: int, members: list[int]) -> str:
-        if len(keys[j].stems) == 1 and not in_title[members, j].any():
-            return ""
-        return name(keys[j], [lines[i][0] for i in members], [". ".join(lines[i]) for i in members])
-
-    late = _cover(keys, in_focus, limit, 2, name_of, _can_name_late)
-    said = [tokenize_terms("\n".join(t)) for t in lines]
-    named = {j: _name_carriers(label, said, topic) for j, _, label in late}
-    members, left = _attach(in_focus, {j: found for j, found, _ in late}, rows, named=named)
-    return late, members, left
-
-
-def _name_carriers(name: str, terms: list[list[str]], topic: Collection[str]) -> np.ndarray:
-    """Which papers (their `terms`) carry a theme's name: either part of "a and b", as
-    written or, for two words, with one word inside ("miss important modes" carries
-    "missing modes"); the topic's words ("GANs" of "energy-based GANs") need not be there."""
-    parts = [[w for w in tokenize_terms(p) if w not in topic] for p in name.split(" and ")]
-
-    def carries(text: list[str]) -> bool:
-        for words in filter(None, parts):
-            if _carries(text, tuple(words)):
-                return True
-            pairs = range(len(text) - 2)
-            if len(words) == 2 and any(text[i : i + 3 : 2] == words for i in pairs):
-                return True
-        return False
-
-    return np.array([carries(t) for t in terms], dtype=bool)
-
-
-def _carried_in(keys: list[_Key], terms: list[list[str]], rows: Iterable[int]) -> np.ndarray:
-    """Which of the papers `rows` carry each key term in `terms` (papers × keys; the other
-    papers carry none)."""
-    out = np.zeros((len(terms), len(keys)), dtype=bool)
-    for i in rows:
-        out[i] = [_carries(terms[i], key.stems) for key in keys]
-    return out
-
-
-def _terms(keys: list[_Key], matrix: np.ndarray, rows: list[int]) -> tuple[str, ...]:
+def _terms(keys: list[Key], matrix: np.ndarray, rows: list[int]) -> tuple[str, ...]:
     """A theme's key terms, most carried first (at most 8)."""
     if not keys:
         return ()

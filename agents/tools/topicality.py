@@ -39,7 +39,18 @@ from kimmy_swarm.agents.tools.corpus import Document
 from kimmy_swarm.agents.tools.passages import sentences
 from kimmy_swarm.agents.tools.terms import STOPWORDS, stem, tokenize_terms
 
-__all__ = ["TopicForms", "Topicality", "about", "learn_forms", "topicality"]
+__all__ = [
+    "Naming",
+    "TopicForms",
+    "TopicVocabulary",
+    "Topicality",
+    "about",
+    "central_density",
+    "learn_forms",
+    "naming",
+    "topic_vocabulary",
+    "topicality",
+]
 
 #: A form's sentence speaks of the paper's own work.
 _OWN_WORK = re.compile(
@@ -47,11 +58,14 @@ _OWN_WORK = re.compile(
     r"|\bthe proposed\b|\bis (?:proposed|introduced|presented)\b|\bnovel\b",
     re.IGNORECASE,
 )
+#: A cue that what follows in its clause is what the paper sets its work against
+#: ("competitive results compared to … a basic Generative Adversarial Net").
+_COMPARISON = re.compile(r"\bunlike\b|\bcompared (?:to|with)\b", re.IGNORECASE)
 #: A cue that what follows in its clause is the field's or others' work ("such as GANs").
 _REFERENCE = re.compile(
     r"\bliterature\b|\bsimilar to\b|\binspired by\b|\bsuch as\b|\be\.g\.|\bbackgrounds?\b"
-    r"|\bin recent years\b|\bprevious(?:ly)?\b|\bprior work\b|\bunlike\b"
-    r"|\bcompared (?:to|with)\b|\bas well as\b",
+    r"|\bin recent years\b|\bprevious(?:ly)?\b|\bprior work\b|\bas well as\b|"
+    + _COMPARISON.pattern,
     re.IGNORECASE,
 )
 #: A clause that states what the field knows, wherever the topic stands in it.
@@ -246,28 +260,63 @@ def _referred(forms: TopicForms, clause: str) -> int:
     the field knows ("deep RL has shown …"), else those after a reference cue."""
     if _FIELD_CLAIM.search(clause):
         return forms.count(clause)
-    cue = _REFERENCE.search(clause)
-    return forms.count(clause[cue.end() :]) if cue else 0
+    return _after(_REFERENCE, forms, clause)
+
+
+def _after(cue: re.Pattern[str], forms: TopicForms, clause: str) -> int:
+    """How many of a clause's forms follow its first `cue`."""
+    found = cue.search(clause)
+    return forms.count(clause[found.end() :]) if found else 0
+
+
+@dataclass(frozen=True, slots=True)
+class Naming:
+    """How one sentence names a topic (`naming`).
+
+    Attributes:
+        forms: how many times it names it.
+        referred: how many of those refer to the field or to others' work ("… such as GANs").
+        compared: how many of those name what the paper compares its work with ("compared
+            to … a basic Generative Adversarial Net", "Unlike InfoGAN").
+    """
+
+    forms: int = 0
+    referred: int = 0
+    compared: int = 0
+
+    @property
+    def own(self) -> int:
+        """How many name the topic as the sentence's own subject (not others' work)."""
+        return self.forms - self.referred
+
+
+def naming(forms: TopicForms, sentence: str) -> Naming:
+    """How a sentence names the topic, clause by clause: a form in a clause that states
+    what the field knows, or after a reference cue ("such as", "unlike"), refers to others'
+    work; after a comparison cue, it is also what the paper compares with."""
+    total = referred = compared = 0
+    for clause in _CLAUSE.split(sentence):
+        if n := forms.count(clause):
+            total += n
+            referred += _referred(forms, clause)
+            compared += _after(_COMPARISON, forms, clause)
+    return Naming(total, referred, compared)
 
 
 def _standing(forms: TopicForms, doc: Document) -> Topicality:
-    """Where `doc` names the topic. Each sentence is read clause by clause: a form in a
-    clause that refers to others' work ("which has been shown to …", "Unlike InfoGAN")
-    does not count; the others count, and speak of the paper's own work when their
-    sentence does (`_own_sentence`)."""
+    """Where `doc` names the topic. Each sentence is read clause by clause (`naming`): a
+    form in a clause that refers to others' work ("which has been shown to …", "Unlike
+    InfoGAN") does not count; the others count, and speak of the paper's own work when
+    their sentence does (`_own_sentence`)."""
     title = forms.count(doc.title) > 0
     subject = _subject(forms, doc.title)
     mentions = named = 0
     own = False
     for s in sentences(doc):
-        n_own = 0
-        for clause in _CLAUSE.split(s.text):
-            n = forms.count(clause)
-            if n:
-                mentions += n
-                n_own += n - _referred(forms, clause)
-        named += n_own
-        own = own or (n_own > 0 and _own_sentence(s.text, subject))
+        said = naming(forms, s.text)
+        mentions += said.forms
+        named += said.own
+        own = own or (said.own > 0 and _own_sentence(s.text, subject))
     return Topicality(title, mentions, named, own)
 
 
@@ -290,25 +339,64 @@ def _log_ratio(k: int, df: int, n_core: int, n: int) -> float:
     return math.log(inside / outside)
 
 
+def _weights(vocab: dict[str, tuple[int, int]], n_core: int, n: int) -> dict[str, float]:
+    return {t: _log_ratio(k, df, n_core, n) for t, (k, df) in vocab.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class TopicVocabulary:
+    """The topic's vocabulary (see the module): each word's weight, the log of how many
+    times more often the central papers use it than the rest of the corpus."""
+
+    weights: dict[str, float]
+
+    def density(self, text: str) -> float:
+        """The vocabulary's weight per distinct word of `text`, as `Topicality.density` of a
+        paper that is not central (0 for no words)."""
+        terms = frozenset(tokenize_terms(text))
+        return self.weight(terms) / len(terms) if terms else 0.0
+
+    def weight(self, terms: frozenset[str]) -> float:
+        """The vocabulary's weight in a set of terms (`tokenize_terms`)."""
+        return sum(self.weights[t] for t in terms & self.weights.keys())
+
+
+def topic_vocabulary(
+    standing: Sequence[Topicality], terms: Sequence[frozenset[str]]
+) -> TopicVocabulary:
+    """The vocabulary of the central papers of `standing` against the rest (each
+    document's `terms`, in the same order); empty with fewer than three central papers."""
+    core = [s.central for s in standing]
+    if sum(core) < _MIN_DOCS:
+        return TopicVocabulary({})
+    return TopicVocabulary(_weights(_vocabulary(terms, core), sum(core), len(terms)))
+
+
 def _densities(terms: Sequence[frozenset[str]], core: list[bool]) -> list[float]:
     """Each document's weight in the topic vocabulary per distinct word; a core document is
     scored by the vocabulary of the other core documents (leave one out)."""
     vocab = _vocabulary(terms, core)
     n, n_core = len(terms), sum(core)
+    plain = TopicVocabulary(_weights(vocab, n_core, n))
     out = []
     for ts, c in zip(terms, core, strict=True):
-        weight = 0.0
-        for t in ts & vocab.keys():
-            k, df = vocab[t]
-            if c:  # without this document
-                if k - 1 < _MIN_DOCS:
-                    continue
-                r = _log_ratio(k - 1, df - 1, n_core - 1, n - 1)
-                weight += r if r >= _MIN_LOG_RATIO else 0.0
-            else:
-                weight += _log_ratio(k, df, n_core, n)
+        weight = _left_out(ts, vocab, n_core, n) if c else plain.weight(ts)
         out.append(weight / len(ts) if ts else 0.0)
     return out
+
+
+def _left_out(
+    terms: frozenset[str], vocab: dict[str, tuple[int, int]], n_core: int, n: int
+) -> float:
+    """A core document's weight in the vocabulary of the other core documents."""
+    weight = 0.0
+    for t in terms & vocab.keys():
+        k, df = vocab[t]
+        if k - 1 < _MIN_DOCS:
+            continue
+        r = _log_ratio(k - 1, df - 1, n_core - 1, n - 1)
+        weight += r if r >= _MIN_LOG_RATIO else 0.0
+    return weight
 
 
 def topicality(
@@ -347,6 +435,13 @@ def _quantile(values: list[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
 
 
+def central_density(standing: Sequence[Topicality], quantile: float) -> float:
+    """The `quantile` of the central papers' vocabulary densities: what a paper that never
+    names the topic needs to be about it (`about`); inf with fewer than three of them."""
+    central = [s.density for s in standing if s.central]
+    return _quantile(central, quantile) if len(central) >= _MIN_DOCS else math.inf
+
+
 def _precise_density(standing: Sequence[Topicality], precision: float) -> float:
     """The lowest density above which at least `precision` of the documents are central:
     where the vocabulary still tells the topic's papers from the rest (inf if nowhere)."""
@@ -376,10 +471,9 @@ def about(
     documents are central: a topic whose words are everyone's ("attention" among reading-
     comprehension papers) rescues nobody by vocabulary.
     """
-    central = [s.density for s in standing if s.central]
-    if len(central) < _MIN_DOCS:
+    if sum(s.central for s in standing) < _MIN_DOCS:
         return [s.central for s in standing]
     floor = _precise_density(standing, precision)
-    unnamed = max(_quantile(central, unnamed_quantile), floor)
-    passing = max(_quantile(central, passing_quantile), floor)
+    unnamed = max(central_density(standing, unnamed_quantile), floor)
+    passing = max(central_density(standing, passing_quantile), floor)
     return [s.central or s.density >= (unnamed if s.mentions == 0 else passing) for s in standing]

@@ -435,3 +435,18 @@ def test_compose_prose_concludes_with_themes_citations_trends_and_open_questions
     assert len(text.split("\n\n")) == 3  # the set; its open questions; the fact-check
     flagged = [checks[0].model_copy(update={"verdict": "unsupported"})]
     assert open_q not in compose_prose("widgets", 10, sections, flagged).conclusion
+
+
+def test_upstream_checks_follow_the_plans_theme_numbers() -> None:
+    # A plan of ten themes or more ("theme-10") listed theme-10 before theme-2 (the RL review
+    # of 13 themes introduced them out of their order).
+    from kimmy_swarm.agents.review.procedures import upstream_checks
+    from kimmy_swarm.agents.review.schemas import SectionCheck, check_id
+
+    def section(theme: str) -> dict[str, Any]:
+        check = {"claim_id": f"{theme}.c1", "verdict": "supported"}
+        return SectionCheck.model_validate({"theme_id": theme, "checks": [check]}).model_dump()
+
+    upstream = {check_id(t): section(t) for t in ("theme-10", "theme-2", "theme-1")}
+    order = [c.claim_id for c in upstream_checks(upstream)]
+    assert order == ["theme-1.c1", "theme-2.c1", "theme-10.c1"]

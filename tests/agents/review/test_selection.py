@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kimmy_swarm.agents.review._selection import most_read
+from kimmy_swarm.agents.review._selection import most_read, reviewable
 from kimmy_swarm.agents.review.tools import build_toolbox
 from kimmy_swarm.agents.tools.corpus import Corpus
 
@@ -19,6 +19,21 @@ from kimmy_swarm.agents.tools.corpus import Corpus
 ALI, EDWARD, EBGAN = "B1ElR4cgg", "Hy6b4Pqee", "ryh9pmcee"
 PREDICTRON, LEARNING_TO_ACT = "BkJsCIcgl", "rJLS7qKel"
 CHESS, HJI_PDE = "rJo9n9Feg", "HJTXaw9gx"
+# Named only in passing (a blind read of 0005900): "Improved Architectures for Computer Go"
+# (RL as AlphaGo's, in its background) and infusion training (a GAN as its baseline).
+COMPUTER_GO, INFUSION = "Bk67W4Yxl", "BJAFbaolg"
+PASSING = {"reinforcement learning": COMPUTER_GO, "generative adversarial networks": INFUSION}
+
+
+def _most_cited_labelled(iclr: Corpus, topic: str) -> set[str]:
+    """The ten most cited papers about `topic` by the labels (benchmarks/results/retrieval.md)."""
+    from tests.support.topic_labels import TOPICS, labelled
+
+    label = next(t for t in TOPICS if t.topic == topic)
+    cites = {
+        d: int(iclr.get(d).meta.get("citations") or 0) for d in labelled(label, iclr.documents)
+    }
+    return set(sorted(cites, key=lambda d: (-cites[d], d))[:10])
 
 
 def _hit(doc_id: str, citations: int | None, status: str = "accepted") -> dict[str, Any]:
@@ -51,6 +66,17 @@ def test_search_corpus_reports_citations_and_standing(iclr: Corpus) -> None:
     assert EDWARD not in by_id
 
 
+@pytest.mark.parametrize("topic", sorted(PASSING))
+def test_search_corpus_says_which_papers_name_the_topic_only_in_passing(
+    iclr: Corpus, topic: str
+) -> None:
+    hits = build_toolbox(iclr)["search_corpus"](query=topic, k=1000)
+    assert {h["doc_id"] for h in hits if h["in_passing"]} == {PASSING[topic]}
+    kept = {h["doc_id"] for h in reviewable(hits)}
+    assert PASSING[topic] not in kept and len(kept) == len(hits) - 1
+    assert _most_cited_labelled(iclr, topic) <= kept  # GAN 10/10, RL 10/10
+
+
 def _reviewed(review: Path) -> set[str]:
     """The OpenReview ids the review cites."""
     return set(re.findall(r"forum\?id=([\w-]+)", (review / "review.md").read_text()))
@@ -65,6 +91,15 @@ def test_the_rl_review_reviews_the_predictron_not_chess(rl_review: Path) -> None
     got = _reviewed(rl_review)
     assert {PREDICTRON, LEARNING_TO_ACT} <= got
     assert not {CHESS, HJI_PDE} & got
+
+
+def test_the_reviews_leave_out_papers_that_name_their_topic_in_passing(
+    iclr: Corpus, gan_review: Path, rl_review: Path
+) -> None:
+    gan, rl = _reviewed(gan_review), _reviewed(rl_review)
+    assert INFUSION not in gan and COMPUTER_GO not in rl
+    assert _most_cited_labelled(iclr, "generative adversarial networks") <= gan
+    assert _most_cited_labelled(iclr, "reinforcement learning") <= rl
 
 
 def _headings(review: Path) -> list[str]:

@@ -339,3 +339,56 @@ def test_a_hyphenated_word_names_only_papers_that_write_it() -> None:
         )
         == "f-divergence"
     )
+
+
+def test_iclr_members_carry_the_name_where_they_say_what_they_do(iclr: Corpus) -> None:
+    # A blind read of 0005900: "Exploration" held MetaQNN (an "ε-greedy exploration
+    # strategy" among its method; it designs CNN architectures) and b-GAN sat under
+    # "Energy-based GANs" (it repeats density ratio estimation and f-divergence minimization).
+    rl = _iclr_themes(iclr, "reinforcement learning")
+    metaqnn = _id(iclr, "Designing Neural Network Architectures using Reinforcement")
+    (exploration,) = [t for t in rl if t["label"] == "exploration"]
+    assert metaqnn not in exploration["doc_ids"]
+    assert _id(iclr, "#Exploration") in exploration["doc_ids"]
+    gan = _iclr_themes(iclr, "generative adversarial networks")
+    (home,) = [t for t in gan if _id(iclr, "b-GAN") in t["doc_ids"]]
+    assert home["label"] == "density ratio estimation"
+
+
+def test_iclr_rl_themes_are_lines_not_the_topic_s_formalism(iclr: Corpus) -> None:
+    # A blind read of 0005900: "Decision process" and "Optimization" name no line of
+    # research, and other work held 17 of the 52 papers.
+    themes = _iclr_themes(iclr, "reinforcement learning")
+    labels = {t["label"] for t in themes}
+    assert not labels & {"decision process", "optimization"}, labels
+    # Kinds of RL its papers name, and a letter compound read as one word.
+    assert {"hierarchical RL", "deep Q-learning"} <= labels, labels
+    total = sum(len(t["doc_ids"]) for t in themes)
+    other = next(t for t in themes if t["label"] == OTHER_WORK)
+    assert 10 * len(other["doc_ids"]) <= 3 * total, labels
+
+
+def test_a_name_names_no_benchmark_nor_the_sets_own_words() -> None:
+    from kimmy_swarm.agents.tools._line_names import names_line
+
+    texts = ["We evaluate on Atari games.", "Results on the Atari domain and Doom."]
+    common = GENERIC_TERMS | {"reward", "rl"}
+    assert not names_line("Atari games", common, texts)  # a benchmark, capitalised always
+    assert not names_line("reward value", common, texts)  # the set's own word, a generic one
+    assert names_line("model-based RL", common, texts)  # a compound adjective is a term
+    assert names_line("exploration", common, texts)
+    assert is_generic("decision process") and is_generic("deep networks")
+    assert not is_generic("deep Q-networks")  # "Q-" is no stray letter
+
+
+def test_late_names_a_plural_by_its_activity_never_a_quantity() -> None:
+    from kimmy_swarm.agents.tools._line_names import late_name
+
+    titles = ["Learning Locomotion Skills", "Feature Spaces to Transfer Skills"]
+    said = [titles[0], f"{titles[1]}. We study learning multiple skills by sharing."]
+    assert late_name(_seed("skills"), "skills", titles, said, _NOUN, GENERIC_TERMS) == (
+        "learning skills"
+    )
+    # A phrase headed by a noun of quantity or kind names a container, not a line.
+    sets = ["Unsupervised synthesis on a diverse set.", "Thinking in a diverse set of ways."]
+    assert late_name(_seed("diverse set"), "diverse set", sets, sets, _NOUN, GENERIC_TERMS) == ""

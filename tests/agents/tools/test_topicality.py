@@ -88,6 +88,20 @@ def test_a_passing_mention_is_not_central_but_the_paper_s_own_use_is() -> None:
     assert central == [True, False, False, True, True, False]
 
 
+def test_naming_tells_what_a_paper_compares_with_from_its_own_use() -> None:
+    from kimmy_swarm.agents.tools.topicality import naming
+
+    docs = [_doc(i, "GANs", "We train generative adversarial networks (GANs).") for i in range(2)]
+    forms = learn_forms("generative adversarial networks", docs)
+    # The topic as the baseline a paper compares with (Bordes et al.'s infusion training).
+    said = naming(forms, "Results are competitive compared to a basic Generative Adversarial Net.")
+    assert (said.forms, said.referred, said.compared, said.own) == (1, 1, 1, 0)
+    # Others' work, but no comparison; the paper's own use.
+    such = naming(forms, "Decoders of models such as GANs define a distribution.")
+    assert (such.referred, such.compared) == (1, 0)
+    assert naming(forms, "We train GANs on faces.").own == 1
+
+
 def test_about_rescues_by_vocabulary_only_where_it_is_precise() -> None:
     agent = "The agent maximises reward with a policy"
     docs = [_doc(i, f"Reinforcement learning {i}", f"{agent}.") for i in range(3)]
