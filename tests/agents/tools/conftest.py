@@ -1,4 +1,6 @@
-"""Shared helpers of the sandbox tests (`test_sandbox.py`, `test_sandbox_containment.py`).
+"""Shared helpers of the sandbox tests (`test_sandbox.py`, `test_sandbox_containment.py`),
+and the fair dataset the model tests fit (`test_model_choices.py`,
+`test_model_size_and_effects.py`).
 
 Most runs share one `Sandbox` per test module and use plain Python (a child starts in ~0.1 s).
 """
@@ -10,15 +12,18 @@ import secrets
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from kimmy_swarm.agents.tools import _sandbox_boot as boot
+from kimmy_swarm.agents.tools.datasets import load_dataset
 from kimmy_swarm.agents.tools.sandbox import (
     Sandbox,
     SandboxLimits,
     SandboxResult,
     sandbox_available,
 )
+from kimmy_swarm.agents.tools.variables import column_types
 
 AVAILABLE, WHY = sandbox_available()
 
@@ -87,3 +92,14 @@ def watch(sandbox: Sandbox, code: str) -> tuple[tuple[int, dict[str, str], dict]
         result = running.result()
     assert child is not None, f"the child was not seen running: {result}"
     return child, result
+
+
+@pytest.fixture(scope="module")
+def fair() -> pd.DataFrame:
+    return load_dataset("statsmodels:fair").frame
+
+
+@pytest.fixture(scope="module")
+def fair_kinds() -> dict:
+    ds = load_dataset("statsmodels:fair")
+    return column_types(ds.frame, codes=ds.codes, descriptions=ds.descriptions, target=ds.target)

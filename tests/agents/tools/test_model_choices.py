@@ -18,20 +18,8 @@ from kimmy_swarm.agents.tools.datasets import load_dataset
 from kimmy_swarm.agents.tools.finding import NumericFinding
 from kimmy_swarm.agents.tools.models import ModelFit, fit_model
 from kimmy_swarm.agents.tools.recompute import verify
-from kimmy_swarm.agents.tools.variables import column_types
 
 FAIR_DEFAULT = ["rate_marriage", "religious", "age", "yrs_married", "children"]
-
-
-@pytest.fixture(scope="module")
-def fair() -> pd.DataFrame:
-    return load_dataset("statsmodels:fair").frame
-
-
-@pytest.fixture(scope="module")
-def fair_kinds() -> dict:
-    ds = load_dataset("statsmodels:fair")
-    return column_types(ds.frame, codes=ds.codes, descriptions=ds.descriptions, target=ds.target)
 
 
 def _findings(fit: ModelFit) -> list[NumericFinding]:

@@ -20,18 +20,6 @@ from kimmy_swarm.agents.tools.models import (
     parameter_budget,
 )
 from kimmy_swarm.agents.tools.recompute import verify
-from kimmy_swarm.agents.tools.variables import column_types
-
-
-@pytest.fixture(scope="module")
-def fair() -> pd.DataFrame:
-    return load_dataset("statsmodels:fair").frame
-
-
-@pytest.fixture(scope="module")
-def fair_kinds() -> dict:
-    ds = load_dataset("statsmodels:fair")
-    return column_types(ds.frame, codes=ds.codes, descriptions=ds.descriptions, target=ds.target)
 
 
 def _checked(df: pd.DataFrame, found: NumericFinding) -> None:
