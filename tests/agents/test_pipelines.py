@@ -148,7 +148,9 @@ def test_decompose_builds_subtasks_with_the_id_helpers() -> None:
         "synthesize",
     ]
     assert by_id[check_id("t0")].depends_on == [write_id("t0")]
-    assert by_id[SYNTHESIZE_ID].depends_on == [PLAN_ID, write_id("t0"), check_id("t0")]
+    # the notes too: the names the synthesis may cite (`agents.review.roles._check_prose`)
+    reads = [read_id("d1"), read_id("d2")]
+    assert by_id[SYNTHESIZE_ID].depends_on == [PLAN_ID, *reads, write_id("t0"), check_id("t0")]
 
 
 def test_both_pipelines_feed_the_given_sinks(tmp_path: Path) -> None:
