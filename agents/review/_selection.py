@@ -33,8 +33,7 @@ from typing import Any
 from kimmy_swarm.agents.review._sentence_roles import classify
 from kimmy_swarm.agents.tools.corpus import Document
 from kimmy_swarm.agents.tools.passages import sentences
-from kimmy_swarm.agents.tools.search import topic_facet_texts
-from kimmy_swarm.agents.tools.terms import tokenize_terms
+from kimmy_swarm.agents.tools.search import SearchIndex, topic_facet_texts
 from kimmy_swarm.agents.tools.topicality import (
     Topicality,
     TopicForms,
@@ -43,7 +42,6 @@ from kimmy_swarm.agents.tools.topicality import (
     learn_forms,
     naming,
     topic_vocabulary,
-    topicality,
 )
 
 #: How a standing ranks among equally cited papers (lower first); "" has no decision.
@@ -76,13 +74,13 @@ class _Facet:
         return self.vocabulary.density(own) < self.floor
 
 
-def _facets(topic: str, documents: Sequence[Document], quantile: float) -> list[_Facet]:
-    terms = [frozenset(tokenize_terms(f"{d.title}\n{d.text}")) for d in documents]
+def _facets(topic: str, index: SearchIndex, quantile: float) -> list[_Facet]:
+    documents, terms = index.documents, index.document_terms
     out = []
     for part in topic_facet_texts(topic):
         forms = learn_forms(part, documents)
         if forms.phrases or forms.acronyms:
-            standing = topicality(part, documents, terms)
+            standing = index.topicality(part)
             by_id = {d.id: s for d, s in zip(documents, standing, strict=True)}
             vocabulary = topic_vocabulary(standing, terms)
             out.append(_Facet(forms, by_id, vocabulary, central_density(standing, quantile)))
@@ -91,7 +89,7 @@ def _facets(topic: str, documents: Sequence[Document], quantile: float) -> list[
 
 def named_in_passing(
     topic: str,
-    documents: Sequence[Document],
+    index: SearchIndex,
     papers: Iterable[Document],
     *,
     unnamed_quantile: float,
@@ -102,13 +100,14 @@ def named_in_passing(
 
     Args:
         topic: the review's topic ("generative adversarial networks").
-        documents: the corpus (its central papers give the topic's vocabulary).
+        index: the corpus's search index (its central papers give the topic's vocabulary;
+            it keeps how each paper stands to the topic, `SearchIndex.topicality`).
         papers: the papers about the topic (`SearchIndex.relevant`).
         unnamed_quantile: the quantile of the central papers' vocabulary densities that a
             paper's own sentences need when they never name the topic.
     """
     papers = list(papers)
-    facets = _facets(topic, documents, unnamed_quantile) if papers else []
+    facets = _facets(topic, index, unnamed_quantile) if papers else []
     if not facets:
         return set()
     return {d.id for d in papers if all(f.in_passing(d) for f in facets)}

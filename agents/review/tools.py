@@ -81,9 +81,7 @@ def build_toolbox(
         """The papers of `doc_ids` that name `query` only in passing (`_selection`)."""
         papers = [corpus.get(d) for d in doc_ids]
         quantile = rule.unnamed_quantile
-        return frozenset(
-            named_in_passing(query, corpus.documents, papers, unnamed_quantile=quantile)
-        )
+        return frozenset(named_in_passing(query, idx, papers, unnamed_quantile=quantile))
 
     def search_corpus(query: str, k: int = 10) -> list[dict[str, Any]]:
         """Search the corpus: the documents about the query, best match first, at most k,

@@ -14,6 +14,7 @@ can name them.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -120,6 +121,23 @@ def _candidates(focus: Sequence[str], excluded: set[str]) -> dict[Phrase, str]:
     return out
 
 
+def title_and_text(documents: Sequence[Document]) -> list[list[str]]:
+    """Each document's terms of title and text, in order (`tokenize_terms`)."""
+    return [tokenize_terms(f"{d.title}\n{d.text}") for d in documents]
+
+
+@functools.lru_cache(maxsize=4)
+def _corpus_terms(documents: tuple[Document, ...]) -> list[list[str]]:
+    return title_and_text(documents)
+
+
+def corpus_terms(documents: Sequence[Document]) -> list[list[str]]:
+    """`title_and_text` of a corpus, kept for the last few corpora: every theme search of a
+    review reads its whole corpus (a second of tokenizing, each time, before). Do not
+    change the lists."""
+    return _corpus_terms(tuple(documents))
+
+
 def vocabulary(documents: Sequence[Document]) -> set[str]:
     """The set's own vocabulary: words that over `_MAX_SHARE` of its papers (and over
     three) use ("agent", "policy" in a set on reinforcement learning). They split nothing,
@@ -132,6 +150,37 @@ def carries(terms: list[str], phrase: Phrase) -> bool:
     """Whether `terms` hold `phrase`, its words in a row."""
     size = len(phrase)
     return any(tuple(terms[i : i + size]) == phrase for i in range(len(terms) - size + 1))
+
+
+class Carried:
+    """Which of several texts' terms carry a phrase (`carries`), answered from each text's
+    runs of words of the phrase's length, made once per length: `key_terms` asks it of
+    every candidate phrase over the corpus (a hundred thousand `carries` scans, seconds of
+    every theme search, before)."""
+
+    def __init__(self, terms: Sequence[list[str]]) -> None:
+        self._terms = terms
+        self._runs: dict[int, list[frozenset[Phrase]]] = {}
+        self._counts: dict[int, Counter[Phrase]] = {}
+
+    def _of(self, size: int) -> list[frozenset[Phrase]]:
+        runs = self._runs.get(size)
+        if runs is None:
+            runs = self._runs[size] = [
+                frozenset(tuple(t[i : i + size]) for i in range(len(t) - size + 1))
+                for t in self._terms
+            ]
+            self._counts[size] = Counter(p for r in runs for p in r)
+        return runs
+
+    def by(self, i: int, phrase: Phrase) -> bool:
+        """Whether text `i` carries `phrase`."""
+        return phrase in self._of(len(phrase))[i]
+
+    def count(self, phrase: Phrase) -> int:
+        """How many of the texts carry `phrase`."""
+        self._of(len(phrase))
+        return self._counts[len(phrase)][phrase]
 
 
 def key_terms(
@@ -148,22 +197,22 @@ def key_terms(
         for phrase, form in _candidates(focus[d.id], excluded).items():
             found[phrase][form] += 1
     terms = [tokenize_terms(f"{d.title}\n{d.text}") for d in documents]
-    wide = background or documents
-    wide_terms = [tokenize_terms(f"{d.title}\n{d.text}") for d in wide]
+    own = Carried(terms)
+    wide = Carried(corpus_terms(background) if background else terms)
     keys, columns = [], []
     for phrase, forms in sorted(found.items()):
-        carried = np.array([carries(t, phrase) for t in terms])
+        carried = np.array([own.by(i, phrase) for i in range(n)])
         k = int(carried.sum())
         if k < 2 or k > max(_MAX_SHARE * n, 2):
             continue
-        df = sum(carries(t, phrase) for t in wide_terms)
-        lift = (k / n) / ((df + 1) / (len(wide) + 1))
+        df = wide.count(phrase)
+        lift = (k / n) / ((df + 1) / (len(background or documents) + 1))
         if lift >= _MIN_LIFT:
             keys.append(Key(phrase, forms, lift))
             columns.append(carried)
     for kin in _kin(keys, [" ".join(focus[d.id]) for d in documents]):
         keys.append(kin)
-        columns.append(np.array([carries(t, kin.stems) for t in terms]))
+        columns.append(np.array([own.by(i, kin.stems) for i in range(n)]))
     matrix = np.column_stack(columns) if columns else np.zeros((n, 0), dtype=bool)
     return keys, matrix
 
@@ -177,7 +226,7 @@ def _modifier_keys(
 ) -> list[Key]:
     """Kinds of the topic its papers name ("hierarchical reinforcement learning",
     "multi-task deep RL"): a word two papers at least write right before the topic's
-    words (`_modifies`), neither generic nor the set's own; each a key named by it and the
+    words (`_in`), neither generic nor the set's own; each a key named by it and the
     topic's noun ("hierarchical RL"), of the lift of that use."""
     forms: dict[str, Counter[str]] = defaultdict(Counter)
     for d in documents:
@@ -186,14 +235,15 @@ def _modifier_keys(
             if stems and not set(stems) <= GENERIC_TERMS | excluded | topic:
                 forms[form.replace("-", "")][form] += 1
     wide = background or documents
+    own, corpus = _modified(tuple(documents), topic), _modified(tuple(wide), topic)
     keys = []
     for written in forms.values():
         form = min(written, key=lambda f: (-written[f], "-" not in f, f))
         stems = tuple(tokenize_terms(form))
-        k = sum(_modifies(f"{d.title}\n{d.text}", stems, topic) for d in documents)
+        k = sum(_in(found, stems) for found in own)
         if k < 2:
             continue
-        df = sum(_modifies(f"{d.title}\n{d.text}", stems, topic) for d in wide)
+        df = sum(_in(found, stems) for found in corpus)
         lift = (k / len(documents)) / ((df + 1) / (len(wide) + 1))
         keys.append(Key(stems, Counter(written), lift, named=f"{form} {noun}"))
     return keys
@@ -219,13 +269,24 @@ def _modifiers(text: str, topic: frozenset[str]) -> list[str]:
     return out
 
 
-def _modifies(text: str, stems: Phrase, topic: frozenset[str]) -> bool:
+#: The words a text writes before the topic (`_modifiers`): their terms, and each joined.
+_Modifiers = tuple[frozenset[Phrase], frozenset[str]]
+
+
+@functools.lru_cache(maxsize=8)
+def _modified(documents: tuple[Document, ...], topic: frozenset[str]) -> list[_Modifiers]:
+    """`_modifiers` of each document's title and text, as terms (kept for the last few
+    corpora: each theme search asks them of the whole corpus for every kind it weighs)."""
+    out = []
+    for d in documents:
+        found = [tuple(tokenize_terms(m)) for m in _modifiers(f"{d.title}\n{d.text}", topic)]
+        out.append((frozenset(found), frozenset("".join(f) for f in found)))
+    return out
+
+
+def _in(found: _Modifiers, stems: Phrase) -> bool:
     """Whether a text writes `stems` (or its form written as one word) before the topic."""
-    joined = "".join(stems)
-    return any(
-        (found := tuple(tokenize_terms(m))) == stems or "".join(found) == joined
-        for m in _modifiers(text, topic)
-    )
+    return stems in found[0] or "".join(stems) in found[1]
 
 
 def with_kinds(
@@ -247,9 +308,8 @@ def with_kinds(
         for k in _modifier_keys(documents, topic, excluded, background, noun)
         if k.stems not in known
     ]
-    columns = [
-        [_modifies(f"{d.title}\n{d.text}", k.stems, topic) for d in documents] for k in kinds
-    ]
+    own = _modified(tuple(documents), topic)
+    columns = [[_in(found, k.stems) for found in own] for k in kinds]
     carried = np.array(columns, dtype=bool).T.reshape(len(documents), len(kinds))
     return keys + kinds, np.hstack([matrix, carried])
 
@@ -286,11 +346,11 @@ def _late_keys(
             if phrase not in known:
                 found[phrase][form] += 1
     keys = []
+    in_set, in_corpus = Carried(counted), Carried(wide)
     for phrase, forms in sorted(found.items()):
-        if sum(carries(counted[i], phrase) for i in rows) < 2:
+        if sum(in_set.by(i, phrase) for i in rows) < 2:
             continue
-        k = sum(carries(terms, phrase) for terms in counted)
-        df = sum(carries(t, phrase) for t in wide)
+        k, df = in_set.count(phrase), in_corpus.count(phrase)
         lift = (k / len(counted)) / ((df + 1) / (len(wide) + 1))
         if lift >= _MIN_LIFT:
             keys.append(Key(phrase, forms, lift))
@@ -315,7 +375,7 @@ def leftover_keys(
     title_terms = [tokenize_terms(t) for t in titles]
     wide_titles = [tokenize_terms(d.title) for d in wide]
     out = _late_keys(titles, title_terms, wide_titles, rows, excluded, known)
-    wide_terms = [tokenize_terms(f"{d.title}\n{d.text}") for d in wide]
+    wide_terms = corpus_terms(background) if background else title_and_text(documents)
     known = {*known, *(k.stems for k in out)}
     return out + _late_keys(said, claimed, wide_terms, rows, excluded, known)
 

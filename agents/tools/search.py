@@ -17,11 +17,14 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import pairwise
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kimmy_swarm.agents.tools.corpus import Document, UnknownDocumentError
 from kimmy_swarm.agents.tools.passages import Passage, sentences
 from kimmy_swarm.agents.tools.terms import STOPWORDS, stem, tokenize_terms
+
+if TYPE_CHECKING:
+    from kimmy_swarm.agents.tools.topicality import Topicality
 
 __all__ = [
     "QUOTED_PHRASE",
@@ -207,6 +210,7 @@ class SearchIndex:
             raise ValueError(f"document id {dup!r} occurs more than once; ids must be unique")
         self._retriever: bm25s.BM25 | None = None
         self._vocab = _Vocabulary()
+        self._standing: dict[str, list[Topicality]] = {}  # `topicality`, by facet
         tokens = []
         for d in documents:
             title, text = tokenize_terms(d.title), tokenize_terms(d.text)
@@ -219,6 +223,29 @@ class SearchIndex:
 
     def __len__(self) -> int:
         return len(self._ids)
+
+    @property
+    def documents(self) -> list[Document]:
+        """The indexed documents, in order."""
+        return self._documents
+
+    @property
+    def document_terms(self) -> list[frozenset[str]]:
+        """Each document's terms of title and text (`tokenize_terms`), in order."""
+        return self._vocab.terms
+
+    def topicality(self, facet: str) -> list[Topicality]:
+        """How each document stands to one facet of a topic (`topicality.topicality`, which
+        reads every sentence of the corpus: a second of a review's search), computed once
+        per facet and kept: a review searches its topic several times, and its selection
+        reads the same standing."""
+        found = self._standing.get(facet)
+        if found is None:
+            from kimmy_swarm.agents.tools.topicality import topicality
+
+            found = topicality(facet, self._documents, self._vocab.terms)
+            self._standing[facet] = found  # two threads may both compute it: the same list
+        return found
 
     def _scores(self, terms: list[str]) -> Any:
         """BM25 scores of every document for `terms` and their adjacent pairs (or None)."""
@@ -267,13 +294,13 @@ class SearchIndex:
         Returns:
             [] for a topic without a term, or when nothing matches.
         """
-        from kimmy_swarm.agents.tools.topicality import about, learn_forms, topicality
+        from kimmy_swarm.agents.tools.topicality import about, learn_forms
 
         keep: dict[int, float] = {}
         query: list[str] = []
         for part in topic_facet_texts(topic):
             terms = list(dict.fromkeys(tokenize_terms(part)))
-            standing = topicality(part, self._documents, self._vocab.terms)
+            standing = self.topicality(part)
             chosen = about(
                 standing,
                 unnamed_quantile=rule.unnamed_quantile,
