@@ -175,6 +175,13 @@ C = TypeVar("C", bound=PipelineConfig)
 W = TypeVar("W", bound=PipelineFiles)
 
 
+#: A model-mode sub-agent's limit per attempt (the runtime's default is 600 s). Each of its
+#: model calls has a limit of its own (adaptive over HTTP, `swarm.llm.call_timeout`; in
+#: process, the engine's progress, `LocalModel`), so this one only stops a sub-agent that
+#: never ends: a 1.5B model's researcher on a busy 2-core machine ran past 600 s while its
+#: answer was still being written (a GAN review lost a paper so).
+MODEL_SUBTASK_TIMEOUT_S = 3600.0
+
 #: What the orchestrator plans without a model, and how to give it one for anything else
 #: (the end of every offline refusal: one line).
 OFFLINE_PLANS = (
@@ -232,10 +239,12 @@ class Pipeline(Protocol[C, W]):
         raise ConfigError(f"the {self.name} pipeline runs only under the orchestrator")
 
     def run_config(self, config: C) -> RunConfig:
-        """How a run of its own executes: failures reported, never fatal."""
+        """How a run of its own executes: failures reported, never fatal; with a model, a
+        subtask may take `MODEL_SUBTASK_TIMEOUT_S` (see there)."""
         from kimmy_swarm.swarm import RunConfig
 
-        return RunConfig(max_concurrency=config.max_concurrency, failure_policy="continue")
+        limit = {} if config.model is None else {"timeout_s": MODEL_SUBTASK_TIMEOUT_S}
+        return RunConfig(max_concurrency=config.max_concurrency, failure_policy="continue", **limit)
 
     def restore(self, resources: RunResources, stored: StoredRun) -> None:
         """Rebuild, before a resume runs the rest, the state its finished subtasks made."""
@@ -487,6 +496,7 @@ def seen_results(ctx: SubtaskContext, progress: Orchestration) -> RunResult:
 
 
 __all__ = [
+    "MODEL_SUBTASK_TIMEOUT_S",
     "OFFLINE_PLANS",
     "Orchestration",
     "Pipeline",

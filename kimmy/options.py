@@ -171,7 +171,8 @@ CallTimeout = Annotated[
         help=(
             "A fixed limit in seconds for each call to the model server [default: adaptive: "
             "from the request's size and the speed the server has shown, 15 s to 30 min, "
-            "at least 120 s until a call has finished]."
+            "at least 120 s until a call has finished; with --local, none: a call fails "
+            "when the model's engine has made no progress for 5 min]."
         ),
     ),
 ]

@@ -118,8 +118,8 @@ async def connect(
             stored capabilities.
         given: capabilities known without probing, by name (`--tools`, `--no-tools`, ...).
         max_connections: the client's connection pool (the run's concurrency).
-        timeout_s: a fixed limit per call; None: the client's own (adaptive over HTTP,
-            600 s for a local model).
+        timeout_s: a fixed limit per call; None: the client's own (adaptive over HTTP;
+            for a local model none but its engine's progress, `LocalModel`'s `stall_s`).
 
     Raises:
         ConfigError: an offline or `other` endpoint, no server configured, a URL whose

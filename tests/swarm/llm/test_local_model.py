@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -16,6 +19,7 @@ from kimmy_swarm.model.presets import tiny_model, tiny_tokenizer
 from kimmy_swarm.model.serve.chat import render_chat
 from kimmy_swarm.model.serve.protocol import ChatMessage
 from kimmy_swarm.model.serve.structured import validate
+from kimmy_swarm.swarm.errors import ConfigError
 from kimmy_swarm.swarm.llm import ChatModel, LocalModel, OpenAIChat
 
 ASK = [{"role": "system", "content": "You name things."}, {"role": "user", "content": "A name?"}]
@@ -76,3 +80,40 @@ async def test_the_tiny_model_takes_an_orchestrators_opening() -> None:
             assert model.context_length == TINY_CONTEXT > 6500
             reply = await model.chat(long_prompt, max_tokens=1)
             assert reply.usage.prompt_tokens > 4096
+
+
+async def test_a_call_fails_only_when_the_engine_makes_no_progress(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The local client's fixed 600 s limit failed calls of a 1.5B model that were still
+    being decoded on a busy machine; a call now waits as long as the engine makes progress
+    and fails once it has made none for `stall_s` (here 1 s)."""
+    from kimmy_swarm.model.serve.async_engine import AsyncEngine
+    from kimmy_swarm.swarm.errors import ModelTimeoutError
+
+    step, hung = AsyncEngine._step, threading.Event()
+    pace = {"s": 0.3}
+
+    def slow_step(self: AsyncEngine) -> Any:
+        time.sleep(pace["s"])  # a busy machine: each engine step is slow, none stops
+        while hung.is_set():
+            time.sleep(0.05)
+        return step(self)
+
+    monkeypatch.setattr(AsyncEngine, "_step", slow_step)
+    async with LocalModel.tiny(max_num_seqs=2, max_model_len=256, stall_s=1.0) as model:
+        ask = {"max_tokens": 8, "temperature": 0, "stop": None}
+        reply = await model.chat(ASK, **ask)  # 8+ steps of 0.3 s: far past 1 s, progressing
+        assert reply.usage.completion_tokens == 8
+        hung.set()  # the engine stops stepping: the call fails, naming why
+        with pytest.raises(ModelTimeoutError, match=r"made no progress for 1 s"):
+            await model.chat(ASK, **ask)
+        hung.clear()
+        pace["s"] = 0.0
+        assert (await model.chat(ASK, **ask)).content == reply.content  # it serves on
+
+
+def test_local_model_limits_must_be_positive() -> None:
+    for bad in ({"stall_s": 0}, {"timeout_s": -1.0}):
+        with pytest.raises(ConfigError, match=next(iter(bad))):
+            LocalModel.tiny(**bad)
