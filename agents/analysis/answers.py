@@ -201,8 +201,10 @@ def _answer(fit: dict[str, Any], target: str) -> str:
     text += "".join(
         f", then {r.predictor} ({_effect(fit, r, first=False)})" for r in rest[: MAX_NAMED - 1]
     )
-    if len(rest) > MAX_NAMED - 1:
-        text += f", and {len(rest) - MAX_NAMED + 1} more (see the model's table)"
+    if len(rest) > MAX_NAMED - 1:  # named, not counted: "and 1 more" hid occupation (fair)
+        more = [r.predictor for r in rest[MAX_NAMED - 1 :]]
+        effects = "a smaller effect" if len(more) == 1 else "smaller effects"
+        text += f", and {_and(more)} ({effects}: see the model's table)"
     if weak:
         verb = "is" if len(weak) == 1 else "are"
         text += f"; {_weak(weak)} {verb} not significant at {ALPHA}"

@@ -96,10 +96,13 @@ def _names_problem(names: list[str], et_al: bool, family: list[str]) -> str:
 
 def is_verbatim(claim: str, passage: str) -> bool:
     """Whether `claim` restates `passage` word for word, its attribution and the
-    grammatical person aside (`_prose.third_person` of the passage gives the same words)."""
+    grammatical person aside (`_prose.third_person` of the passage gives the same words); a
+    claim that names no source restates it when it is the passage."""
     subject, body = split_attribution(claim)
-    if not subject or not passage:
+    if not passage:
         return False
+    if not subject:
+        return " ".join(claim.split()) == " ".join(passage.split())
     _, copied = split_attribution(third_person(passage, subject))
     return " ".join(body.split()) == " ".join(copied.split())
 

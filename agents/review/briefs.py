@@ -109,9 +109,9 @@ def plan_brief(run: AttemptView) -> SubtaskBrief:
             if topic
             else f"Group all {len(ids)} into themes"
         )
-        + f", each with a label a person would give it. find_themes suggests, for the "
-        f"best {len(best)}:",
-        *(f"- {t['id']} ({', '.join(t['terms'][:4])}): {', '.join(t['doc_ids'])}" for t in themes),
+        + f", each labelled with the name of its line of research. find_themes suggests, for "
+        f"the best {len(best)} (theme id (name): documents):",
+        *(f"- {t['id']} ({t['label']}): {', '.join(t['doc_ids'])}" for t in themes),
     ]
     schema = answer_schema(ReviewPlan, keep=("topic", "themes"))
     pin(schema, "topic", topic)

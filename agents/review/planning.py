@@ -102,7 +102,7 @@ def decompose(plan: ReviewPlan, corpus_size: int, researcher: str = "researcher"
                 "a conclusion from the checked sections. Add no new claims."
             ),
             inputs={"topic": topic, "corpus_size": corpus_size},
-            # the notes too: the names its prose may cite (`roles._check_prose`)
+            # the notes too: the names its prose may cite (`checks.check_prose`)
             depends_on=[PLAN_ID]
             + [read_id(d) for d in plan.relevant]
             + [write_id(t.id) for t in plan.themes]

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kimmy_swarm.agents.review._claimable import is_prose
@@ -317,15 +317,19 @@ def write_section(run: Attempt) -> Section:
     )
 
 
-def _check_one(run: Attempt, claim: Claim) -> ClaimCheck:
+def check_as_written(
+    call: Callable[..., Any], claim: Claim, year_labels: Mapping[str, str]
+) -> ClaimCheck:
     """The claim as written against each cited document (`agents.review._factcheck`): its
     words, numbers, names and polarity against the best passage, its attribution against
-    the record; the best verdict over the cited documents."""
+    the record; the best verdict over the cited documents. `call(tool, **arguments)` calls
+    the fact-checker's tools (`read_document`, `check_claim`); the offline fact-checker's
+    verdict, and the check of a model's (`agents.review.roles`)."""
     subject, body = split_attribution(claim.text)
     best: ClaimCheck | None = None
     for doc_id in claim.cited:
         try:
-            doc = run.call("read_document", doc_id=doc_id)
+            doc = call("read_document", doc_id=doc_id)
         except Exception as exc:  # noqa: BLE001  (an unknown id is a verdict, not a crash)
             reason = f"cited document {doc_id!r} cannot be read: {exc}"
             best = best or ClaimCheck(
@@ -336,7 +340,7 @@ def _check_one(run: Attempt, claim: Claim) -> ClaimCheck:
                 reason=reason,
             )
             continue
-        support = run.call("check_claim", claim=body or claim.text, doc_id=doc_id)
+        support = call("check_claim", claim=body or claim.text, doc_id=doc_id)
         passage = support["passage"] or {}
         ok = bool(support["supported"])
         reason = "" if ok else f"best passage scores {support['score']:.2f}"
@@ -345,7 +349,7 @@ def _check_one(run: Attempt, claim: Claim) -> ClaimCheck:
             reason = "changes the passage's polarity: " + ", ".join(polarity)
         if support["missing"]:
             reason = "not in the passage: " + ", ".join(support["missing"])
-        label = str((run.inputs.get("year_labels") or {}).get(doc_id, ""))
+        label = str(year_labels.get(doc_id, ""))
         problem = attribution_problem(subject, doc, label=label) if subject else ""
         if ok and problem:
             ok, reason = False, f"attribution {subject!r} {problem}"
@@ -387,7 +391,12 @@ def _rank(check: ClaimCheck) -> tuple[bool, float]:
 def check_section(run: Attempt) -> SectionCheck:
     """Fact-checker: a verdict for every claim of the upstream section."""
     sections = _sections(run)
-    checks = [_check_one(run, claim) for section in sections for claim in section.claims]
+    labels = run.inputs.get("year_labels") or {}
+    checks = [
+        check_as_written(run.call, claim, labels)
+        for section in sections
+        for claim in section.claims
+    ]
     return SectionCheck(theme_id=str(run.inputs.get("theme_id") or ""), checks=checks)
 
 
@@ -481,6 +490,7 @@ def synthesize(run: Attempt) -> ReviewProse:
 __all__ = [
     "ResultRule",
     "SentenceScore",
+    "check_as_written",
     "check_section",
     "compose_prose",
     "counts_as_result",

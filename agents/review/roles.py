@@ -1,18 +1,15 @@
 """The literature review's roles: the built-ins with the review's tools, schemas, procedures
-and meaning checks (so an invalid model answer gets the repair turn)."""
+and meaning checks (`agents.review.checks`: an invalid model answer gets the repair turn)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kimmy_swarm.agents.review import briefs as role_briefs
+from kimmy_swarm.agents.review import checks
 from kimmy_swarm.agents.review import procedures as proc
-from kimmy_swarm.agents.review._claimable import is_prose
-from kimmy_swarm.agents.review._prose import attribution, unknown_citations, year_labels
 from kimmy_swarm.agents.review.physics import research_physics
 from kimmy_swarm.agents.review.schemas import (
-    READ_PREFIX,
-    WRITE_PREFIX,
     PaperNotes,
     ReviewPlan,
     ReviewProse,
@@ -20,166 +17,23 @@ from kimmy_swarm.agents.review.schemas import (
     SectionCheck,
 )
 from kimmy_swarm.agents.roles import RoleRegistry, builtin_roles
-from kimmy_swarm.swarm.errors import UserError
-
-if TYPE_CHECKING:
-    from kimmy_swarm.agents.loop import Attempt
-
-
-def _tool(run: Attempt, name: str, **kwargs: Any) -> Any:
-    """Call a tool for a check (not recorded as a step of the agent).
-
-    Raises:
-        ValueError: the tool refused the answer's arguments (an unknown document id, say):
-            the answer is invalid, so the model gets the repair turn, then the fallback.
-    """
-    if name not in run.tools:
-        return None
-    try:
-        return run.tools[name](kwargs)
-    except UserError as exc:
-        raise ValueError(str(exc)) from exc
-
-
-def _check_plan(plan: ReviewPlan, run: Attempt) -> None:
-    relevant = set(plan.relevant)
-    twice = sorted(d for d in relevant if plan.relevant.count(d) > 1)
-    if twice:  # each relevant document is read by one researcher
-        raise ValueError(f"`relevant` lists documents more than once: {twice}")
-    limit = run.inputs.get("max_papers")
-    if isinstance(limit, int) and len(relevant) > limit:
-        raise ValueError(f"the plan reviews {len(relevant)} documents; at most {limit} may be")
-    given = [str(d) for d in run.inputs.get("doc_ids") or []]
-    left_out = [d for d in given if d not in relevant]
-    if left_out and not str(run.inputs.get("topic") or "").strip():  # review these, all
-        raise ValueError(f"the plan leaves out documents it was given to review: {left_out}")
-    for theme in plan.themes:
-        if len(set(theme.doc_ids)) < len(theme.doc_ids):
-            raise ValueError(f"theme {theme.id!r} lists a document more than once")
-        outside = [d for d in theme.doc_ids if d not in relevant]
-        if outside:
-            raise ValueError(f"theme {theme.id!r} lists documents not in `relevant`: {outside}")
-    records = [_tool(run, "read_document", doc_id=d) for d in plan.relevant]  # raises if unknown
-    if all(records):  # the letters of papers cited alike are the runtime's, not the model's
-        plan.year_labels = year_labels(
-            [(r["doc_id"], r.get("authors") or [], r.get("year"), r["title"]) for r in records]
-        )
-    topic = str(run.inputs.get("topic") or "").strip()
-    if not plan.relevant and topic:
-        hits = _tool(run, "search_corpus", query=topic, k=1) or []
-        if hits:  # an empty plan would end the review with nothing to read
-            raise ValueError(
-                f"`relevant` is empty, but search_corpus finds documents on {topic!r} "
-                f"(e.g. {hits[0]['doc_id']!r}): list the relevant documents and their themes"
-            )
-
-
-def _check_notes(notes: PaperNotes, run: Attempt) -> None:
-    if notes.doc_id != run.inputs.get("doc_id"):
-        raise ValueError(f"doc_id must be {run.inputs.get('doc_id')!r}, not {notes.doc_id!r}")
-    if not notes.findings:  # notes with nothing in them leave the paper out of the review
-        sentences = _tool(run, "document_sentences", doc_id=notes.doc_id) or []
-        stated = [s for s in sentences if is_prose(s["text"])]
-        if stated:
-            raise ValueError(
-                f"`findings` is empty, but {notes.doc_id!r} has {len(stated)} sentences that "
-                "state something: quote its contribution and key results word for word"
-            )
-    for i, finding in enumerate(notes.findings):
-        found = _tool(run, "quote", doc_id=notes.doc_id, text=finding.passage)
-        if found is None:
-            raise ValueError(
-                f"findings[{i}].passage is not quoted word for word from {notes.doc_id!r}"
-            )
-        finding.start, finding.end = found["start"], found["end"]
-
-
-def _check_section(section: Section, run: Attempt) -> None:
-    allowed = set(run.inputs.get("doc_ids") or [])
-    if not section.claims:  # a section without claims leaves the theme out of the review
-        findings = sum(
-            len(out.get("findings") or [])
-            for key, out in run.upstream.items()
-            if key.startswith(READ_PREFIX) and isinstance(out, dict)
-        )
-        if findings:
-            raise ValueError(
-                f"the section makes no claim, but its papers' notes have {findings} findings: "
-                "make one claim per finding, citing its paper"
-            )
-    for claim in section.claims:
-        unknown = [d for d in claim.cited if d not in allowed]
-        if unknown:
-            raise ValueError(
-                f"claim {claim.id!r} cites {unknown}, which are not among this theme's "
-                f"documents {sorted(allowed)}"
-            )
-
-
-def _check_checks(result: SectionCheck, run: Attempt) -> None:
-    wanted = {
-        c["id"]: c
-        for k, o in run.upstream.items()
-        if k.startswith(WRITE_PREFIX) and o
-        for c in o.get("claims", [])
-    }
-    missing = set(wanted) - {c.claim_id for c in result.checks}
-    if missing:
-        raise ValueError(f"no verdict for claims {sorted(missing)}")
-    for check in result.checks:
-        claim = wanted.get(check.claim_id)
-        if claim is not None:  # a verdict names its claim by id; the text is the section's
-            check.claim = check.claim or str(claim.get("text") or "")
-            check.cited = check.cited or list(claim.get("cited") or [])
-        if check.verdict != "supported" or not check.doc_id:
-            continue
-        found = _tool(run, "quote", doc_id=check.doc_id, text=check.passage)
-        if found is None:
-            raise ValueError(
-                f"the passage for claim {check.claim_id!r} is not quoted word for word "
-                f"from {check.doc_id!r}"
-            )
-        check.start, check.end = found["start"], found["end"]
-
-
-def _check_prose(prose: ReviewProse, run: Attempt) -> None:
-    """The synthesizer cites only the reviewed papers, as their notes name them (a 1.5B
-    model's introduction cited "Von Santaana et al. (2017)", who wrote none of them)."""
-    notes = [
-        PaperNotes.model_validate(out)
-        for key, out in run.upstream.items()
-        if key.startswith(READ_PREFIX) and out
-    ]
-    if not notes:  # nothing to check the names against
-        return
-    known = [attribution(n.authors, n.year, n.title, label=n.year_label) for n in notes]
-    texts = {"introduction": prose.introduction, "conclusion": prose.conclusion}
-    texts |= {f"summary of theme {t!r}": x for t, x in prose.section_summaries.items()}
-    for where, text in texts.items():
-        unknown = unknown_citations(text, known)
-        if unknown:
-            raise ValueError(
-                f"the {where} cites {', '.join(unknown)}, which is none of the reviewed "
-                f"papers: cite only these, as written here: {'; '.join(sorted(set(known)))}"
-            )
-
 
 #: Tools of each review role (looked up in `agents.review.tools.build_toolbox`).
 _READING = ("read_document", "document_sentences", "find_passages", "quote")
 _SPECS: tuple[tuple[str, str, type, tuple[str, ...], Any, Any, Any], ...] = (
     # (role, built-in it derives from, output, tools, procedure, check, brief)
     ("planner", "planner", ReviewPlan, ("search_corpus", "find_themes", "read_document"),
-     proc.plan_review, _check_plan, role_briefs.plan_brief),
-    ("researcher", "researcher", PaperNotes, _READING, proc.research_paper, _check_notes,
+     proc.plan_review, checks.check_plan, role_briefs.plan_brief),
+    ("researcher", "researcher", PaperNotes, _READING, proc.research_paper, checks.check_notes,
      role_briefs.research_brief),
     ("physics_researcher", "physics_researcher", PaperNotes, _READING, research_physics,
-     _check_notes, role_briefs.research_brief),
-    ("writer", "writer", Section, (), proc.write_section, _check_section,
+     checks.check_notes, role_briefs.research_brief),
+    ("writer", "writer", Section, (), proc.write_section, checks.check_section,
      role_briefs.write_brief),
     ("fact_checker", "fact_checker", SectionCheck,
      ("read_document", "check_claim", "quote", "find_passages"), proc.check_section,
-     _check_checks, role_briefs.check_brief),
-    ("synthesizer", "writer", ReviewProse, (), proc.synthesize, _check_prose,
+     checks.check_checks, role_briefs.check_brief),
+    ("synthesizer", "writer", ReviewProse, (), proc.synthesize, checks.check_prose,
      role_briefs.synthesis_brief),
 )  # fmt: skip
 

@@ -148,7 +148,7 @@ def test_decompose_builds_subtasks_with_the_id_helpers() -> None:
         "synthesize",
     ]
     assert by_id[check_id("t0")].depends_on == [write_id("t0")]
-    # the notes too: the names the synthesis may cite (`agents.review.roles._check_prose`)
+    # the notes too: the names the synthesis may cite (`agents.review.checks.check_prose`)
     reads = [read_id("d1"), read_id("d2")]
     assert by_id[SYNTHESIZE_ID].depends_on == [PLAN_ID, *reads, write_id("t0"), check_id("t0")]
 
@@ -239,3 +239,21 @@ def test_registering_names_what_is_wrong(echo: _Echo) -> None:
         register_pipeline(Mismatch())
     with pytest.raises(ConfigError, match=r"is not a pipeline: subclass agents\.Pipeline"):
         register_pipeline(object())  # type: ignore[arg-type]
+
+
+def test_a_model_mode_sub_agent_gets_an_hour_an_offline_one_the_default(tmp_path: Path) -> None:
+    """A 1.5B model's researcher ran past the runtime's 600 s per subtask while its answer
+    was still being written; each model call has a limit of its own."""
+    from kimmy_swarm.agents.analysis import AnalysisConfig
+    from kimmy_swarm.agents.pipeline import MODEL_SUBTASK_TIMEOUT_S
+    from kimmy_swarm.swarm import RunConfig
+    from kimmy_swarm.swarm.llm import OpenAIChat
+
+    model = OpenAIChat("http://127.0.0.1:9/v1", "m")
+    review = pipeline_named("review")
+    offline = ReviewConfig(corpus=ICLR_JSON, topic="x", out=tmp_path)
+    assert review.run_config(offline).timeout_s == RunConfig().timeout_s == 600.0
+    with_model = dataclasses.replace(offline, model=model)
+    assert review.run_config(with_model).timeout_s == MODEL_SUBTASK_TIMEOUT_S == 3600.0
+    analysis = AnalysisConfig(datasets=["statsmodels:longley"], out=tmp_path, model=model)
+    assert pipeline_named("analysis").run_config(analysis).timeout_s == 3600.0

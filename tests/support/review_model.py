@@ -18,6 +18,7 @@ import re
 import threading
 from typing import Any
 
+from kimmy_swarm.agents.review._factcheck import is_verbatim
 from tests.support.openai_behaviours import Behaviour, Reply, ServerRequest, reply
 
 #: The claim every writer invents (its numbers are in no paper).
@@ -114,8 +115,8 @@ class ReviewModel:
                 (m := _PASSAGE.match(line))
                 and checks[-1:]
                 and checks[-1]["verdict"] != "supported"
-                and claim["text"] in m.group(2)
-            ):
+                and (claim["text"] in m.group(2) or is_verbatim(claim["text"], m.group(2)))
+            ):  # the claim is in the passage, or restates it in the third person
                 checks[-1] = {"claim_id": claim["id"], "verdict": "supported",
                                   "doc_id": m.group(1), "passage": m.group(2)}  # fmt: skip
         return json.dumps({"theme_id": inputs["theme_id"], "checks": checks})

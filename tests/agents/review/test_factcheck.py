@@ -65,6 +65,10 @@ def test_a_verbatim_claim_is_recognised() -> None:
     assert is_verbatim("Che et al. (2017) introduce several ways of regularizing.", source)
     assert is_verbatim("Similarly, Che et al. (2017) introduce X.", "We introduce X.")
     assert not is_verbatim("Che et al. (2017) introduce some ways of regularizing.", source)
+    # a claim naming no source is word for word when it is the passage (it was never)
+    same = "Several ways of regularizing exist."
+    assert is_verbatim("Several ways of  regularizing exist.", same)
+    assert not is_verbatim("Several ways of regularizing exist.", source)
 
 
 def _checks(iclr: Corpus, claims: list[str], doc_id: str) -> list[dict[str, Any]]:

@@ -3,6 +3,7 @@ loopback (tool calls, JSON answers, an invalid answer that needs the repair turn
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ import pytest
 
 from kimmy_swarm.agents.review import ReviewConfig, run_review
 from kimmy_swarm.agents.review._prose import unknown_citations
-from kimmy_swarm.agents.review.schemas import read_id
+from kimmy_swarm.agents.review.schemas import CHECK_PREFIX, WRITE_PREFIX, read_id
 from kimmy_swarm.agents.tools.corpus import Corpus
 from kimmy_swarm.agents.tools.search import SearchIndex
 from kimmy_swarm.cli.app import main
@@ -29,6 +30,25 @@ class Events:
 
     def handle(self, event: Event) -> None:
         self.events.append(event)
+
+
+def _review(
+    fake: Any,
+    out: Path,
+    *,
+    topic: str = "question answering",
+    max_papers: int = 4,
+    fallback: bool = True,
+    **run: Any,
+) -> Any:
+    """`run_review` of the ICLR corpus with `fake` behind a real HTTP server on loopback."""
+    with OpenAIServer(default=fake) as srv:
+        config = ReviewConfig(
+            corpus=ICLR_JSON, topic=topic, out=out, max_papers=max_papers,
+            model=OpenAIChat(srv.base_url, "test-model"), defaults=ICLR_DEFAULTS,
+            fallback=fallback,
+        )  # fmt: skip
+        return run_review(config, **run)
 
 
 @pytest.fixture
@@ -131,13 +151,8 @@ class WeakReviewModel(ReviewModel):
 
 def _weak_review(tmp_path: Path, prose_docs: set[str], *, fallback: bool) -> tuple[Any, Events]:
     sink = Events()
-    with OpenAIServer(default=WeakReviewModel(prose_docs)) as srv:
-        config = ReviewConfig(
-            corpus=ICLR_JSON, topic="question answering", out=tmp_path, max_papers=8,
-            model=OpenAIChat(srv.base_url, "test-model"), defaults=ICLR_DEFAULTS,
-            fallback=fallback,
-        )  # fmt: skip
-        return run_review(config, sinks=[sink]), sink
+    fake = WeakReviewModel(prose_docs)
+    return _review(fake, tmp_path, max_papers=8, fallback=fallback, sinks=[sink]), sink
 
 
 def test_a_weak_model_still_gets_a_review_from_the_fallbacks(
@@ -217,12 +232,7 @@ class EmptyPlanModel(ReviewModel):
 def test_an_empty_plan_for_a_topic_the_corpus_covers_is_invalid(tmp_path: Path) -> None:
     """It was accepted as valid, and the review ended with nothing read (0 claims)."""
     sink = Events()
-    with OpenAIServer(default=EmptyPlanModel()) as srv:
-        config = ReviewConfig(
-            corpus=ICLR_JSON, topic="question answering", out=tmp_path, max_papers=6,
-            model=OpenAIChat(srv.base_url, "test-model"), defaults=ICLR_DEFAULTS,
-        )  # fmt: skip
-        outcome = run_review(config, sinks=[sink])
+    outcome = _review(EmptyPlanModel(), tmp_path, max_papers=6, sinks=[sink])
     assert set(outcome.fallbacks) == {"plan"}
     assert "`relevant` is empty, but search_corpus finds" in outcome.fallbacks["plan"]
     invalid = [e for e in sink.events if isinstance(e, AgentStep) and e.outcome == "invalid"]
@@ -249,12 +259,7 @@ def test_empty_notes_and_sections_where_the_papers_say_something_are_invalid(
     tmp_path: Path,
 ) -> None:
     sink = Events()
-    with OpenAIServer(default=EmptyAnswersModel()) as srv:
-        config = ReviewConfig(
-            corpus=ICLR_JSON, topic="question answering", out=tmp_path, max_papers=4,
-            model=OpenAIChat(srv.base_url, "test-model"), defaults=ICLR_DEFAULTS,
-        )  # fmt: skip
-        outcome = run_review(config, sinks=[sink])
+    outcome = _review(EmptyAnswersModel(), tmp_path, sinks=[sink])
     readers = {k for k in outcome.fallbacks if k.startswith("read:")}
     writers = {k for k in outcome.fallbacks if k.startswith("write:")}
     assert len(readers) == outcome.relevant == 4 and writers
@@ -281,12 +286,7 @@ def test_a_plan_naming_an_unknown_document_is_an_invalid_answer(tmp_path: Path) 
     ValueError: the plan subtask failed outright (no repair turn, no fallback) and the
     review ended with 0 claims (CI, test_review_of_10_papers_on_smollm2)."""
     sink = Events()
-    with OpenAIServer(default=UnknownIdPlanModel()) as srv:
-        config = ReviewConfig(
-            corpus=ICLR_JSON, topic="question answering", out=tmp_path, max_papers=4,
-            model=OpenAIChat(srv.base_url, "test-model"), defaults=ICLR_DEFAULTS,
-        )  # fmt: skip
-        outcome = run_review(config, sinks=[sink])
+    outcome = _review(UnknownIdPlanModel(), tmp_path, sinks=[sink])
     assert set(outcome.fallbacks) == {"plan"}
     assert "no document with id 'themes'" in outcome.fallbacks["plan"]
     invalid = [e for e in sink.events if isinstance(e, AgentStep) and e.outcome == "invalid"]
@@ -314,12 +314,7 @@ def test_a_model_made_plan_letters_papers_cited_alike(tmp_path: Path, iclr: Corp
               "Learning through Dialogue Interactions by Asking Questions")  # fmt: skip
     ids = [d.id for d in iclr.documents if d.title in titles]
     assert len(ids) == 2
-    with OpenAIServer(default=DialoguePlanModel(ids)) as srv:
-        config = ReviewConfig(
-            corpus=ICLR_JSON, topic="dialogue", out=tmp_path, max_papers=4,
-            model=OpenAIChat(srv.base_url, "test-model"), defaults=ICLR_DEFAULTS,
-        )  # fmt: skip
-        outcome = run_review(config)
+    outcome = _review(DialoguePlanModel(ids), tmp_path, topic="dialogue")
     assert "plan" not in outcome.fallbacks  # the model's own plan
     review = (tmp_path / "review.md").read_text()
     body, refs = review.split("## References", 1)
@@ -341,16 +336,143 @@ class InventedCitationModel(ReviewModel):
 
 def test_the_synthesis_may_cite_only_the_reviewed_papers(tmp_path: Path) -> None:
     """The synthesizer's prose went unchecked: invented authors reached review.md."""
-    with OpenAIServer(default=InventedCitationModel()) as srv:
-        config = ReviewConfig(
-            corpus=ICLR_JSON, topic="question answering", out=tmp_path, max_papers=4,
-            model=OpenAIChat(srv.base_url, "test-model"), defaults=ICLR_DEFAULTS,
-        )  # fmt: skip
-        outcome = run_review(config)
+    outcome = _review(InventedCitationModel(), tmp_path)
     assert set(outcome.fallbacks) == {"synthesize"}
     said = outcome.fallbacks["synthesize"]
     assert "the introduction cites Von Santaana et al. (2017), which is none of the" in said
     assert "Santaana" not in (tmp_path / "review.md").read_text().split("## Made by", 1)[0]
+
+
+class ContraryCheckerModel(ReviewModel):
+    """A fact-checker that turns every verdict round (the 1.5B marked a bare title supported
+    and rejected abstract sentences its writer had quoted word for word): the writers'
+    word-for-word claims "unsupported", their invented one supported by a real passage."""
+
+    def _fact_checker(self, subtask, inputs, brief, repairing):  # type: ignore[no-untyped-def]
+        right = json.loads(super()._fact_checker(subtask, inputs, brief, repairing))
+        passage = next(ln.split(": ", 1) for ln in brief if ln.startswith("  - "))
+        doc_id, text = passage[0].strip().removeprefix("- "), passage[1]
+        wrong = [
+            {"claim_id": c["claim_id"], "verdict": "unsupported", "reason": "not stated"}
+            if c["verdict"] == "supported"
+            else {
+                "claim_id": c["claim_id"],
+                "verdict": "supported",
+                "doc_id": doc_id,
+                "passage": text,
+            }
+            for c in right["checks"]
+        ]
+        return json.dumps({"theme_id": inputs["theme_id"], "checks": wrong})
+
+
+def test_a_model_fact_checkers_verdicts_are_checked_against_the_claim_as_written(
+    tmp_path: Path,
+) -> None:
+    """The model's verdicts were taken as given: a wrong "supported" kept an invented claim,
+    a wrong "unsupported" flagged a claim quoted word for word."""
+    outcome = _review(ContraryCheckerModel(), tmp_path)
+    checkers = {sid for sid in outcome.fallbacks if sid.startswith(CHECK_PREFIX)}
+    assert checkers and set(outcome.fallbacks) == checkers  # the repair turn, then offline
+    said = " ".join(outcome.fallbacks.values())
+    assert "is marked unsupported, but it restates" in said
+    claims = [json.loads(x) for x in (tmp_path / "claims.jsonl").read_text().splitlines()]
+    verdicts = {c["claim_id"].endswith(".bogus"): set() for c in claims}
+    for c in claims:
+        verdicts[c["claim_id"].endswith(".bogus")].add(c["verdict"])
+    assert verdicts == {True: {"unsupported"}, False: {"supported"}}
+
+
+class TitleClaimModel(ReviewModel):
+    """A writer whose claim is its paper's title ("Metz et al. (2017): 'Unrolled Generative
+    Adversarial Networks'", as the 1.5B wrote), which states nothing."""
+
+    def _writer(self, subtask, inputs, brief, repairing):  # type: ignore[no-untyped-def]
+        section = json.loads(super()._writer(subtask, inputs, brief, repairing))
+        first = section["claims"][0]
+        paper = next(ln for ln in brief if ln.startswith(f"[{first['cited'][0]}] "))
+        who, title = paper.split("] ", 1)[1].split(": ", 1)  # "[id] Metz et al. (2017): '…'"
+        first["text"] = f"{who}: '{ast.literal_eval(title)}'"
+        return json.dumps(section)
+
+
+class InventingWriterModel(ReviewModel):
+    """A writer whose title lists terms and whose summary presents what no paper says (the
+    1.5B's "Map samples, generation, mutual, employs" and "Reverse Artificial Intelligence,
+    which transforms the input data into advertisements")."""
+
+    def _writer(self, subtask, inputs, brief, repairing):  # type: ignore[no-untyped-def]
+        section = json.loads(super()._writer(subtask, inputs, brief, repairing))
+        if inputs["theme_id"] == "theme-1":
+            section["title"] = "Map samples, generation, mutual, employs"
+        else:
+            section["summary"] = (
+                "It presents the concept of Reverse Artificial Intelligence, which transforms "
+                "the input data into advertisements."
+            )
+        return json.dumps(section)
+
+
+def test_a_writers_term_list_title_and_invented_summary_are_invalid(tmp_path: Path) -> None:
+    outcome = _review(InventingWriterModel(), tmp_path, max_papers=6)
+    assert outcome.themes >= 2
+    said = outcome.fallbacks
+    assert set(said) == {f"{WRITE_PREFIX}theme-{i + 1}" for i in range(outcome.themes)}
+    assert (
+        "the title 'Map samples, generation, mutual, employs' is a list of terms"
+        in said[f"{WRITE_PREFIX}theme-1"]
+    )
+    assert (
+        "names Reverse Artificial Intelligence, which no paper names"
+        in said[f"{WRITE_PREFIX}theme-2"]
+    )
+    review = (tmp_path / "review.md").read_text().split("## Made by", 1)[0]
+    assert "Map samples" not in review and "Reverse Artificial" not in review
+
+
+class TermListPlanModel(ReviewModel):
+    """A planner that labels its themes with their key terms, as the 1.5B copied them."""
+
+    def _planner(self, subtask, inputs, brief, repairing):  # type: ignore[no-untyped-def]
+        plan = json.loads(super()._planner(subtask, inputs, brief, repairing))
+        for theme in plan["themes"]:
+            theme["label"] = "map samples, generation, mutual, employs"
+        return json.dumps(plan)
+
+
+def test_a_plan_whose_themes_are_term_lists_is_invalid(tmp_path: Path) -> None:
+    outcome = _review(TermListPlanModel(), tmp_path)
+    assert set(outcome.fallbacks) == {"plan"}
+    assert "is labelled with a list of terms" in outcome.fallbacks["plan"]
+
+
+class ForgetfulWriterModel(ReviewModel):
+    """A writer that makes no claim from its theme's last paper (SmolLM2's section of three
+    papers cited two: the third was missing from the review and from references.bib)."""
+
+    def _writer(self, subtask, inputs, brief, repairing):  # type: ignore[no-untyped-def]
+        section = json.loads(super()._writer(subtask, inputs, brief, repairing))
+        last = inputs["doc_ids"][-1]
+        section["claims"] = [c for c in section["claims"] if c["cited"] != [last]]
+        return json.dumps(section)
+
+
+@pytest.mark.parametrize(
+    ("fake", "said"),
+    [
+        (TitleClaimModel, "is the title of the paper it cites"),
+        (ForgetfulWriterModel, "no claim cites"),
+    ],
+)
+def test_sections_whose_claims_state_nothing_or_leave_a_paper_out_are_invalid(
+    tmp_path: Path, fake: type[ReviewModel], said: str
+) -> None:
+    outcome = _review(fake(), tmp_path)
+    writers = {sid for sid in outcome.fallbacks if sid.startswith(WRITE_PREFIX)}
+    assert writers and set(outcome.fallbacks) == writers
+    assert all(said in e for e in outcome.fallbacks.values())
+    bib = (tmp_path / "references.bib").read_text()
+    assert bib.count("@") == outcome.relevant == 4  # every paper read is cited
 
 
 def test_unknown_citations_are_those_no_reviewed_paper_has() -> None:
