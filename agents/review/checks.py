@@ -115,22 +115,18 @@ def check_notes(notes: PaperNotes, run: Attempt) -> None:
 
 def check_section(section: Section, run: Attempt) -> None:
     allowed = set(run.inputs.get("doc_ids") or [])
-    if not section.claims:  # a section without claims leaves the theme out of the review
-        findings = sum(
-            len(out.get("findings") or [])
-            for key, out in run.upstream.items()
-            if key.startswith(READ_PREFIX) and isinstance(out, dict)
-        )
-        if findings:
-            raise ValueError(
-                f"the section makes no claim, but its papers' notes have {findings} findings: "
-                "make one claim per finding, citing its paper"
-            )
     papers = {
         str(out.get("doc_id")): out
         for key, out in run.upstream.items()
         if key.startswith(READ_PREFIX) and isinstance(out, dict)
     }
+    if not section.claims:  # a section without claims leaves the theme out of the review
+        findings = sum(len(notes.get("findings") or []) for notes in papers.values())
+        if findings:
+            raise ValueError(
+                f"the section makes no claim, but its papers' notes have {findings} findings: "
+                "make one claim per finding, citing its paper"
+            )
     for claim in section.claims:
         unknown = [d for d in claim.cited if d not in allowed]
         if unknown:

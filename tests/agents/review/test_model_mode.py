@@ -377,9 +377,9 @@ def test_a_model_fact_checkers_verdicts_are_checked_against_the_claim_as_written
     said = " ".join(outcome.fallbacks.values())
     assert "is marked unsupported, but it restates" in said
     claims = [json.loads(x) for x in (tmp_path / "claims.jsonl").read_text().splitlines()]
-    verdicts = {c["claim_id"].endswith(".bogus"): set() for c in claims}
+    verdicts: dict[bool, set[str]] = {}  # invented claim or not -> its verdicts
     for c in claims:
-        verdicts[c["claim_id"].endswith(".bogus")].add(c["verdict"])
+        verdicts.setdefault(c["claim_id"].endswith(".bogus"), set()).add(c["verdict"])
     assert verdicts == {True: {"unsupported"}, False: {"supported"}}
 
 
